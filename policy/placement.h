@@ -1,0 +1,63 @@
+/* cachepin: the placement engine.
+ *
+ * Pure: a topology model, the CPUs a container may use, the CPUs other containers
+ * hold and a request in; a plan and its reason out.  Deterministic: the same
+ * inputs always give the same plan.  See docs/placement.md for the choices. */
+#ifndef CP_PLACEMENT_H
+#define CP_PLACEMENT_H
+
+#include <hwloc.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "error.h"
+#include "request.h"
+#include "topo.h"
+
+/* What other containers already use. */
+struct cp_usage
+{
+  hwloc_const_bitmap_t held;            /* CPUs held exclusively (NULL: none) */
+  const hwloc_const_bitmap_t *shared;   /* CPU sets of shared-mode placements */
+  size_t n_shared;
+};
+
+struct cp_plan_domain
+{
+  enum cp_level level;
+  unsigned index;        /* position in cp_topo.domains[level] */
+  hwloc_bitmap_t cpus;   /* the plan's CPUs inside this domain */
+};
+
+struct cp_plan
+{
+  enum cp_mode mode;
+  hwloc_bitmap_t cpus;   /* the container's cpuset */
+  hwloc_bitmap_t held;   /* what the ledger holds for it: cpus, plus under smt=pe0 the
+                            idle siblings of its cores; empty in shared mode */
+  hwloc_bitmap_t mems;   /* NUMA nodes local to cpus (never empty) */
+  struct cp_plan_domain *domains;
+  size_t n_domains;
+  bool split;            /* more than one domain */
+  char *reason;          /* one human-readable line */
+};
+
+/* Compute a plan.  ALLOWED (NULL: the topology's allowed CPUs) bounds every choice;
+ * ALLOWED_MEMS (NULL: the topology's allowed nodes) is the fallback for mems.
+ * Fails with CP_ERR_INPUT when the request is malformed for this host (cpus 0 in
+ * exclusive mode, more than allowed) and CP_ERR_UNSATISFIABLE when the free CPUs
+ * cannot meet it (or, with strict, not inside one domain). */
+int cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t allowed_mems,
+              const struct cp_usage *usage, const struct cp_request *req, struct cp_plan **out,
+              cp_error_t *err);
+
+void cp_plan_free (struct cp_plan *plan);
+
+#define cleanup_plan __attribute__ ((cleanup (cp_plan_freep)))
+static inline void
+cp_plan_freep (struct cp_plan **p)
+{
+  cp_plan_free (*p);
+}
+
+#endif

@@ -1,0 +1,134 @@
+#include "request.h"
+
+#include <string.h>
+
+static const char *const align_names[CP_LEVEL_COUNT] = {
+  [CP_LEVEL_L2] = "l2", [CP_LEVEL_LLC] = "llc", [CP_LEVEL_NUMA] = "numa",
+  [CP_LEVEL_PACKAGE] = "package", [CP_LEVEL_MACHINE] = "none",
+};
+
+static const char *const level_labels[CP_LEVEL_COUNT] = {
+  [CP_LEVEL_L2] = "L2", [CP_LEVEL_LLC] = "LLC", [CP_LEVEL_NUMA] = "NUMA",
+  [CP_LEVEL_PACKAGE] = "package", [CP_LEVEL_MACHINE] = "machine",
+};
+
+static const char *const smt_names[] = {
+  [CP_SMT_PE0_FIRST] = "pe0-first", [CP_SMT_PE0] = "pe0",
+  [CP_SMT_CORES] = "cores", [CP_SMT_ANY] = "any",
+};
+
+static const char *const mode_names[] = {
+  [CP_MODE_EXCLUSIVE] = "exclusive", [CP_MODE_SHARED] = "shared",
+};
+
+void
+cp_request_init (struct cp_request *req)
+{
+  memset (req, 0, sizeof *req);
+  req->align = CP_LEVEL_LLC;
+  req->smt = CP_SMT_PE0_FIRST;
+  req->mode = CP_MODE_EXCLUSIVE;
+}
+
+/* Looks S up in NAMES; the error lists what is accepted. */
+static int
+parse_enum (const char *s, const char *const *names, int n, int *out, cp_error_t *err)
+{
+  for (int i = 0; i < n; i++)
+    if (names[i] && strcmp (s, names[i]) == 0)
+      {
+        *out = i;
+        return 0;
+      }
+  char accepted[128] = "";
+  for (int i = 0; i < n; i++)
+    {
+      if (i)
+        strncat (accepted, "|", sizeof accepted - strlen (accepted) - 1);
+      strncat (accepted, names[i], sizeof accepted - strlen (accepted) - 1);
+    }
+  return cp_fail_input (err, "invalid value `%.64s` (expected %s)", s, accepted);
+}
+
+int
+cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err)
+{
+  int v;
+  if (parse_enum (s, align_names, CP_LEVEL_COUNT, &v, err) < 0)
+    return -1;
+  *out = (enum cp_level) v;
+  return 0;
+}
+
+int
+cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err)
+{
+  int v;
+  if (parse_enum (s, smt_names, (int) (sizeof smt_names / sizeof *smt_names), &v, err) < 0)
+    return -1;
+  *out = (enum cp_smt) v;
+  return 0;
+}
+
+int
+cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err)
+{
+  int v;
+  if (parse_enum (s, mode_names, (int) (sizeof mode_names / sizeof *mode_names), &v, err) < 0)
+    return -1;
+  *out = (enum cp_mode) v;
+  return 0;
+}
+
+int
+cp_parse_bool (const char *s, bool *out, cp_error_t *err)
+{
+  static const char *const names[] = { "false", "true" };
+  int v;
+  if (parse_enum (s, names, 2, &v, err) < 0)
+    return -1;
+  *out = v == 1;
+  return 0;
+}
+
+int
+cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err)
+{
+  if (*s == '\0')
+    return cp_fail_input (err, "invalid value ``: expected a number from 1 to %u", max);
+  unsigned long v = 0;
+  for (const char *p = s; *p; p++)
+    {
+      if (*p < '0' || *p > '9' || (p == s && *p == '0' && p[1] != '\0') || v > max)
+        return cp_fail_input (err, "invalid value `%.64s`: expected a number from 1 to %u", s, max);
+      v = v * 10 + (unsigned long) (*p - '0');
+    }
+  if (v < 1 || v > max)
+    return cp_fail_input (err, "invalid value `%.64s`: expected a number from 1 to %u", s, max);
+  *out = (unsigned) v;
+  return 0;
+}
+
+const char *
+cp_align_name (enum cp_level level)
+{
+  return level < CP_LEVEL_COUNT ? align_names[level] : "?";
+}
+
+const char *
+cp_level_label (enum cp_level level)
+{
+  return level < CP_LEVEL_COUNT ? level_labels[level] : "?";
+}
+
+const char *
+cp_smt_name (enum cp_smt smt)
+{
+  return (unsigned) smt < sizeof smt_names / sizeof *smt_names ? smt_names[smt] : "?";
+}
+
+const char *
+cp_mode_name (enum cp_mode mode)
+{
+  return (unsigned) mode < sizeof mode_names / sizeof *mode_names ? mode_names[mode] : "?";
+}

@@ -1,0 +1,68 @@
+/* cachepin: a placement request and the strict parsing of its option values.
+ *
+ * The same names and values serve `cachepin plan` options, `cachepin apply`
+ * options, the host configuration defaults and the `cachepin.io/` annotations. */
+#ifndef CP_REQUEST_H
+#define CP_REQUEST_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+/* Domain levels, from the smallest to the whole machine.  Also the `align` values. */
+enum cp_level
+{
+  CP_LEVEL_L2 = 0,
+  CP_LEVEL_LLC,
+  CP_LEVEL_NUMA,
+  CP_LEVEL_PACKAGE,
+  CP_LEVEL_MACHINE, /* align=none: the allowed CPUs as one domain */
+  CP_LEVEL_COUNT
+};
+
+enum cp_smt
+{
+  CP_SMT_PE0_FIRST = 0, /* default */
+  CP_SMT_PE0,
+  CP_SMT_CORES,
+  CP_SMT_ANY,
+};
+
+enum cp_mode
+{
+  CP_MODE_EXCLUSIVE = 0, /* default */
+  CP_MODE_SHARED,
+};
+
+/* Largest `cpus` we accept in any request, a bound well above any machine. */
+#define CP_REQUEST_MAX_CPUS 8192
+
+struct cp_request
+{
+  unsigned cpus; /* 0: unset (shared mode: one domain) */
+  enum cp_level align;
+  enum cp_smt smt;
+  enum cp_mode mode;
+  bool strict;
+};
+
+/* Defaults: cpus unset, align=llc, smt=pe0-first, mode=exclusive, strict=false. */
+void cp_request_init (struct cp_request *req);
+
+/* Each parser accepts exactly the documented spellings and fails with an input
+ * error naming the value; the caller wraps it with the field's name. */
+int cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err);
+int cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err);
+int cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err);
+int cp_parse_bool (const char *s, bool *out, cp_error_t *err);
+/* A decimal count 1..max, no sign, no leading zero, no spaces. */
+int cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err);
+
+/* Names, as accepted by the parsers. */
+const char *cp_align_name (enum cp_level level);
+const char *cp_smt_name (enum cp_smt smt);
+const char *cp_mode_name (enum cp_mode mode);
+/* How a domain of this level is called in human output: "L3", "L2", "NUMA", ... */
+const char *cp_level_label (enum cp_level level);
+
+#endif

@@ -1,0 +1,451 @@
+#define _GNU_SOURCE
+#include "topo.h"
+#include "util.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- small bitmap helpers ------------------------------------------------ */
+
+static hwloc_bitmap_t
+xbitmap_alloc (void)
+{
+  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
+  if (b == NULL)
+    abort ();
+  return b;
+}
+
+static hwloc_bitmap_t
+xbitmap_dup (hwloc_const_bitmap_t src)
+{
+  hwloc_bitmap_t b = hwloc_bitmap_dup (src);
+  if (b == NULL)
+    abort ();
+  return b;
+}
+
+static void
+cleanup_bitmap_fn (hwloc_bitmap_t *b)
+{
+  if (*b)
+    hwloc_bitmap_free (*b);
+}
+#define cleanup_bitmap __attribute__ ((cleanup (cleanup_bitmap_fn)))
+
+static void
+cleanup_hwloc_fn (hwloc_topology_t *t)
+{
+  if (*t)
+    hwloc_topology_destroy (*t);
+}
+#define cleanup_hwloc __attribute__ ((cleanup (cleanup_hwloc_fn)))
+
+/* ---- loading --------------------------------------------------------------- */
+
+static bool
+is_regular_file (const char *path)
+{
+  struct stat st;
+  return stat (path, &st) == 0 && S_ISREG (st.st_mode);
+}
+
+/* Point TOPOLOGY at SOURCE and record how we understood it in *KIND_OUT. */
+static int
+set_source (hwloc_topology_t topology, const char *source, char **normalized, cp_error_t *err)
+{
+  if (source == NULL || strcmp (source, "host") == 0)
+    {
+      *normalized = cp_xstrdup ("host");
+      return 0;
+    }
+  if (is_regular_file (source))
+    {
+      if (hwloc_topology_set_xml (topology, source) < 0)
+        return cp_fail_input (err, "`%s`: not a usable hwloc XML file", source);
+      *normalized = cp_xstrdup (source);
+      return 0;
+    }
+  const char *synthetic = source;
+  if (strncmp (synthetic, "synthetic:", 10) == 0)
+    synthetic += 10;
+  if (hwloc_topology_set_synthetic (topology, synthetic) < 0)
+    return cp_fail_input (err, "`%s` is neither \"host\", a readable XML file, nor an hwloc synthetic description",
+                          source);
+  *normalized = cp_xasprintf ("synthetic:%s", synthetic);
+  return 0;
+}
+
+int
+cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
+{
+  cleanup_hwloc hwloc_topology_t topology = NULL;
+  cleanup_free char *normalized = NULL;
+
+  if (hwloc_topology_init (&topology) < 0)
+    return cp_fail_errno (err, errno, "hwloc_topology_init");
+  /* The hook runs in the runtime's cgroup, not the container's: see everything
+     and let the caller decide what is allowed. */
+  hwloc_topology_set_flags (topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  if (set_source (topology, source, &normalized, err) < 0)
+    return cp_error_wrap (err, "topology");
+  if (hwloc_topology_load (topology) < 0)
+    return cp_fail_errno (err, errno, "topology `%s`: hwloc could not load it", normalized);
+  return cp_topo_from_hwloc (topology, normalized, out, err);
+}
+
+/* ---- cores ------------------------------------------------------------------ */
+
+struct core_sort
+{
+  unsigned first_logical;
+  struct cp_core core;
+};
+
+static int
+cmp_core_sort (const void *a, const void *b)
+{
+  const struct core_sort *x = a, *y = b;
+  return (x->first_logical > y->first_logical) - (x->first_logical < y->first_logical);
+}
+
+static void
+add_core (struct core_sort **cores, unsigned *n, hwloc_topology_t t, hwloc_const_bitmap_t pus)
+{
+  int first = hwloc_bitmap_first (pus);
+  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index (t, (unsigned) first);
+  *cores = cp_xrealloc (*cores, (*n + 1) * sizeof **cores);
+  struct core_sort *c = &(*cores)[(*n)++];
+  memset (c, 0, sizeof *c);
+  c->first_logical = pu ? pu->logical_index : (unsigned) first;
+  c->core.pus = xbitmap_dup (pus);
+  c->core.first_pu = (unsigned) first;
+  c->core.kind = -1;
+}
+
+/* Cores in topology order.  A PU that hwloc shows without a Core object (some
+   synthetic or partial topologies) is a core of its own. */
+static void
+build_cores (struct cp_topo *topo, hwloc_topology_t t)
+{
+  struct core_sort *cores = NULL;
+  unsigned n = 0;
+  cleanup_bitmap hwloc_bitmap_t pus = xbitmap_alloc ();
+
+  for (hwloc_obj_t core = NULL; (core = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_CORE, core));)
+    {
+      hwloc_bitmap_and (pus, core->cpuset, topo->online);
+      if (!hwloc_bitmap_iszero (pus))
+        add_core (&cores, &n, t, pus);
+    }
+  for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_PU, pu));)
+    if (hwloc_get_ancestor_obj_by_type (t, HWLOC_OBJ_CORE, pu) == NULL
+        && hwloc_bitmap_isset (topo->online, pu->os_index))
+      {
+        hwloc_bitmap_only (pus, pu->os_index);
+        add_core (&cores, &n, t, pus);
+      }
+  qsort (cores, n, sizeof *cores, cmp_core_sort);
+
+  topo->cores = cp_xcalloc (n, sizeof *topo->cores);
+  topo->n_cores = n;
+  for (unsigned i = 0; i < n; i++)
+    topo->cores[i] = cores[i].core;
+  free (cores);
+
+  int last = hwloc_bitmap_last (topo->online);
+  topo->pu_limit = last < 0 ? 0 : (unsigned) last + 1;
+  topo->core_of_pu = cp_xcalloc (topo->pu_limit, sizeof *topo->core_of_pu);
+  for (unsigned i = 0; i < topo->pu_limit; i++)
+    topo->core_of_pu[i] = -1;
+  for (unsigned c = 0; c < n; c++)
+    {
+      int pu;
+      hwloc_bitmap_foreach_begin (pu, topo->cores[c].pus)
+        topo->core_of_pu[pu] = (int) c;
+      hwloc_bitmap_foreach_end ();
+    }
+}
+
+/* Hybrid parts: hwloc ranks CPU kinds by efficiency, 0 the most energy-efficient
+   (slowest); we keep the rank so placement can prefer the fastest cores. */
+static void
+assign_kinds (struct cp_topo *topo, hwloc_topology_t t)
+{
+  int nr = hwloc_cpukinds_get_nr (t, 0);
+  cleanup_bitmap hwloc_bitmap_t set = xbitmap_alloc ();
+  for (int k = 0; k < nr; k++)
+    {
+      int efficiency = -1;
+      if (hwloc_cpukinds_get_info (t, (unsigned) k, set, &efficiency, NULL, NULL, 0) < 0)
+        continue;
+      for (unsigned c = 0; c < topo->n_cores; c++)
+        if (hwloc_bitmap_isset (set, topo->cores[c].first_pu))
+          topo->cores[c].kind = efficiency;
+    }
+}
+
+/* ---- domains ---------------------------------------------------------------- */
+
+struct set_list
+{
+  hwloc_bitmap_t *sets;
+  bool *fallback;
+  unsigned n;
+};
+
+static void
+set_list_add (struct set_list *l, hwloc_const_bitmap_t set, bool fallback)
+{
+  l->sets = cp_xrealloc (l->sets, (l->n + 1) * sizeof *l->sets);
+  l->fallback = cp_xrealloc (l->fallback, (l->n + 1) * sizeof *l->fallback);
+  l->sets[l->n] = xbitmap_dup (set);
+  l->fallback[l->n] = fallback;
+  l->n++;
+}
+
+static void
+set_list_clear (struct set_list *l)
+{
+  for (unsigned i = 0; i < l->n; i++)
+    hwloc_bitmap_free (l->sets[i]);
+  free (l->sets);
+  free (l->fallback);
+}
+
+/* The cpusets of every object of TYPE, online part only, smallest first so that
+   partition_level() keeps the finest grouping when objects nest. */
+static void
+collect_objects (hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_bitmap_t online,
+                 struct set_list *out)
+{
+  cleanup_bitmap hwloc_bitmap_t set = xbitmap_alloc ();
+  for (hwloc_obj_t o = NULL; (o = hwloc_get_next_obj_by_type (t, type, o));)
+    {
+      if (type == HWLOC_OBJ_NUMANODE && o->subtype && strcmp (o->subtype, "GPUMemory") == 0)
+        continue;
+      hwloc_bitmap_and (set, o->cpuset, online);
+      if (!hwloc_bitmap_iszero (set))
+        set_list_add (out, set, false);
+    }
+  for (unsigned i = 1; i < out->n; i++)
+    for (unsigned j = i; j > 0 && hwloc_bitmap_weight (out->sets[j]) < hwloc_bitmap_weight (out->sets[j - 1]); j--)
+      {
+        hwloc_bitmap_t tmp = out->sets[j];
+        out->sets[j] = out->sets[j - 1];
+        out->sets[j - 1] = tmp;
+      }
+}
+
+/* Turn candidate sets into a partition of the online CPUs: overlapping parts go
+   to the earlier (smaller) set, duplicates vanish (two NUMA nodes with the same
+   CPUs, such as DDR and HBM, are one domain), and CPUs no candidate covers are
+   grouped by the enclosing domain of the PARENT level. */
+static void
+partition_level (struct cp_topo *topo, const struct set_list *candidates, enum cp_level parent,
+                 struct set_list *out)
+{
+  cleanup_bitmap hwloc_bitmap_t covered = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t part = xbitmap_alloc ();
+  for (unsigned i = 0; i < candidates->n; i++)
+    {
+      hwloc_bitmap_andnot (part, candidates->sets[i], covered);
+      if (hwloc_bitmap_iszero (part))
+        continue;
+      set_list_add (out, part, false);
+      hwloc_bitmap_or (covered, covered, part);
+    }
+  if (parent == CP_LEVEL_COUNT)
+    return;
+  for (unsigned d = 0; d < topo->n_domains[parent]; d++)
+    {
+      hwloc_bitmap_andnot (part, topo->domains[parent][d].cpus, covered);
+      if (!hwloc_bitmap_iszero (part))
+        set_list_add (out, part, true);
+    }
+}
+
+/* Install SETS as the domains of LEVEL, numbered in topology (core) order. */
+static void
+install_level (struct cp_topo *topo, enum cp_level level, const struct set_list *sets)
+{
+  int *order = cp_xcalloc (sets->n, sizeof *order);
+  for (unsigned i = 0; i < sets->n; i++)
+    order[i] = -1;
+  struct cp_domain *domains = cp_xcalloc (sets->n, sizeof *domains);
+  unsigned next = 0;
+
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    {
+      struct cp_core *core = &topo->cores[c];
+      unsigned s;
+      for (s = 0; s < sets->n; s++)
+        if (hwloc_bitmap_isset (sets->sets[s], core->first_pu))
+          break;
+      if (s == sets->n)
+        abort (); /* partition_level() covers every online CPU */
+      if (order[s] < 0)
+        {
+          order[s] = (int) next;
+          struct cp_domain *d = &domains[next++];
+          d->level = level;
+          d->index = (unsigned) order[s];
+          d->cpus = xbitmap_dup (sets->sets[s]);
+          d->fallback = sets->fallback[s];
+        }
+      struct cp_domain *d = &domains[order[s]];
+      d->cores = cp_xrealloc (d->cores, (d->n_cores + 1) * sizeof *d->cores);
+      d->cores[d->n_cores++] = c;
+      core->domain[level] = d->index;
+    }
+  free (order);
+  topo->domains[level] = domains;
+  topo->n_domains[level] = next;
+}
+
+static void
+build_level (struct cp_topo *topo, hwloc_topology_t t, enum cp_level level, hwloc_obj_type_t type,
+             enum cp_level parent)
+{
+  struct set_list candidates = { 0 }, parts = { 0 };
+  if (level == CP_LEVEL_MACHINE)
+    set_list_add (&candidates, topo->online, false);
+  else if (type != HWLOC_OBJ_TYPE_MAX)
+    collect_objects (t, type, topo->online, &candidates);
+  partition_level (topo, &candidates, parent, &parts);
+  install_level (topo, level, &parts);
+  set_list_clear (&candidates);
+  set_list_clear (&parts);
+}
+
+/* The LLC is the deepest CPU-side cache level present, L3 normally, L2 where the
+   machine has no L3.  L4 (eDRAM, memory-side caches) is not what threads share
+   their working set in, so it is not considered. */
+static void
+build_domains (struct cp_topo *topo, hwloc_topology_t t)
+{
+  hwloc_obj_type_t llc_type = HWLOC_OBJ_TYPE_MAX;
+  if (hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_L3CACHE) > 0)
+    {
+      llc_type = HWLOC_OBJ_L3CACHE;
+      topo->llc_depth = 3;
+    }
+  else if (hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_L2CACHE) > 0)
+    {
+      llc_type = HWLOC_OBJ_L2CACHE;
+      topo->llc_depth = 2;
+    }
+  bool have_l2 = hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_L2CACHE) > 0;
+  topo->l2_depth = have_l2 ? 2 : 0;
+
+  /* Largest first: each level falls back on the one above it. */
+  build_level (topo, t, CP_LEVEL_MACHINE, HWLOC_OBJ_TYPE_MAX, CP_LEVEL_COUNT);
+  build_level (topo, t, CP_LEVEL_PACKAGE, HWLOC_OBJ_PACKAGE, CP_LEVEL_MACHINE);
+  build_level (topo, t, CP_LEVEL_NUMA, HWLOC_OBJ_NUMANODE, CP_LEVEL_PACKAGE);
+  build_level (topo, t, CP_LEVEL_LLC, llc_type, CP_LEVEL_PACKAGE);
+  build_level (topo, t, CP_LEVEL_L2, have_l2 ? HWLOC_OBJ_L2CACHE : HWLOC_OBJ_TYPE_MAX, CP_LEVEL_LLC);
+}
+
+static void
+build_nodes (struct cp_topo *topo, hwloc_topology_t t)
+{
+  unsigned n = (unsigned) hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_NUMANODE);
+  topo->nodes_info = cp_xcalloc (n, sizeof *topo->nodes_info);
+  unsigned i = 0;
+  for (hwloc_obj_t o = NULL; i < n && (o = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_NUMANODE, o)); i++)
+    {
+      struct cp_node *node = &topo->nodes_info[i];
+      node->os_index = o->os_index;
+      node->cpus = xbitmap_alloc ();
+      hwloc_bitmap_and (node->cpus, o->cpuset, topo->online);
+      node->cpu_memory = !(o->subtype && strcmp (o->subtype, "GPUMemory") == 0);
+    }
+  topo->n_nodes = i;
+}
+
+int
+cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out, cp_error_t *err)
+{
+  struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
+  topo->source = cp_xstrdup (source ? source : "host");
+  topo->online = xbitmap_dup (hwloc_topology_get_topology_cpuset (t));
+  topo->allowed = xbitmap_alloc ();
+  hwloc_bitmap_and (topo->allowed, hwloc_topology_get_allowed_cpuset (t), topo->online);
+  topo->nodes = xbitmap_dup (hwloc_topology_get_topology_nodeset (t));
+  topo->allowed_nodes = xbitmap_alloc ();
+  hwloc_bitmap_and (topo->allowed_nodes, hwloc_topology_get_allowed_nodeset (t), topo->nodes);
+
+  if (hwloc_bitmap_iszero (topo->online) || hwloc_bitmap_weight (topo->online) < 0)
+    {
+      cp_topo_free (topo);
+      return cp_fail_input (err, "topology `%s`: no online CPUs", source);
+    }
+  if (hwloc_bitmap_last (topo->online) > 65535)
+    {
+      cp_topo_free (topo);
+      return cp_fail_input (err, "topology `%s`: CPU numbers above 65535", source);
+    }
+
+  build_cores (topo, t);
+  assign_kinds (topo, t);
+  build_domains (topo, t);
+  build_nodes (topo, t);
+  *out = topo;
+  return 0;
+}
+
+void
+cp_topo_free (struct cp_topo *topo)
+{
+  if (topo == NULL)
+    return;
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    hwloc_bitmap_free (topo->cores[c].pus);
+  free (topo->cores);
+  for (int l = 0; l < CP_LEVEL_COUNT; l++)
+    {
+      for (unsigned d = 0; d < topo->n_domains[l]; d++)
+        {
+          hwloc_bitmap_free (topo->domains[l][d].cpus);
+          free (topo->domains[l][d].cores);
+        }
+      free (topo->domains[l]);
+    }
+  for (unsigned i = 0; i < topo->n_nodes; i++)
+    hwloc_bitmap_free (topo->nodes_info[i].cpus);
+  free (topo->nodes_info);
+  free (topo->core_of_pu);
+  hwloc_bitmap_free (topo->online);
+  hwloc_bitmap_free (topo->allowed);
+  hwloc_bitmap_free (topo->nodes);
+  hwloc_bitmap_free (topo->allowed_nodes);
+  free (topo->source);
+  free (topo);
+}
+
+const struct cp_core *
+cp_topo_core_of (const struct cp_topo *topo, unsigned cpu)
+{
+  if (cpu >= topo->pu_limit || topo->core_of_pu[cpu] < 0)
+    return NULL;
+  return &topo->cores[topo->core_of_pu[cpu]];
+}
+
+int
+cp_core_pe0 (const struct cp_core *core, hwloc_const_bitmap_t allowed)
+{
+  int pu;
+  hwloc_bitmap_foreach_begin (pu, core->pus)
+    if (hwloc_bitmap_isset (allowed, (unsigned) pu))
+      return pu;
+  hwloc_bitmap_foreach_end ();
+  return -1;
+}
+
+const char *
+cp_topo_level_label (const struct cp_topo *topo, enum cp_level level)
+{
+  if (level == CP_LEVEL_LLC)
+    return topo->llc_depth == 3 ? "L3" : topo->llc_depth == 2 ? "L2" : "LLC";
+  return cp_level_label (level);
+}

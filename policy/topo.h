@@ -1,0 +1,84 @@
+/* cachepin: the topology model placement works on.
+ *
+ * Built once from an hwloc topology and reduced to plain data: cores with their
+ * hardware threads (PUs, by Linux CPU number), and for each level (L2, LLC, NUMA,
+ * package, machine) a partition of the online CPUs into domains.  Nothing here
+ * keeps the hwloc topology alive, so a model can later be cached or serialized.
+ *
+ * Siblings always come from hwloc's Core objects, never from CPU-number arithmetic:
+ * EPYC numbers a core's threads N and N+ncores, Skylake interleaves packages, POWER
+ * numbers them adjacently. */
+#ifndef CP_TOPO_H
+#define CP_TOPO_H
+
+#include <hwloc.h>
+#include <stdbool.h>
+
+#include "error.h"
+#include "request.h"
+
+struct cp_core
+{
+  hwloc_bitmap_t pus;                /* the core's online PUs (allowed or not) */
+  unsigned first_pu;                 /* lowest online PU */
+  int kind;                          /* hwloc cpukind efficiency rank, higher = faster; -1 unknown */
+  unsigned domain[CP_LEVEL_COUNT];   /* position in cp_topo.domains[level] */
+};
+
+struct cp_domain
+{
+  enum cp_level level;
+  unsigned index;       /* position in cp_topo.domains[level], in topology order */
+  hwloc_bitmap_t cpus;  /* online PUs */
+  unsigned *cores;      /* positions in cp_topo.cores, in topology order */
+  unsigned n_cores;
+  bool fallback;        /* no hwloc object of this level covers these CPUs: they
+                           were grouped by the next larger level instead */
+};
+
+struct cp_node
+{
+  unsigned os_index;     /* the Linux NUMA node number */
+  hwloc_bitmap_t cpus;   /* its local online CPUs (may be empty) */
+  bool cpu_memory;       /* false for memory that is not the CPUs' own (GPU memory) */
+};
+
+struct cp_topo
+{
+  char *source;             /* "host", the XML path, or "synthetic:<description>" */
+  hwloc_bitmap_t online;    /* every PU the topology knows as online */
+  hwloc_bitmap_t allowed;   /* PUs the source says may be used */
+  hwloc_bitmap_t nodes;     /* every NUMA node */
+  hwloc_bitmap_t allowed_nodes;
+  struct cp_core *cores;    /* topology order */
+  unsigned n_cores;
+  struct cp_domain *domains[CP_LEVEL_COUNT];
+  unsigned n_domains[CP_LEVEL_COUNT];
+  struct cp_node *nodes_info;
+  unsigned n_nodes;
+  unsigned llc_depth;       /* 3 (L3), 2 (L2), or 0 when the source has no cache data */
+  unsigned l2_depth;        /* 2, or 0 when the source has no L2 */
+  int *core_of_pu;          /* Linux CPU number -> position in cores, -1 if none */
+  unsigned pu_limit;        /* size of core_of_pu: highest online CPU number + 1 */
+};
+
+/* Where a topology comes from: "host" (or NULL), an existing XML file, or an hwloc
+ * synthetic description such as "package:2 l3cache:4 core:4 pu:2(indexes=core)". */
+int cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err);
+
+/* Build the model from a loaded hwloc topology; SOURCE is only recorded. */
+int cp_topo_from_hwloc (hwloc_topology_t topology, const char *source, struct cp_topo **out,
+                        cp_error_t *err);
+
+void cp_topo_free (struct cp_topo *topo);
+
+/* The core a CPU belongs to, or NULL when the CPU is not online. */
+const struct cp_core *cp_topo_core_of (const struct cp_topo *topo, unsigned cpu);
+
+/* The PE0 of a core among ALLOWED: its lowest-numbered allowed PU, or -1. */
+int cp_core_pe0 (const struct cp_core *core, hwloc_const_bitmap_t allowed);
+
+/* "L3", "L2", "NUMA", "package", "machine": how a domain of LEVEL is named here. */
+const char *cp_topo_level_label (const struct cp_topo *topo, enum cp_level level);
+
+#endif

@@ -1,0 +1,61 @@
+#define _GNU_SOURCE
+#include "util.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+static void
+oom (void)
+{
+  fputs ("cachepin: out of memory\n", stderr);
+  abort ();
+}
+
+void *
+cp_xmalloc0 (size_t size)
+{
+  void *p = calloc (1, size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+void *
+cp_xcalloc (size_t n, size_t size)
+{
+  void *p = calloc (n ? n : 1, size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+void *
+cp_xrealloc (void *ptr, size_t size)
+{
+  void *p = realloc (ptr, size ? size : 1);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+char *
+cp_xstrdup (const char *s)
+{
+  char *p = strdup (s);
+  if (p == NULL)
+    oom ();
+  return p;
+}
+
+char *
+cp_xasprintf (const char *fmt, ...)
+{
+  char *p = NULL;
+  va_list ap;
+  va_start (ap, fmt);
+  int r = vasprintf (&p, fmt, ap);
+  va_end (ap);
+  if (r < 0)
+    oom ();
+  return p;
+}
