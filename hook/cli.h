@@ -22,6 +22,9 @@ enum
 typedef int (*cp_command_fn) (int argc, char **argv, cp_error_t *err);
 
 int cp_cmd_plan (int argc, char **argv, cp_error_t *err);
+int cp_cmd_hook (int argc, char **argv, cp_error_t *err);
+int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
+int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 
 /* Request options shared by `plan` and `apply`: --cpus --align --smt --mode --strict. */
 enum

@@ -16,6 +16,9 @@ struct command
 
 static const struct command commands[] = {
   { "plan", cp_cmd_plan, "compute a placement for a request and print it (writes nothing)" },
+  { "hook", cp_cmd_hook, "run as an OCI hook (createRuntime/prestart: place; poststop: release)" },
+  { "apply", cp_cmd_apply, "place a cgroup no runtime manages, and record it" },
+  { "release", cp_cmd_release, "forget a cgroup placed with apply" },
 };
 
 static void

@@ -1,0 +1,267 @@
+/* `cachepin hook [STAGE]`: the OCI hook.  The runtime writes the container's state
+ * to stdin; at createRuntime (or the older prestart) the container is placed, at
+ * poststop it is released.
+ *
+ * Failure policy: a container without a cachepin.io/ annotation is never touched
+ * and never failed.  Invalid annotations always fail the container (it asked, and
+ * what it asked is wrong).  Anything else that goes wrong (the host cannot meet
+ * the request, the cgroup or the ledger fails) fails the container only when it
+ * asked for strict or the host config says on_error=deny; otherwise the container
+ * starts where the runtime put it and the reason is logged. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "../oci/annotations.h"
+#include "../oci/config.h"
+#include "../oci/state.h"
+#include "../policy/cpulist.h"
+#include "../policy/util.h"
+#include "cgroup.h"
+#include "hostconfig.h"
+#include "log.h"
+#include "placer.h"
+
+static const char hook_usage[] =
+  "Usage: cachepin hook [--config PATH] [STAGE]\n"
+  "Run as an OCI hook: reads the container state on stdin.\n\n"
+  "  STAGE            createRuntime or prestart (place), poststop (release);\n"
+  "                   without it, taken from the state's status\n"
+  "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  -h, --help       this text\n";
+
+enum hook_stage
+{
+  STAGE_FROM_STATUS = 0,
+  STAGE_PLACE,
+  STAGE_RELEASE,
+};
+
+struct hook_args
+{
+  const char *config;
+  enum hook_stage stage;
+  bool help;
+};
+
+static int
+parse_stage (const char *s, enum hook_stage *out, cp_error_t *err)
+{
+  if (strcmp (s, "createRuntime") == 0 || strcmp (s, "prestart") == 0)
+    *out = STAGE_PLACE;
+  else if (strcmp (s, "poststop") == 0)
+    *out = STAGE_RELEASE;
+  else
+    return cp_fail_input (err, "stage `%.64s`: expected createRuntime, prestart or poststop", s);
+  return 0;
+}
+
+static int
+parse_args (int argc, char **argv, struct hook_args *a, cp_error_t *err)
+{
+  static const struct option options[] = {
+    { "config", required_argument, NULL, 'c' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  optind = 1;
+  opterr = 0;
+  int opt;
+  while ((opt = getopt_long (argc, argv, "+:h", options, NULL)) != -1)
+    switch (opt)
+      {
+      case 'c':
+        a->config = optarg;
+        break;
+      case 'h':
+        a->help = true;
+        break;
+      case ':':
+        return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
+      default:
+        return cp_fail_input (err, "%s: unknown option (see `cachepin hook --help`)", argv[optind - 1]);
+      }
+  if (optind < argc && parse_stage (argv[optind++], &a->stage, err) < 0)
+    return -1;
+  if (optind < argc)
+    return cp_fail_input (err, "`%.64s`: unexpected argument", argv[optind]);
+  return 0;
+}
+
+static int
+stage_from_status (const struct cp_oci_state *st, enum hook_stage *out, cp_error_t *err)
+{
+  switch (st->status)
+    {
+    case CP_OCI_CREATING: /* runc at createRuntime */
+    case CP_OCI_CREATED:  /* crun at createRuntime */
+      *out = STAGE_PLACE;
+      return 0;
+    case CP_OCI_STOPPED:
+      *out = STAGE_RELEASE;
+      return 0;
+    case CP_OCI_RUNNING:
+    default:
+      return cp_fail_input (err, "state: status `%s` says no stage; give one (createRuntime or poststop)",
+                            cp_oci_status_name (st->status));
+    }
+}
+
+/* The failure policy for a container that asked (see the top of this file):
+   returns 0 (let it start unplaced, logged) or -1 (fail it with ERR). */
+static int
+allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, cp_error_t *err)
+{
+  if ((*err)->kind == CP_ERR_INPUT || strict || hc->on_error == CP_ON_ERROR_DENY)
+    {
+      cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
+      return -1;
+    }
+  cp_log (CP_LOG_WARNING, "container %s starts unplaced: %s", id, cp_error_message (*err));
+  cp_error_free (err);
+  return 0;
+}
+
+static void
+log_plan (const char *id, const struct cp_plan *plan, const struct cp_container_request *creq)
+{
+  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
+  cleanup_free char *mems = cp_cpulist_format (plan->mems);
+  cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s%s (cpus from %s); %s", id, cpus, mems,
+          creq->mems_keep ? " (kept)" : "", creq->cpus_source, plan->reason);
+}
+
+static int
+place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
+       const struct cp_oci_config *cfg, cp_error_t *err)
+{
+  struct cp_container_request creq;
+  if (cp_annotations_to_request (ann, &hc->defaults, cfg, &creq, err) < 0)
+    return allow_or_fail (hc, true, st->id, err);
+
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  cleanup_plan struct cp_plan *plan = NULL;
+  struct cp_target target = { .id = st->id, .pid = st->pid };
+  int ret = cp_cgroup_from_pid (st->pid, &cg, err);
+  if (ret < 0)
+    cp_error_wrap (err, "container process %d", (int) st->pid);
+  else
+    {
+      target.cgroup = cg;
+      ret = cp_placer_place (hc, &target, &creq, &plan, err);
+    }
+  if (ret < 0)
+    return allow_or_fail (hc, creq.req.strict, st->id, err);
+  log_plan (st->id, plan, &creq);
+  return 0;
+}
+
+static int
+release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, cp_error_t *err)
+{
+  bool found = false;
+  if (cp_placer_release (hc, st->id, &found, err) < 0)
+    {
+      /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
+      cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
+      cp_error_free (err);
+      return 0;
+    }
+  if (found)
+    cp_log (CP_LOG_INFO, "released %s", st->id);
+  return 0;
+}
+
+/* The host config could not be read: the container fails only if its own
+   annotations ask for strict (there are no host defaults to consult). */
+static int
+broken_hostconfig (const struct cp_annotations *ann, const struct cp_oci_config *cfg, const char *id,
+                   cp_error_t *err)
+{
+  struct cp_container_request creq;
+  cp_error_t annotation_err = NULL;
+  if (cp_annotations_to_request (ann, NULL, cfg, &creq, &annotation_err) < 0)
+    {
+      /* The annotations are wrong too: that is the error the user needs to see. */
+      cp_error_free (err);
+      *err = annotation_err;
+      cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
+      return -1;
+    }
+  bool strict = creq.req.strict;
+  struct cp_hostconfig defaults;
+  cp_hostconfig_init (&defaults);
+  int ret = allow_or_fail (&defaults, strict, id, err);
+  cp_hostconfig_free (&defaults);
+  return ret;
+}
+
+static int
+run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_state *st,
+          struct cp_oci_config *cfg, cp_error_t *err)
+{
+  if (cp_oci_state_read (STDIN_FILENO, st, err) < 0)
+    return -1;
+  enum hook_stage stage = a->stage;
+  if (stage == STAGE_FROM_STATUS && stage_from_status (st, &stage, err) < 0)
+    return -1;
+
+  /* runc and crun copy the annotations into the state; config.json is read only
+     when the state has none, or at placement, where its resources matter. */
+  const struct cp_annotations *ann = &st->annotations;
+  bool have_config = false;
+  if (ann->n == 0 || (stage == STAGE_PLACE && cp_annotations_wants_cachepin (ann)))
+    {
+      if (cp_oci_config_load (st->bundle, cfg, err) < 0)
+        {
+          if (ann->n == 0 && stage == STAGE_PLACE)
+            return -1; /* cannot tell whether it asked: the bundle is broken */
+          if (ann->n == 0)
+            {
+              /* The bundle may be gone by poststop: release by id regardless. */
+              cp_error_free (err);
+              if (cp_hostconfig_load (a->config, hc, err) < 0)
+                return 0;
+              return release (hc, st, err);
+            }
+          return allow_or_fail (hc, true, st->id, err);
+        }
+      have_config = true;
+      if (ann->n == 0)
+        ann = &cfg->annotations;
+    }
+
+  if (!cp_annotations_wants_cachepin (ann) || cp_annotations_is_sandbox (ann))
+    return 0; /* not ours: nothing read beyond this point, nothing written */
+
+  if (cp_hostconfig_load (a->config, hc, err) < 0)
+    return stage == STAGE_RELEASE ? (cp_error_free (err), 0) : broken_hostconfig (ann, have_config ? cfg : NULL, st->id, err);
+  cp_log_set_level (hc->log_level);
+  if (stage == STAGE_RELEASE)
+    return release (hc, st, err);
+  return place (hc, st, ann, have_config ? cfg : NULL, err);
+}
+
+int
+cp_cmd_hook (int argc, char **argv, cp_error_t *err)
+{
+  struct hook_args a = { 0 };
+  if (parse_args (argc, argv, &a, err) < 0)
+    return -1;
+  if (a.help)
+    {
+      fputs (hook_usage, stdout);
+      return 0;
+    }
+  cp_log_init ("cachepin", true);
+  struct cp_hostconfig hc = { 0 };
+  struct cp_oci_state st = { 0 };
+  struct cp_oci_config cfg = { 0 };
+  int ret = run_hook (&a, &hc, &st, &cfg, err);
+  cp_oci_config_free (&cfg);
+  cp_oci_state_free (&st);
+  cp_hostconfig_free (&hc);
+  return ret;
+}

@@ -1,0 +1,171 @@
+#define _GNU_SOURCE
+#include "placer.h"
+
+#include <string.h>
+#include <time.h>
+
+#include "../policy/cpulist.h"
+#include "../policy/topo.h"
+#include "../policy/util.h"
+#include "ledger.h"
+#include "log.h"
+
+static void
+cleanup_bitmap_fn (hwloc_bitmap_t *b)
+{
+  if (*b)
+    hwloc_bitmap_free (*b);
+}
+#define cleanup_bitmap __attribute__ ((cleanup (cleanup_bitmap_fn)))
+
+static void
+cleanup_topo_fn (struct cp_topo **t)
+{
+  cp_topo_free (*t);
+}
+#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
+
+static void
+log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
+{
+  (void) data;
+  cleanup_free char *cpus = cp_cpulist_format (e->held);
+  cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
+}
+
+/* Open the ledger and drop what belongs to containers that are gone. */
+static int
+open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
+{
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_open (hc->state_dir, hc->lock_timeout_ms, &l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  const char *why = NULL;
+  if (cp_ledger_was_recovered (l, &why))
+    cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
+  struct cp_ledger_liveness alive = {
+    .cgroup_exists = cp_ledger_cgroup_exists,
+    .pid_start_time = cp_ledger_pid_start_time,
+    .dropped = log_dropped,
+  };
+  if (cp_ledger_reconcile (l, &alive, NULL, err) < 0)
+    {
+      cp_ledger_close (l);
+      return cp_error_wrap (err, "ledger %s", hc->state_dir);
+    }
+  *out = l;
+  return 0;
+}
+
+/* The CPUs and nodes the target may get: what its parent cgroup allows, within
+ * the host's hand-out set, minus the reserved CPUs and anything not online. */
+static int
+target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_topo *topo,
+               hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
+{
+  if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
+    return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+  hwloc_bitmap_and (cpus, cpus, hc->cpus);
+  hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
+  hwloc_bitmap_and (cpus, cpus, topo->online);
+  if (hwloc_bitmap_iszero (cpus))
+    return cp_error_set (err, CP_ERR_UNSATISFIABLE, 0,
+                         "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
+                         "configured `cpus` or inside `reserved`");
+  return 0;
+}
+
+static int
+record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *plan, hwloc_const_bitmap_t mems,
+        cp_error_t *err)
+{
+  struct cp_ledger_entry e = {
+    .id = (char *) t->id,
+    .cgroup_mount = t->cgroup->mount,
+    .cgroup = t->cgroup->path,
+    .pid = t->pid,
+    .mode = plan->mode,
+    .cpus = plan->cpus,
+    .held = plan->held,
+    .mems = (hwloc_bitmap_t) mems,
+    .placed_at = (long long) time (NULL),
+  };
+  if (t->pid > 0)
+    {
+      bool zombie = false;
+      if (cp_ledger_proc_start_time (t->pid, &e.start_time, &zombie, err) < 0)
+        return cp_error_wrap (err, "container process %d", (int) t->pid);
+      if (zombie)
+        return cp_fail_errno (err, ESRCH, "container process %d has exited", (int) t->pid);
+    }
+  if (cp_ledger_put (l, &e, err) < 0)
+    return -1;
+  return cp_ledger_commit (l, err);
+}
+
+int
+cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
+                 struct cp_plan **plan_out, cp_error_t *err)
+{
+  cleanup_topo struct cp_topo *topo = NULL;
+  cleanup_bitmap hwloc_bitmap_t cpus = hwloc_bitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t mems = hwloc_bitmap_alloc ();
+  cleanup_ledger struct cp_ledger *l = NULL;
+  cleanup_plan struct cp_plan *plan = NULL;
+
+  if (cp_topo_load (hc->topology, &topo, err) < 0)
+    return -1;
+  if (target_limits (hc, t, topo, cpus, mems, err) < 0)
+    return -1;
+  if (open_ledger (hc, &l, err) < 0)
+    return -1;
+
+  struct cp_ledger_usage usage;
+  cp_ledger_usage (l, t->id, &usage);
+  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
+  cp_ledger_usage_release (&usage);
+  if (ret < 0)
+    {
+      /* A well-formed request that is too big for this host (more CPUs than the
+         parent allows) is one the host cannot meet, not a malformed input. */
+      if (*err && (*err)->kind == CP_ERR_INPUT)
+        (*err)->kind = CP_ERR_UNSATISFIABLE;
+      cp_error_t ignored = NULL;
+      /* Keep what reconcile dropped, and forget any earlier placement of this id:
+         it is not where the container is going now. */
+      cp_ledger_remove (l, t->id);
+      cp_ledger_commit (l, &ignored);
+      cp_error_free (&ignored);
+      return -1;
+    }
+
+  /* mems=keep: the ledger records what the cgroup has, which is what stays. */
+  if (creq->mems_keep && cp_cgroup_read_cpuset (t->cgroup, NULL, mems, err) < 0)
+    return -1;
+  if (record (l, t, plan, creq->mems_keep ? mems : plan->mems, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+
+  if (cp_cgroup_enable_cpuset (t->cgroup, err) < 0
+      || cp_cgroup_write_cpuset (t->cgroup, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
+    {
+      cp_error_t ignored = NULL;
+      cp_ledger_remove (l, t->id);
+      cp_ledger_commit (l, &ignored);
+      cp_error_free (&ignored);
+      return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+    }
+  *plan_out = cp_steal_pointer (&plan);
+  return 0;
+}
+
+int
+cp_placer_release (const struct cp_hostconfig *hc, const char *id, bool *found, cp_error_t *err)
+{
+  cleanup_ledger struct cp_ledger *l = NULL;
+  if (open_ledger (hc, &l, err) < 0)
+    return -1;
+  *found = cp_ledger_remove (l, id);
+  if (cp_ledger_commit (l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  return 0;
+}

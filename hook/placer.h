@@ -1,0 +1,37 @@
+/* cachepin: placing a cgroup and releasing it, with the ledger, shared by
+ * `cachepin hook` (containers) and `cachepin apply`/`release` (any cgroup). */
+#ifndef CP_PLACER_H
+#define CP_PLACER_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "../oci/annotations.h"
+#include "../policy/error.h"
+#include "../policy/placement.h"
+#include "cgroup.h"
+#include "hostconfig.h"
+
+/* What is being placed. */
+struct cp_target
+{
+  const char *id;           /* ledger id: the container id, or "apply:<cgroup dir>" */
+  struct cp_cgroup *cgroup; /* its cpuset cgroup */
+  pid_t pid;                /* its init process, 0 for none (liveness by cgroup only) */
+};
+
+/* Place TARGET: compute the plan against the ledger (after dropping entries whose
+ * container is gone), record it, then write the cgroup.  The ledger is committed
+ * before the cgroup is written, so a kill in between leaves CPUs held for a
+ * container that may not use them (freed when it goes) rather than a container
+ * on CPUs nobody knows are taken; a failed cgroup write takes the entry back.
+ * Errors: CP_ERR_UNSATISFIABLE when the host cannot meet the request, else as
+ * they come.  *PLAN_OUT is the plan written. */
+int cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
+                     const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err);
+
+/* Forget ID in the ledger (and drop entries whose container is gone).  *FOUND
+ * says whether ID was there. */
+int cp_placer_release (const struct cp_hostconfig *hc, const char *id, bool *found, cp_error_t *err);
+
+#endif

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Install what cachepin needs to build and test, on Debian 12 as root.
+# Idempotent: skips apt when everything is already there.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config python3
+  libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
+  runc busybox-static jq util-linux procps
+)
+if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
+  PACKAGES+=(qemu-system-x86 cpio gzip crun)
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
