@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config python3
   libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
-  runc busybox-static jq util-linux procps
+  runc podman busybox-static jq util-linux procps
 )
 if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
   PACKAGES+=(qemu-system-x86 cpio gzip crun)

@@ -1,0 +1,1454 @@
+/* The ledger (hook/ledger.c): files, locking, validation, reconcile, usage. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hook/ledger.h"
+#include "policy/cpulist.h"
+#include "policy/util.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+#define expect_contains(hay, needle) expect_contains_ (hay, needle, __FILE__, __LINE__)
+static void
+expect_contains_ (const char *hay, const char *needle, const char *file, int line)
+{
+  if (hay == NULL || strstr (hay, needle) == NULL)
+    {
+      print_error ("%s:%d: `%s` does not contain `%s`\n", file, line, hay ? hay : "(null)", needle);
+      _fail (file, line);
+    }
+}
+
+#define expect_ok(call, err) \
+  do { if ((call) < 0) fail_msg ("%s: %s", #call, cp_error_message (err)); } while (0)
+
+/* A fresh temporary directory; the state directory is STATE below it (not created). */
+struct tdir
+{
+  char root[64];
+  char state[96];
+};
+
+static void
+tdir_make (struct tdir *t)
+{
+  strcpy (t->root, "/tmp/cp-ledger-XXXXXX");
+  if (mkdtemp (t->root) == NULL)
+    fail_msg ("mkdtemp: %s", strerror (errno));
+  snprintf (t->state, sizeof t->state, "%s/state", t->root);
+}
+
+static int
+rm_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void) st, (void) flag, (void) ftw;
+  return remove (path);
+}
+
+static void
+tdir_remove (struct tdir *t)
+{
+  nftw (t->root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* cmocka setup and teardown: the teardown also runs after a failure. */
+static int
+tdir_setup (void **state)
+{
+  struct tdir *t = cp_xmalloc0 (sizeof *t);
+  tdir_make (t);
+  *state = t;
+  return 0;
+}
+
+static int
+tdir_teardown (void **state)
+{
+  tdir_remove (*state);
+  free (*state);
+  return 0;
+}
+
+static char *
+state_path (const struct tdir *t, const char *name)
+{
+  return cp_xasprintf ("%s/%s", t->state, name);
+}
+
+static void
+write_file (const char *path, const char *data, size_t len)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    fail_msg ("open %s: %s", path, strerror (errno));
+  assert_int_equal (write (fd, data, len), (ssize_t) len);
+  close (fd);
+}
+
+/* The whole file, NUL-terminated; *LEN its size.  NULL when it does not exist. */
+static char *
+read_file (const char *path, size_t *len)
+{
+  FILE *f = fopen (path, "re");
+  if (f == NULL)
+    return NULL;
+  char *buf = cp_xmalloc0 (8 << 20);
+  size_t n = fread (buf, 1, (8 << 20) - 1, f);
+  fclose (f);
+  if (len)
+    *len = n;
+  return buf;
+}
+
+static bool
+exists (const char *path)
+{
+  struct stat st;
+  return lstat (path, &st) == 0;
+}
+
+static bool
+state_exists (const struct tdir *t, const char *name)
+{
+  cleanup_free char *path = state_path (t, name);
+  return exists (path);
+}
+
+static void
+make_state_dir (const struct tdir *t)
+{
+  if (mkdir (t->state, 0700) < 0)
+    fail_msg ("mkdir %s: %s", t->state, strerror (errno));
+}
+
+/* An entry owning its strings and sets; free with entry_free(). */
+static struct cp_ledger_entry
+entry (const char *id, enum cp_mode mode, const char *cpus, const char *held)
+{
+  struct cp_ledger_entry e = {
+    .id = cp_xstrdup (id),
+    .cgroup_mount = cp_xstrdup ("/sys/fs/cgroup/cpuset"),
+    .cgroup = cp_xasprintf ("/machine/%s", id),
+    .pid = 0,
+    .start_time = 0,
+    .mode = mode,
+    .cpus = tu_set (cpus),
+    .held = tu_set (held),
+    .mems = tu_set ("0"),
+    .placed_at = 1700000000,
+  };
+  return e;
+}
+
+static void
+entry_free (struct cp_ledger_entry *e)
+{
+  free (e->id);
+  free (e->cgroup_mount);
+  free (e->cgroup);
+  hwloc_bitmap_free (e->cpus);
+  hwloc_bitmap_free (e->held);
+  hwloc_bitmap_free (e->mems);
+}
+
+static void
+put_ok (struct cp_ledger *l, const struct cp_ledger_entry *e)
+{
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_put (l, e, &err), err);
+}
+
+static struct cp_ledger *
+open_ok (const char *dir)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_open (dir, 5000, &l, &err), err);
+  return l;
+}
+
+static long long
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int
+wait_status (pid_t pid)
+{
+  int status;
+  while (waitpid (pid, &status, 0) < 0)
+    if (errno != EINTR)
+      fail_msg ("waitpid: %s", strerror (errno));
+  return WIFEXITED (status) ? WEXITSTATUS (status) : 128 + WTERMSIG (status);
+}
+
+/* ---------------------------------------------------------- round trip */
+
+static void
+test_round_trip (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cp_error_t err = NULL;
+
+  struct cp_ledger *l = open_ok (t.state);
+  struct stat st;
+  assert_int_equal (stat (t.state, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 0700);
+  assert_int_equal (cp_ledger_count (l), 0);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+
+  struct cp_ledger_entry a = entry ("aaaa", CP_MODE_EXCLUSIVE, "0-3", "0-3,64-67");
+  a.pid = 1234;
+  a.start_time = 987654;
+  struct cp_ledger_entry b = entry ("apply:/pod/b", CP_MODE_SHARED, "8-15", "");
+  free (b.cgroup_mount);
+  b.cgroup_mount = cp_xstrdup ("/sys/fs/cgroup");
+  hwloc_bitmap_free (b.mems);
+  b.mems = tu_set ("0-1");
+  b.placed_at = 0;
+  put_ok (l, &a);
+  put_ok (l, &b);
+  struct cp_ledger_entry c = entry ("nomems", CP_MODE_SHARED, "16", "");
+  hwloc_bitmap_zero (c.mems); /* cgroup v2 cpuset.mems left to inherit */
+  put_ok (l, &c);
+  assert_true (cp_ledger_remove (l, "nomems"));
+  put_ok (l, &c);
+  assert_int_equal (cp_ledger_count (l), 3);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  assert_int_equal (stat (file, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 0600);
+  assert_false (state_exists (&t, CP_LEDGER_TMP_FILE));
+
+  /* The file is what ledger.h documents. */
+  struct json_object *root = json_object_from_file (file);
+  assert_non_null (root);
+  struct json_object *v, *entries, *e0, *f;
+  assert_true (json_object_object_get_ex (root, "version", &v));
+  assert_int_equal (json_object_get_int (v), 1);
+  assert_true (json_object_object_get_ex (root, "entries", &entries));
+  assert_int_equal (json_object_array_length (entries), 3);
+  e0 = json_object_array_get_idx (entries, 0);
+  assert_true (json_object_object_get_ex (e0, "held", &f));
+  assert_string_equal (json_object_get_string (f), "0-3,64-67");
+  assert_true (json_object_object_get_ex (e0, "mode", &f));
+  assert_string_equal (json_object_get_string (f), "exclusive");
+  assert_true (json_object_object_get_ex (e0, "start_time", &f));
+  assert_int_equal (json_object_get_int64 (f), 987654);
+  assert_true (json_object_object_get_ex (e0, "cgroup_mount", &f));
+  assert_string_equal (json_object_get_string (f), "/sys/fs/cgroup/cpuset");
+  json_object_put (root);
+
+  l = open_ok (t.state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  assert_int_equal (cp_ledger_count (l), 3);
+  assert_true (hwloc_bitmap_iszero (cp_ledger_find (l, "nomems")->mems));
+  assert_true (cp_ledger_remove (l, "nomems"));
+  const struct cp_ledger_entry *ga = cp_ledger_find (l, "aaaa");
+  assert_non_null (ga);
+  assert_ptr_equal (ga, cp_ledger_at (l, 0));
+  assert_string_equal (ga->cgroup_mount, "/sys/fs/cgroup/cpuset");
+  assert_string_equal (ga->cgroup, "/machine/aaaa");
+  assert_int_equal (ga->pid, 1234);
+  assert_int_equal (ga->start_time, 987654);
+  assert_int_equal (ga->mode, CP_MODE_EXCLUSIVE);
+  tu_assert_set (ga->cpus, "0-3");
+  tu_assert_set (ga->held, "0-3,64-67");
+  tu_assert_set (ga->mems, "0");
+  assert_int_equal (ga->placed_at, 1700000000);
+  const struct cp_ledger_entry *gb = cp_ledger_at (l, 1);
+  assert_string_equal (gb->id, "apply:/pod/b");
+  assert_string_equal (gb->cgroup_mount, "/sys/fs/cgroup");
+  assert_int_equal (gb->mode, CP_MODE_SHARED);
+  tu_assert_set (gb->cpus, "8-15");
+  tu_assert_set (gb->held, "");
+  tu_assert_set (gb->mems, "0-1");
+  assert_int_equal (gb->placed_at, 0);
+  assert_null (cp_ledger_at (l, 2));
+  assert_null (cp_ledger_find (l, "nope"));
+  expect_ok (cp_ledger_commit (l, &err), err);
+
+  /* Nothing changed (a put of an equal entry is no change): no rewrite. */
+  assert_int_equal (stat (file, &st), 0);
+  ino_t ino = st.st_ino;
+  put_ok (l, &a);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  assert_int_equal (stat (file, &st), 0);
+  assert_int_equal (st.st_ino, ino);
+
+  /* Replace by id, remove. */
+  a.pid = 4321;
+  put_ok (l, &a);
+  assert_int_equal (cp_ledger_count (l), 2);
+  assert_true (cp_ledger_remove (l, "apply:/pod/b"));
+  assert_false (cp_ledger_remove (l, "apply:/pod/b"));
+  expect_ok (cp_ledger_commit (l, &err), err);
+  assert_int_equal (stat (file, &st), 0);
+  assert_int_not_equal (st.st_ino, ino);
+  cp_ledger_close (l);
+
+  l = open_ok (t.state);
+  assert_int_equal (cp_ledger_count (l), 1);
+  assert_int_equal (cp_ledger_find (l, "aaaa")->pid, 4321);
+
+  /* serialize and parse agree; a detached ledger cannot be committed. */
+  cleanup_free char *text = cp_ledger_serialize (l);
+  struct cp_ledger *d = NULL;
+  expect_ok (cp_ledger_parse (text, strlen (text), &d, &err), err);
+  cleanup_free char *again = cp_ledger_serialize (d);
+  assert_string_equal (text, again);
+  assert_int_equal (cp_ledger_commit (d, &err), -1);
+  expect_contains (cp_error_message (err), "no state directory");
+  cp_error_free (&err);
+  cp_ledger_close (d);
+  cp_ledger_close (l);
+
+  /* A trailing slash on the directory is fine. */
+  cleanup_free char *slashed = cp_xasprintf ("%s//", t.state);
+  l = open_ok (slashed);
+  assert_int_equal (cp_ledger_count (l), 1);
+  cp_ledger_close (l);
+
+  entry_free (&a);
+  entry_free (&b);
+  entry_free (&c);
+}
+
+/* ---------------------------------------------------------------- locking */
+
+static void
+test_lock_timeout (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  int ready[2], release[2];
+  assert_int_equal (pipe (ready), 0);
+  assert_int_equal (pipe (release), 0);
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      close (ready[0]);
+      close (release[1]);
+      struct cp_ledger *l = NULL;
+      cp_error_t err = NULL;
+      if (cp_ledger_open (t.state, 5000, &l, &err) < 0)
+        _exit (1);
+      char c = 'x';
+      if (write (ready[1], &c, 1) != 1)
+        _exit (2);
+      if (read (release[0], &c, 1) < 0)
+        _exit (3);
+      cp_ledger_close (l);
+      _exit (0);
+    }
+  close (ready[1]);
+  close (release[0]);
+  char c;
+  assert_int_equal (read (ready[0], &c, 1), 1);
+
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  long long t0 = now_ms ();
+  assert_int_equal (cp_ledger_open (t.state, 200, &l, &err), -1);
+  long long took = now_ms () - t0;
+  assert_null (l);
+  assert_int_equal (err->kind, CP_ERR_RUNTIME);
+  expect_contains (cp_error_message (err), "timed out after");
+  expect_contains (cp_error_message (err), "limit 200 ms");
+  expect_contains (cp_error_message (err), CP_LEDGER_LOCK_FILE);
+  cp_error_free (&err);
+  if (took < 195 || took > 600)
+    fail_msg ("the 200 ms lock timeout took %lld ms", took);
+
+  /* Timeout 0: one try. */
+  t0 = now_ms ();
+  assert_int_equal (cp_ledger_open (t.state, 0, &l, &err), -1);
+  assert_true (now_ms () - t0 < 100);
+  cp_error_free (&err);
+
+  /* Released: a waiting open gets it. */
+  assert_int_equal (write (release[1], "x", 1), 1);
+  l = open_ok (t.state);
+  cp_ledger_close (l);
+  assert_int_equal (wait_status (child), 0);
+  close (ready[0]);
+  close (release[1]);
+}
+
+#define N_CHILDREN 16
+#define N_ROUNDS 20
+
+static void
+test_concurrency (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  pid_t kids[N_CHILDREN];
+  for (int k = 0; k < N_CHILDREN; k++)
+    {
+      kids[k] = fork ();
+      assert_true (kids[k] >= 0);
+      if (kids[k] > 0)
+        continue;
+      for (int r = 0; r < N_ROUNDS; r++)
+        {
+          struct cp_ledger *l = NULL;
+          cp_error_t err = NULL;
+          char id[32], cpu[16];
+          snprintf (id, sizeof id, "c%02d-%02d", k, r);
+          snprintf (cpu, sizeof cpu, "%d", k * N_ROUNDS + r);
+          struct cp_ledger_entry e = entry (id, CP_MODE_EXCLUSIVE, cpu, cpu);
+          if (cp_ledger_open (t.state, 60000, &l, &err) < 0 || cp_ledger_put (l, &e, &err) < 0
+              || cp_ledger_commit (l, &err) < 0)
+            {
+              fprintf (stderr, "child %d round %d: %s\n", k, r, cp_error_message (err));
+              _exit (1);
+            }
+          if (cp_ledger_was_recovered (l, NULL))
+            _exit (2);
+          cp_ledger_close (l);
+          entry_free (&e);
+        }
+      _exit (0);
+    }
+  for (int k = 0; k < N_CHILDREN; k++)
+    assert_int_equal (wait_status (kids[k]), 0);
+
+  struct cp_ledger *l = open_ok (t.state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  assert_int_equal (cp_ledger_count (l), N_CHILDREN * N_ROUNDS);
+  for (int k = 0; k < N_CHILDREN; k++)
+    for (int r = 0; r < N_ROUNDS; r++)
+      {
+        char id[32];
+        snprintf (id, sizeof id, "c%02d-%02d", k, r);
+        const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+        if (e == NULL)
+          fail_msg ("entry %s is missing", id);
+        assert_int_equal (hwloc_bitmap_first (e->held), k * N_ROUNDS + r);
+      }
+  cp_ledger_close (l);
+  size_t len;
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  cleanup_free char *text = read_file (file, &len);
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_parse (text, len, &l, &err), err);
+  cp_ledger_close (l);
+  assert_false (state_exists (&t, CP_LEDGER_TMP_FILE));
+}
+
+/* ------------------------------------------------------------ corruption */
+
+#define ENTRY_WITH(id, mode, cpus, held, extra)                                                             \
+  "{\"id\":\"" id "\",\"cgroup_mount\":\"/sys/fs/cgroup/cpuset\",\"cgroup\":\"/c/" id "\",\"pid\":0,"   \
+  "\"start_time\":0,\"mode\":\"" mode "\",\"cpus\":\"" cpus "\",\"held\":\"" held "\",\"mems\":\"0\"," \
+  "\"placed_at\":1" extra "}"
+#define ENTRY(id, held) ENTRY_WITH (id, "exclusive", held, held, "")
+#define LEDGER(entries) "{\"version\":1,\"entries\":[" entries "]}"
+#define RAW(mount, cgroup, pid, start)                                                                      \
+  LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"" mount "\",\"cgroup\":\"" cgroup "\",\"pid\":" pid            \
+          ",\"start_time\":" start ",\"mode\":\"exclusive\",\"cpus\":\"0\",\"held\":\"0\",\"mems\":\"0\","   \
+          "\"placed_at\":1}")
+
+/* An entry with these fields' raw JSON text. */
+#define FULL(pid, start, mode, cpus)                                                                        \
+  LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/c\",\"pid\":" pid ",\"start_time\":" start       \
+          ",\"mode\":" mode ",\"cpus\":" cpus ",\"held\":\"0\",\"mems\":\"0\",\"placed_at\":1}")
+#define EXCL "\"exclusive\""
+
+struct bad
+{
+  const char *what;
+  const char *text;
+  size_t len; /* 0: strlen */
+  const char *needle;
+};
+
+static const struct bad bad_ledgers[] = {
+  { "empty file", "", 0, "truncated" },
+  { "truncated", LEDGER (ENTRY ("a", "0-1") "," ENTRY ("b", "2")), 60, "truncated" },
+  { "garbage", "hello, world\n", 0, "invalid JSON" },
+  { "binary garbage", "\x89PNG\r\n\x1a\n", 0, "invalid JSON" },
+  { "trailing data", LEDGER ("") " {}", 0, "invalid JSON at offset 27" },
+  { "two objects", LEDGER ("") LEDGER (""), 0, "invalid JSON" },
+  { "NUL bytes", LEDGER ("") "\0\0\0", sizeof (LEDGER ("") "\0\0\0") - 1, "NUL byte at offset" },
+  { "NUL inside", "{\"version\":1,\0\"entries\":[]}", 27, "NUL byte at offset 13" },
+  { "top level array", "[]", 0, "top level is array" },
+  { "wrong version", "{\"version\":2,\"entries\":[]}", 0, "unsupported version 2" },
+  { "version 0", "{\"version\":0,\"entries\":[]}", 0, "unsupported version 0" },
+  { "version string", "{\"version\":\"1\",\"entries\":[]}", 0, "`version` is string" },
+  { "version double", "{\"version\":1.0,\"entries\":[]}", 0, "`version` is double" },
+  { "no version", "{\"entries\":[]}", 0, "`version` is missing" },
+  { "no entries", "{\"version\":1}", 0, "`entries` is missing" },
+  { "entries object", "{\"version\":1,\"entries\":{}}", 0, "`entries` is object" },
+  { "unknown top key", "{\"version\":1,\"entries\":[],\"x\":1}", 0, "unknown key `x`" },
+  { "entry not an object", LEDGER ("1"), 0, "entry 0: is int, expected object" },
+  { "too deep", LEDGER ("[[1]]"), 0, "invalid JSON" },
+  /* json-c keeps the last of duplicate keys; the value is still checked. */
+  { "pid duplicate key", LEDGER (ENTRY_WITH ("a", "exclusive", "0", "0", ",\"pid\":\"12\"")), 0, "`pid` is string" },
+  { "pid as string", FULL ("\"12\"", "0", EXCL, "\"0\""), 0, "`pid` is string" },
+  { "pid negative", FULL ("-1", "0", EXCL, "\"0\""), 0, "`pid` is out of range" },
+  { "pid double", FULL ("1.5", "0", EXCL, "\"0\""), 0, "`pid` is double" },
+  { "pid huge", FULL ("4294967296", "0", EXCL, "\"0\""), 0, "`pid` is out of range" },
+  { "start_time overflow", FULL ("1", "99999999999999999999", EXCL, "\"0\""), 0,
+    "`start_time` is out of range" },
+  { "start_time null", FULL ("1", "null", EXCL, "\"0\""), 0, "`start_time` is null" },
+  { "cpus int", FULL ("0", "0", EXCL, "3"), 0, "`cpus` is int" },
+  { "start_time 2^53+1", FULL ("1", "9007199254740993", EXCL, "\"0\""), 0, "`start_time` is out of range" },
+  { "mode bool", FULL ("0", "0", "true", "\"0\""), 0, "`mode` is boolean" },
+  { "mode unknown", LEDGER (ENTRY_WITH ("a", "bogus", "0", "0", "")), 0, "`mode`: invalid value `bogus`" },
+  { "cpulist 3-1", LEDGER (ENTRY ("a", "3-1")), 0, "range end 1 is before start 3" },
+  { "cpulist 0-", LEDGER (ENTRY ("a", "0-")), 0, "`cpus`" },
+  { "cpulist newline", LEDGER (ENTRY ("a", "5\\n")), 0, "`cpus`: a character other than digits" },
+  { "cpulist space", LEDGER (ENTRY ("a", "1, 2")), 0, "`cpus`: a character other than digits" },
+  { "cpulist octal", LEDGER (ENTRY ("a", "010")), 0, "leading zero" },
+  { "cpulist too big", LEDGER (ENTRY ("a", "9000")), 0, "above the maximum" },
+  { "mems bad", LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/c\",\"pid\":0,\"start_time\":0,"
+                        "\"mode\":\"shared\",\"cpus\":\"0\",\"held\":\"\",\"mems\":\"0-\",\"placed_at\":1}"),
+    0, "`mems`: `0-`: a number is missing at the end" },
+  { "cpus empty", LEDGER (ENTRY_WITH ("a", "exclusive", "", "0", "")), 0, "`cpus`: empty cpulist" },
+  { "held empty (exclusive)", LEDGER (ENTRY_WITH ("a", "exclusive", "0", "", "")), 0, "`held` is empty" },
+  { "held misses cpus", LEDGER (ENTRY_WITH ("a", "exclusive", "0-1", "1", "")), 0, "does not include `cpus`" },
+  { "held in shared mode", LEDGER (ENTRY_WITH ("a", "shared", "0-1", "0-1", "")), 0, "not empty in shared mode" },
+  { "missing field", LEDGER ("{\"id\":\"a\"}"), 0, "entry 0: `cgroup_mount` is missing" },
+  { "unknown entry key", LEDGER (ENTRY_WITH ("a", "exclusive", "0", "0", ",\"extra\":1")), 0,
+    "entry 0: unknown key `extra`" },
+  { "id empty", LEDGER (ENTRY ("", "0")), 0, "`id` is empty" },
+  { "id control char", LEDGER (ENTRY ("a\\nb", "0")), 0, "`id` has a control character" },
+  { "id escape char", LEDGER (ENTRY ("a\\u001b[31m", "0")), 0, "`id` has a control character" },
+  { "id C1 control", LEDGER (ENTRY ("a\\u009b", "0")), 0, "`id` has a control character" },
+  { "id NUL escape", LEDGER (ENTRY ("a\\u0000b", "0")), 0, "`id` has a NUL byte" },
+  { "id bad UTF-8", LEDGER (ENTRY ("a\xff", "0")), 0, "invalid JSON" },
+  /* json-c's own UTF-8 check is lax: ours refuses what it lets through. */
+  { "id encoded surrogate", LEDGER (ENTRY ("a\xed\xa0\x80", "0")), 0, "not valid UTF-8" },
+  { "id overlong", LEDGER (ENTRY ("a\xc0\xaf", "0")), 0, "not valid UTF-8" },
+  { "id past U+10FFFF", LEDGER (ENTRY ("a\xf4\x90\x80\x80", "0")), 0, "not valid UTF-8" },
+  { "id raw C1", LEDGER (ENTRY ("a\xc2\x9b", "0")), 0, "entry 0: `id` has a control character" },
+  { "key raw C1", LEDGER (ENTRY_WITH ("a", "exclusive", "0", "0", ",\"\xc2\x9b[2J\":1")), 0,
+    "entry 0: unknown key (not printable)" },
+  { "mode raw C1", LEDGER (ENTRY_WITH ("a", "\xc2\x9b[2J", "0", "0", "")), 0, "`mode` has a control character" },
+  { "id truncated UTF-8", LEDGER (ENTRY ("a\xe2\x82", "0")), 0, "invalid utf-8" },
+  { "cgroup relative", RAW ("/m", "c", "0", "0"), 0, "`cgroup`: `c` is not an absolute path" },
+  { "mount relative", RAW ("m", "/c", "0", "0"), 0, "`cgroup_mount`: `m` is not an absolute path" },
+  { "mount empty", RAW ("", "/c", "0", "0"), 0, "`cgroup_mount` is empty" },
+  { "cgroup dotdot", LEDGER (ENTRY ("../../etc", "0")), 0, "`cgroup`: `/c/../../etc` has a `..` component" },
+  { "start_time without pid", RAW ("/m", "/c", "0", "5"), 0, "`start_time` is 5 without a pid" },
+  { "duplicate ids", LEDGER (ENTRY ("a", "0") "," ENTRY ("b", "1") "," ENTRY ("a", "2")), 0,
+    "id `a` appears more than once" },
+  { "overlapping held", LEDGER (ENTRY ("a", "0-3") "," ENTRY ("b", "4-5") "," ENTRY ("c", "3-4")), 0,
+    "CPUs 3 are held by both `a` and `c`" },
+};
+
+/* Non-ASCII text is kept as is; json-c turns a lone surrogate escape into U+FFFD. */
+static void
+test_utf8_text (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *d = NULL;
+  const char *utf = LEDGER (ENTRY ("caf\\u00e9-\xe2\x82\xac-\\ud800", "0"));
+  const char *want = "caf\xc3\xa9-\xe2\x82\xac-\xef\xbf\xbd";
+  expect_ok (cp_ledger_parse (utf, strlen (utf), &d, &err), err);
+  assert_string_equal (cp_ledger_at (d, 0)->id, want);
+  cleanup_free char *out = cp_ledger_serialize (d);
+  cp_ledger_close (d);
+  expect_ok (cp_ledger_parse (out, strlen (out), &d, &err), err);
+  assert_string_equal (cp_ledger_at (d, 0)->id, want);
+  cp_ledger_close (d);
+}
+
+static void
+expect_recovered (const struct tdir *t, const char *text, size_t len, const char *needle, const char *what)
+{
+  cleanup_free char *file = state_path (t, CP_LEDGER_FILE);
+  cleanup_free char *aside = state_path (t, CP_LEDGER_CORRUPT_FILE);
+  write_file (file, text, len);
+
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (t->state, 1000, &l, &err) < 0)
+    fail_msg ("%s: open failed: %s", what, cp_error_message (err));
+  const char *why = NULL;
+  if (!cp_ledger_was_recovered (l, &why))
+    fail_msg ("%s: accepted", what);
+  expect_contains (why, needle);
+  expect_contains (why, "moved it to ledger.json.corrupt");
+  assert_null (strchr (why, '\n'));
+  assert_int_equal (cp_ledger_count (l), 0);
+  assert_false (exists (file));
+  size_t got_len;
+  cleanup_free char *got = read_file (aside, &got_len);
+  assert_non_null (got);
+  assert_int_equal (got_len, len);
+  assert_memory_equal (got, text, len);
+
+  /* The hook keeps working: it can record and commit. */
+  struct cp_ledger_entry e = entry ("new", CP_MODE_EXCLUSIVE, "0", "0");
+  put_ok (l, &e);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  entry_free (&e);
+  l = open_ok (t->state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  assert_int_equal (cp_ledger_count (l), 1);
+  cp_ledger_close (l);
+  unlink (file);
+}
+
+static void
+test_corruption (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad_ledgers); i++)
+    {
+      const struct bad *b = &bad_ledgers[i];
+      size_t len = b->len ? b->len : strlen (b->text);
+      /* Straight from the parser, then through open. */
+      struct cp_ledger *l = NULL;
+      cp_error_t err = NULL;
+      if (cp_ledger_parse (b->text, len, &l, &err) == 0)
+        fail_msg ("%s: parsed", b->what);
+      assert_int_equal (err->kind, CP_ERR_INPUT);
+      if (strstr (cp_error_message (err), b->needle) == NULL)
+        fail_msg ("%s: `%s` does not contain `%s`", b->what, cp_error_message (err), b->needle);
+      cp_error_free (&err);
+      expect_recovered (&t, b->text, len, b->needle, b->what);
+    }
+}
+
+static void
+test_corruption_files (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  cleanup_free char *aside = state_path (&t, CP_LEDGER_CORRUPT_FILE);
+
+  /* An older .corrupt is replaced. */
+  write_file (aside, "old", 3);
+  expect_recovered (&t, "new garbage", 11, "invalid JSON", "replace older");
+
+  /* Huge: refused on its size, without parsing. */
+  int fd = open (file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  assert_true (fd >= 0);
+  assert_int_equal (ftruncate (fd, CP_LEDGER_MAX_SIZE + 1), 0);
+  close (fd);
+  struct cp_ledger *l = open_ok (t.state);
+  const char *why;
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "more than the limit");
+  assert_int_equal (cp_ledger_count (l), 0);
+  assert_false (exists (file));
+  cp_ledger_close (l);
+  /* And the parser itself refuses such a buffer. */
+  char *big = cp_xmalloc0 (CP_LEDGER_MAX_SIZE + 1);
+  memset (big, ' ', CP_LEDGER_MAX_SIZE + 1);
+  cp_error_t err = NULL;
+  assert_int_equal (cp_ledger_parse (big, CP_LEDGER_MAX_SIZE + 1, &l, &err), -1);
+  expect_contains (cp_error_message (err), "more than the limit");
+  cp_error_free (&err);
+  free (big);
+
+  /* A symlink, pointing at a valid ledger elsewhere. */
+  cleanup_free char *elsewhere = cp_xasprintf ("%s/elsewhere.json", t.root);
+  write_file (elsewhere, LEDGER (ENTRY ("a", "0")), strlen (LEDGER (ENTRY ("a", "0"))));
+  assert_int_equal (symlink (elsewhere, file), 0);
+  l = open_ok (t.state);
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "symlink");
+  assert_int_equal (cp_ledger_count (l), 0);
+  cp_ledger_close (l);
+  assert_true (exists (elsewhere));
+
+  /* A FIFO must not hang the hook. */
+  assert_int_equal (mkfifo (file, 0600), 0);
+  l = open_ok (t.state);
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "not a regular file");
+  cp_ledger_close (l);
+
+  /* A directory (it would make every commit fail), over an older .corrupt file,
+   * then a file over that directory. */
+  assert_true (exists (aside));
+  assert_int_equal (mkdir (file, 0700), 0);
+  l = open_ok (t.state);
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "not a regular file");
+  struct cp_ledger_entry e = entry ("a", CP_MODE_EXCLUSIVE, "0", "0");
+  put_ok (l, &e);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  entry_free (&e);
+  struct stat st;
+  assert_int_equal (stat (aside, &st), 0);
+  assert_true (S_ISDIR (st.st_mode));
+  expect_recovered (&t, "garbage", 7, "invalid JSON", "file over a directory");
+}
+
+/* Break E in the I-th way of test_put_refuses's table. */
+static void
+spoil (struct cp_ledger_entry *e, size_t i)
+{
+  switch (i)
+    {
+    case 0: free (e->id); e->id = cp_xstrdup ("a\nb"); break;
+    case 1: free (e->id); e->id = cp_xstrdup (""); break;
+    case 2: free (e->id); e->id = NULL; break;
+    case 3:
+      free (e->id);
+      e->id = cp_xmalloc0 (CP_LEDGER_MAX_ID + 2);
+      memset (e->id, 'x', CP_LEDGER_MAX_ID + 1);
+      break;
+    case 4: free (e->cgroup); e->cgroup = cp_xstrdup ("pod"); break;
+    case 5: free (e->cgroup); e->cgroup = cp_xstrdup ("/a/.."); break;
+    case 6: free (e->cgroup_mount); e->cgroup_mount = cp_xstrdup ("/../x"); break;
+    case 7: e->start_time = 5; break;
+    case 8: e->pid = -3; break;
+    case 9: e->placed_at = -1; break;
+    case 10: hwloc_bitmap_zero (e->cpus); break;
+    case 11: hwloc_bitmap_fill (e->cpus); break;
+    case 12: hwloc_bitmap_fill (e->mems); break;
+    case 13: hwloc_bitmap_clr (e->held, 20); hwloc_bitmap_set (e->held, 21); break;
+    case 14: e->mode = CP_MODE_SHARED; break;
+    case 15: e->mode = (enum cp_mode) 7; break;
+    case 16: free (e->id); e->id = cp_xstrdup ("a\xe2\x82"); break;
+    case 17: free (e->cgroup); e->cgroup = cp_xstrdup ("/\xed\xa0\x80"); break;
+    case 18: free (e->cgroup); e->cgroup = cp_xstrdup ("/\x1b[2J"); break;
+    default: fail_msg ("no spoil %zu", i);
+    }
+}
+
+/* The writer never produces what the reader refuses: put applies the same rules. */
+static void
+test_put_refuses (void **state)
+{
+  (void) state;
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+
+  struct cp_ledger_entry a = entry ("a", CP_MODE_EXCLUSIVE, "0-3", "0-3,8");
+  struct cp_ledger_entry s = entry ("s", CP_MODE_SHARED, "0-15", "");
+  put_ok (l, &a);
+  put_ok (l, &s); /* shared entries do not conflict */
+
+  struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "4-7", "4-8");
+  assert_int_equal (cp_ledger_put (l, &b, &err), CP_LEDGER_CONFLICT);
+  assert_int_equal (err->kind, CP_ERR_RUNTIME);
+  expect_contains (cp_error_message (err), "CPUs 8 are already held by `a`");
+  cp_error_free (&err);
+  assert_null (cp_ledger_find (l, "b"));
+  hwloc_bitmap_clr (b.held, 8);
+  put_ok (l, &b);
+
+  /* Replacing an entry by itself does not conflict with its old self. */
+  hwloc_bitmap_set (a.held, 9);
+  put_ok (l, &a);
+  tu_assert_set (cp_ledger_find (l, "a")->held, "0-3,8-9");
+
+  static const struct
+  {
+    const char *what;
+    const char *needle;
+  } bad[] = {
+    { "id newline", "`id` has a control character" },
+    { "id empty", "`id` is empty" },
+    { "id missing", "`id` is missing" },
+    { "id too long", "`id` is longer than" },
+    { "relative cgroup", "not an absolute path" },
+    { "dotdot", "`..` component" },
+    { "mount dotdot", "`..` component" },
+    { "start without pid", "without a pid" },
+    { "negative pid", "negative" },
+    { "negative placed_at", "`placed_at`" },
+    { "empty cpus", "`cpus` is empty" },
+    { "infinite cpus", "past the maximum" },
+    { "infinite mems", "`mems` goes past the maximum" },
+    { "held misses cpus", "does not include" },
+    { "shared with held", "not empty in shared mode" },
+    { "bad mode", "`mode` 7" },
+    { "id truncated UTF-8", "`id` has a control character or is not valid UTF-8" },
+    { "cgroup surrogate", "`cgroup` has a control character or is not valid UTF-8" },
+    { "cgroup escape", "`cgroup` has a control character" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      struct cp_ledger_entry e = entry ("z", CP_MODE_EXCLUSIVE, "20", "20");
+      spoil (&e, i);
+      if (cp_ledger_put (l, &e, &err) != -1)
+        fail_msg ("%s: accepted", bad[i].what);
+      assert_int_equal (err->kind, CP_ERR_INPUT);
+      expect_contains (cp_error_message (err), bad[i].needle);
+      cp_error_free (&err);
+      entry_free (&e);
+    }
+  assert_int_equal (cp_ledger_count (l), 3);
+
+  /* And what it accepts reads back. */
+  cleanup_free char *text = cp_ledger_serialize (l);
+  struct cp_ledger *again = NULL;
+  expect_ok (cp_ledger_parse (text, strlen (text), &again, &err), err);
+  assert_int_equal (cp_ledger_count (again), 3);
+  cp_ledger_close (again);
+
+  entry_free (&a);
+  entry_free (&b);
+  entry_free (&s);
+  cp_ledger_close (l);
+}
+
+static void
+test_stale_tmp (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  cleanup_free char *tmp = state_path (&t, CP_LEDGER_TMP_FILE);
+  const char *good = LEDGER (ENTRY ("a", "0-1"));
+  write_file (file, good, strlen (good));
+  write_file (tmp, "{\"version\":1,\"entr", 18);
+
+  struct cp_ledger *l = open_ok (t.state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  assert_int_equal (cp_ledger_count (l), 1);
+  struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "2", "2");
+  put_ok (l, &b);
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  assert_false (exists (tmp));
+  l = open_ok (t.state);
+  assert_int_equal (cp_ledger_count (l), 2);
+
+  /* A stale tmp that is a symlink (or hard link) to another file: that file is
+   * neither followed nor truncated. */
+  cleanup_free char *victim = cp_xasprintf ("%s/victim", t.root);
+  write_file (victim, "precious", 8);
+  assert_int_equal (symlink (victim, tmp), 0);
+  assert_true (cp_ledger_remove (l, "a"));
+  expect_ok (cp_ledger_commit (l, &err), err);
+  assert_int_equal (unlink (victim), 0);
+  write_file (victim, "precious", 8);
+  assert_int_equal (link (victim, tmp), 0);
+  assert_true (cp_ledger_remove (l, "b"));
+  expect_ok (cp_ledger_commit (l, &err), err);
+  size_t len;
+  cleanup_free char *v = read_file (victim, &len);
+  assert_int_equal (len, 8);
+  assert_memory_equal (v, "precious", 8);
+  cp_ledger_close (l);
+  l = open_ok (t.state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  assert_int_equal (cp_ledger_count (l), 0);
+  cp_ledger_close (l);
+  entry_free (&b);
+}
+
+/* ------------------------------------------------------------ state dir */
+
+static void
+expect_dir_refused (const char *dir, const char *needle)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (dir, 100, &l, &err) == 0)
+    fail_msg ("%s: accepted", dir);
+  assert_null (l);
+  expect_contains (cp_error_message (err), needle);
+  cp_error_free (&err);
+}
+
+static void
+test_state_dir (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+
+  /* Missing parent. */
+  cleanup_free char *deep = cp_xasprintf ("%s/no/such", t.root);
+  expect_dir_refused (deep, "its parent must exist");
+  assert_false (exists (deep));
+
+  /* World-writable, group-writable. */
+  make_state_dir (&t);
+  assert_int_equal (chmod (t.state, 0777), 0);
+  expect_dir_refused (t.state, "writable by group or others (mode 0777)");
+  assert_int_equal (chmod (t.state, 0770), 0);
+  expect_dir_refused (t.state, "writable by group or others");
+  assert_false (state_exists (&t, CP_LEDGER_LOCK_FILE));
+  assert_int_equal (chmod (t.state, 0755), 0); /* readable is fine */
+  cp_ledger_close (open_ok (t.state));
+
+  /* A symlink to a good directory, with and without a trailing slash. */
+  cleanup_free char *link_path = cp_xasprintf ("%s/link", t.root);
+  assert_int_equal (symlink (t.state, link_path), 0);
+  expect_dir_refused (link_path, "is a symlink");
+  cleanup_free char *link_slash = cp_xasprintf ("%s/", link_path);
+  expect_dir_refused (link_slash, "is a symlink");
+
+  /* Not a directory. */
+  cleanup_free char *plain = cp_xasprintf ("%s/plain", t.root);
+  write_file (plain, "x", 1);
+  expect_dir_refused (plain, "open state directory");
+
+  /* Owned by someone else. */
+  if (geteuid () == 0)
+    {
+      assert_int_equal (chown (t.state, 65534, 65534), 0);
+      expect_dir_refused (t.state, "is owned by uid 65534");
+      assert_int_equal (chown (t.state, 0, 0), 0);
+    }
+
+  /* The lock file must be a regular file, not a symlink. */
+  cleanup_free char *lock = state_path (&t, CP_LEDGER_LOCK_FILE);
+  assert_int_equal (unlink (lock), 0);
+  assert_int_equal (symlink ("/dev/null", lock), 0);
+  expect_dir_refused (t.state, CP_LEDGER_LOCK_FILE);
+}
+
+/* --------------------------------------------------------------- liveness */
+
+/* A child that sleeps until killed. */
+static pid_t
+sleeper (void)
+{
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      alarm (30); /* never outlives a failed test by long */
+      for (;;)
+        pause ();
+    }
+  return pid;
+}
+
+struct drops
+{
+  unsigned n;
+  char last[256];
+};
+
+static void
+note_drop (const struct cp_ledger_entry *e, const char *why, void *data)
+{
+  struct drops *d = data;
+  d->n++;
+  snprintf (d->last, sizeof d->last, "%s: %s", e->id, why);
+}
+
+static void
+test_reconcile_real_process (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+
+  pid_t child = sleeper ();
+  unsigned long long start;
+  bool zombie = true;
+  expect_ok (cp_ledger_proc_start_time (child, &start, &zombie, &err), err);
+  assert_false (zombie);
+  unsigned long long again;
+  assert_int_equal (cp_ledger_pid_start_time (child, &again, NULL), 1);
+  assert_int_equal (again, start);
+
+  /* The real checks, with the temporary directory as the cgroup mount. */
+  struct cp_ledger_entry e = entry ("proc", CP_MODE_EXCLUSIVE, "0", "0");
+  free (e.cgroup_mount);
+  e.cgroup_mount = cp_xstrdup (t.root);
+  free (e.cgroup);
+  e.cgroup = cp_xstrdup ("/");
+  e.pid = child;
+  e.start_time = start;
+  put_ok (l, &e);
+  /* Same pid, another start time: the pid was reused. */
+  struct cp_ledger_entry r = entry ("reused", CP_MODE_EXCLUSIVE, "1", "1");
+  free (r.cgroup_mount);
+  r.cgroup_mount = cp_xstrdup (t.root);
+  free (r.cgroup);
+  r.cgroup = cp_xstrdup ("/");
+  r.pid = child;
+  r.start_time = start + 1;
+  put_ok (l, &r);
+
+  struct drops d = { 0 };
+  struct cp_ledger_liveness real = {
+    .cgroup_exists = cp_ledger_cgroup_exists,
+    .pid_start_time = cp_ledger_pid_start_time,
+    .dropped = note_drop,
+    .data = &d,
+  };
+  unsigned dropped = 99;
+  expect_ok (cp_ledger_reconcile (l, &real, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_int_equal (d.n, 1);
+  expect_contains (d.last, "reused: pid");
+  expect_contains (d.last, "was reused");
+  assert_non_null (cp_ledger_find (l, "proc"));
+  assert_null (cp_ledger_find (l, "reused"));
+
+  /* Alive: kept, also with the default checks (NULL). */
+  expect_ok (cp_ledger_reconcile (l, NULL, &dropped, &err), err);
+  assert_int_equal (dropped, 0);
+  assert_int_equal (cp_ledger_count (l), 1);
+
+  /* Killed and reaped: dropped. */
+  kill (child, SIGKILL);
+  assert_int_equal (wait_status (child), 128 + SIGKILL);
+  assert_int_equal (cp_ledger_pid_start_time (child, &again, NULL), 0);
+  assert_int_equal (cp_ledger_proc_start_time (child, &again, NULL, &err), -1);
+  assert_int_equal (err->errnum, ENOENT);
+  cp_error_free (&err);
+  expect_ok (cp_ledger_reconcile (l, &real, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  expect_contains (d.last, "proc: pid");
+  expect_contains (d.last, "has exited");
+  assert_int_equal (cp_ledger_count (l), 0);
+
+  entry_free (&e);
+  entry_free (&r);
+  cp_ledger_close (l);
+}
+
+static void
+test_reconcile_zombie (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  pid_t child = sleeper ();
+  unsigned long long start;
+  bool zombie = true;
+  expect_ok (cp_ledger_proc_start_time (child, &start, &zombie, &err), err);
+  assert_false (zombie);
+  kill (child, SIGKILL);
+  /* Not reaped: it stays a zombie, with the same start time. */
+  for (int i = 0; i < 200 && !zombie; i++)
+    {
+      expect_ok (cp_ledger_proc_start_time (child, &start, &zombie, &err), err);
+      usleep (5000);
+    }
+  assert_true (zombie);
+  unsigned long long st;
+  assert_int_equal (cp_ledger_pid_start_time (child, &st, NULL), 0);
+  assert_int_equal (wait_status (child), 128 + SIGKILL);
+}
+
+/* comm is whatever the process says: the parser counts from the last ')'. */
+static void
+test_proc_stat_real_comm (void **state)
+{
+  (void) state;
+  int ready[2];
+  assert_int_equal (pipe (ready), 0);
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      prctl (PR_SET_NAME, (unsigned long) "x) Z 1 2 (y) ", 0, 0, 0);
+      if (write (ready[1], "x", 1) != 1)
+        _exit (1);
+      alarm (30);
+      for (;;)
+        pause ();
+    }
+  cp_error_t err = NULL;
+  unsigned long long before, after;
+  bool zombie = true;
+  expect_ok (cp_ledger_proc_start_time (child, &before, &zombie, &err), err);
+  char c;
+  assert_int_equal (read (ready[0], &c, 1), 1);
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/comm", (int) child);
+  cleanup_free char *comm = read_file (path, NULL);
+  assert_string_equal (comm, "x) Z 1 2 (y) \n");
+  expect_ok (cp_ledger_proc_start_time (child, &after, &zombie, &err), err);
+  assert_false (zombie);
+  assert_int_equal (before, after);
+  kill (child, SIGKILL);
+  wait_status (child);
+  close (ready[0]);
+  close (ready[1]);
+}
+
+#define STAT_TAIL " 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654 12345678 100 18446744073709551615\n"
+
+static void
+test_proc_stat_parse (void **state)
+{
+  (void) state;
+  static const char *good[] = {
+    "1234 (sleep) S" STAT_TAIL,
+    "1234 (a b) c) S" STAT_TAIL,
+    "1234 ()) ) )) S" STAT_TAIL,
+    "1234 (x) Z 1 2 (y) S" STAT_TAIL,
+    "1234 (() S" STAT_TAIL,
+    "1234 () S" STAT_TAIL,
+    "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 987654", /* ends at field 22 */
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (good); i++)
+    {
+      unsigned long long st = 0;
+      char state_c = 0;
+      cp_error_t err = NULL;
+      if (cp_ledger_parse_proc_stat (good[i], strlen (good[i]), &st, &state_c, &err) < 0)
+        fail_msg ("`%s`: %s", good[i], cp_error_message (err));
+      assert_int_equal (st, 987654);
+      assert_int_equal (state_c, 'S');
+    }
+  static const struct
+  {
+    const char *text;
+    const char *needle;
+  } bad[] = {
+    { "1234 (sleep S" STAT_TAIL, "no `)`" },
+    { "1234 (sleep)", "no state" },
+    { "1234 (sleep)S 1", "no state" },
+    { "1234 (sleep) S 1 2 3", "field" },
+    { "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 ", "not a number" },
+    { "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 98x7 1", "not a number" },
+    { "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 -5 1", "not a number" },
+    { "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20  1 0 5 1", "field" },
+    { "1234 (sleep) S 1 1234 1234 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 99999999999999999999999 1",
+      "out of range" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      unsigned long long st = 0;
+      cp_error_t err = NULL;
+      if (cp_ledger_parse_proc_stat (bad[i].text, strlen (bad[i].text), &st, NULL, &err) == 0)
+        fail_msg ("`%s` accepted (%llu)", bad[i].text, st);
+      expect_contains (cp_error_message (err), bad[i].needle);
+      cp_error_free (&err);
+    }
+  /* Bounded by LEN, not by a NUL. */
+  unsigned long long st;
+  cp_error_t err = NULL;
+  const char *s = "1234 (sleep) S" STAT_TAIL;
+  assert_int_equal (cp_ledger_parse_proc_stat (s, 14, &st, NULL, &err), -1);
+  cp_error_free (&err);
+}
+
+static void
+test_reconcile_cgroup_removed (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  cleanup_free char *mount = cp_xasprintf ("%s/cpuset/", t.root); /* a trailing slash is fine */
+  cleanup_free char *pod = cp_xasprintf ("%s/cpuset/pod", t.root);
+  cleanup_free char *c1 = cp_xasprintf ("%s/cpuset/pod/c1", t.root);
+  assert_int_equal (mkdir (mount, 0700), 0);
+  assert_int_equal (mkdir (pod, 0700), 0);
+  assert_int_equal (mkdir (c1, 0700), 0);
+
+  struct cp_ledger_entry e1 = entry ("c1", CP_MODE_EXCLUSIVE, "0", "0");
+  struct cp_ledger_entry e2 = entry ("c2", CP_MODE_SHARED, "0-3", "");
+  free (e1.cgroup_mount), free (e1.cgroup), free (e2.cgroup_mount), free (e2.cgroup);
+  e1.cgroup_mount = cp_xstrdup (mount);
+  e2.cgroup_mount = cp_xstrdup (mount);
+  e1.cgroup = cp_xstrdup ("/pod/c1");
+  e2.cgroup = cp_xstrdup ("/pod/c2"); /* never existed */
+  put_ok (l, &e1);
+  put_ok (l, &e2);
+  assert_int_equal (cp_ledger_cgroup_exists (mount, "/pod/c1", NULL), 1);
+  assert_int_equal (cp_ledger_cgroup_exists (mount, "/pod/c2", NULL), 0);
+
+  unsigned dropped;
+  expect_ok (cp_ledger_reconcile (l, NULL, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_non_null (cp_ledger_find (l, "c1"));
+
+  /* A file where the directory was is not a cgroup either. */
+  assert_int_equal (rmdir (c1), 0);
+  write_file (c1, "", 0);
+  assert_int_equal (cp_ledger_cgroup_exists (mount, "/pod/c1", NULL), 0);
+  assert_int_equal (unlink (c1), 0);
+  expect_ok (cp_ledger_reconcile (l, NULL, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_int_equal (cp_ledger_count (l), 0);
+
+  entry_free (&e1);
+  entry_free (&e2);
+  cp_ledger_close (l);
+}
+
+/* A fake: cgroups exist unless named "/gone"; pids per the table; -1 is "cannot tell". */
+struct fake
+{
+  unsigned calls;
+};
+
+static int
+fake_cgroup (const char *mount, const char *cgroup, void *data)
+{
+  (void) mount;
+  ((struct fake *) data)->calls++;
+  if (strcmp (cgroup, "/unknown") == 0)
+    return -1;
+  return strcmp (cgroup, "/gone") != 0;
+}
+
+static int
+fake_pid (pid_t pid, unsigned long long *start, void *data)
+{
+  ((struct fake *) data)->calls++;
+  switch (pid)
+    {
+    case 100:
+      *start = 5000;
+      return 1;
+    case 200:
+      return 0;
+    case 300:
+      return -1;
+    default:
+      *start = 1;
+      return 1;
+    }
+}
+
+static void
+test_reconcile_fake (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  static const struct
+  {
+    const char *id;
+    const char *cgroup;
+    pid_t pid;
+    unsigned long long start;
+    bool kept;
+  } cases[] = {
+    { "alive", "/a", 100, 5000, true },
+    { "reused", "/b", 100, 4999, false },
+    { "exited", "/c", 200, 7, false },
+    { "pid unknown", "/d", 300, 7, true },
+    { "cgroup gone", "/gone", 100, 5000, false },
+    { "cgroup unknown", "/unknown", 100, 5000, true },
+    { "no pid", "/e", 0, 0, true },
+    { "no pid, gone", "/gone", 0, 0, false },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      char cpu[8];
+      snprintf (cpu, sizeof cpu, "%zu", i);
+      struct cp_ledger_entry e = entry (cases[i].id, CP_MODE_EXCLUSIVE, cpu, cpu);
+      free (e.cgroup);
+      e.cgroup = cp_xstrdup (cases[i].cgroup);
+      e.pid = cases[i].pid;
+      e.start_time = cases[i].start;
+      put_ok (l, &e);
+      entry_free (&e);
+    }
+  struct fake f = { 0 };
+  struct cp_ledger_liveness fake = { .cgroup_exists = fake_cgroup, .pid_start_time = fake_pid, .data = &f };
+  unsigned dropped;
+  expect_ok (cp_ledger_reconcile (l, &fake, &dropped, &err), err);
+  assert_int_equal (dropped, 4);
+  assert_true (f.calls > 0);
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    if ((cp_ledger_find (l, cases[i].id) != NULL) != cases[i].kept)
+      fail_msg ("%s: %s", cases[i].id, cases[i].kept ? "dropped" : "kept");
+  /* Order is kept. */
+  assert_string_equal (cp_ledger_at (l, 0)->id, "alive");
+  assert_string_equal (cp_ledger_at (l, 3)->id, "no pid");
+
+  struct cp_ledger_liveness broken = { .cgroup_exists = fake_cgroup };
+  assert_int_equal (cp_ledger_reconcile (l, &broken, &dropped, &err), -1);
+  cp_error_free (&err);
+  cp_ledger_close (l);
+}
+
+/* ------------------------------------------------------------------ usage */
+
+static void
+test_usage (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = LEDGER (ENTRY ("a", "0-3") "," ENTRY_WITH ("b", "exclusive", "8", "8-9", "") ","
+                             ENTRY_WITH ("s1", "shared", "0-15", "", "") "," ENTRY_WITH ("s2", "shared", "16-31", "", ""));
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+
+  struct cp_ledger_usage u;
+  cp_ledger_usage (l, NULL, &u);
+  tu_assert_set (u.usage.held, "0-3,8-9");
+  assert_int_equal (u.usage.n_shared, 2);
+  tu_assert_set (u.usage.shared[0], "0-15");
+  tu_assert_set (u.usage.shared[1], "16-31");
+  cp_ledger_usage_release (&u);
+
+  cp_ledger_usage (l, "b", &u);
+  tu_assert_set (u.usage.held, "0-3");
+  assert_int_equal (u.usage.n_shared, 2);
+  cp_ledger_usage_release (&u);
+
+  cp_ledger_usage (l, "s1", &u);
+  tu_assert_set (u.usage.held, "0-3,8-9");
+  assert_int_equal (u.usage.n_shared, 1);
+  tu_assert_set (u.usage.shared[0], "16-31");
+  /* The usage owns its storage: it outlives the ledger. */
+  cp_ledger_close (l);
+  tu_assert_set (u.usage.shared[0], "16-31");
+  tu_assert_set (u.held, "0-3,8-9");
+  cp_ledger_usage_release (&u);
+
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  cp_ledger_usage (l, "x", &u);
+  assert_true (hwloc_bitmap_iszero (u.usage.held));
+  assert_int_equal (u.usage.n_shared, 0);
+  cp_ledger_usage_release (&u);
+  cp_ledger_close (l);
+}
+
+/* -------------------------------------------------------- fault injection */
+
+#ifdef CACHEPIN_FAULT_INJECTION
+static enum cp_ledger_fault_point kill_at;
+
+static int
+kill_here (enum cp_ledger_fault_point point, void *data)
+{
+  (void) data;
+  if (point == kill_at)
+    _exit (42);
+  return 0;
+}
+
+static int
+fail_here (enum cp_ledger_fault_point point, void *data)
+{
+  (void) data;
+  return point == kill_at ? EIO : 0;
+}
+
+/* Killed at each step of commit: the next open sees the old or the new ledger. */
+static void
+test_fault_kill (void **state)
+{
+  static const enum cp_ledger_fault_point points[] = {
+    CP_LEDGER_FAULT_TMP_WRITTEN, CP_LEDGER_FAULT_TMP_SYNCED, CP_LEDGER_FAULT_RENAMED,
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (points); i++)
+    {
+      struct tdir t = *(struct tdir *) *state;
+      snprintf (t.state, sizeof t.state, "%s/state-%zu", t.root, i);
+      cp_error_t err = NULL;
+      struct cp_ledger *l = open_ok (t.state);
+      struct cp_ledger_entry old = entry ("old", CP_MODE_EXCLUSIVE, "0", "0");
+      put_ok (l, &old);
+      expect_ok (cp_ledger_commit (l, &err), err);
+      cp_ledger_close (l);
+
+      pid_t child = fork ();
+      assert_true (child >= 0);
+      if (child == 0)
+        {
+          kill_at = points[i];
+          cp_ledger_set_fault_hook (kill_here, NULL);
+          struct cp_ledger_entry e = entry ("new", CP_MODE_EXCLUSIVE, "1", "1");
+          if (cp_ledger_open (t.state, 1000, &l, &err) < 0 || cp_ledger_put (l, &e, &err) < 0)
+            _exit (1);
+          cp_ledger_commit (l, &err);
+          _exit (2);
+        }
+      assert_int_equal (wait_status (child), 42);
+
+      l = open_ok (t.state);
+      assert_false (cp_ledger_was_recovered (l, NULL));
+      assert_non_null (cp_ledger_find (l, "old"));
+      if (points[i] == CP_LEDGER_FAULT_RENAMED)
+        assert_non_null (cp_ledger_find (l, "new"));
+      else
+        assert_null (cp_ledger_find (l, "new"));
+      /* The stale tmp (if any) does not stop the next commit. */
+      struct cp_ledger_entry e = entry ("next", CP_MODE_EXCLUSIVE, "2", "2");
+      put_ok (l, &e);
+      expect_ok (cp_ledger_commit (l, &err), err);
+      cp_ledger_close (l);
+      l = open_ok (t.state);
+      assert_non_null (cp_ledger_find (l, "next"));
+      cp_ledger_close (l);
+      entry_free (&e);
+      entry_free (&old);
+    }
+}
+
+/* A step that fails: commit reports it, the old ledger stays, a retry works. */
+static void
+test_fault_fail (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = open_ok (t.state);
+  struct cp_ledger_entry e = entry ("a", CP_MODE_EXCLUSIVE, "0", "0");
+  put_ok (l, &e);
+  kill_at = CP_LEDGER_FAULT_TMP_WRITTEN;
+  cp_ledger_set_fault_hook (fail_here, NULL);
+  assert_int_equal (cp_ledger_commit (l, &err), -1);
+  expect_contains (cp_error_message (err), "fault injected");
+  cp_error_free (&err);
+  assert_false (state_exists (&t, CP_LEDGER_TMP_FILE));
+  assert_false (state_exists (&t, CP_LEDGER_FILE));
+  cp_ledger_set_fault_hook (NULL, NULL);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  l = open_ok (t.state);
+  assert_int_equal (cp_ledger_count (l), 1);
+  cp_ledger_close (l);
+  entry_free (&e);
+}
+#endif
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_corruption, tdir_setup, tdir_teardown),
+    cmocka_unit_test (test_utf8_text),
+    cmocka_unit_test_setup_teardown (test_corruption_files, tdir_setup, tdir_teardown),
+    cmocka_unit_test (test_put_refuses),
+    cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_state_dir, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_reconcile_real_process, tdir_setup, tdir_teardown),
+    cmocka_unit_test (test_reconcile_zombie),
+    cmocka_unit_test (test_proc_stat_real_comm),
+    cmocka_unit_test (test_proc_stat_parse),
+    cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
+    cmocka_unit_test (test_reconcile_fake),
+    cmocka_unit_test (test_usage),
+#ifdef CACHEPIN_FAULT_INJECTION
+    cmocka_unit_test_setup_teardown (test_fault_kill, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_fault_fail, tdir_setup, tdir_teardown),
+#endif
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
