@@ -114,7 +114,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_plan struct cp_plan *plan = NULL;
 
   if (cp_topo_load (hc->topology, &topo, err) < 0)
-    return -1;
+    return cp_error_wrap (err, "topology");
   if (target_limits (hc, t, topo, cpus, mems, err) < 0)
     return -1;
   if (open_ledger (hc, &l, err) < 0)

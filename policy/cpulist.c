@@ -89,12 +89,15 @@ cp_cpulist_format (hwloc_const_bitmap_t set)
 {
   size_t cap = 64, len = 0;
   char *buf = cp_xmalloc0 (cap);
+  /* An (never expected) infinite set stops at CP_CPULIST_MAX instead of looping
+     forever; a finite one is written whole. */
+  int last = hwloc_bitmap_last (set);
+  int limit = hwloc_bitmap_weight (set) < 0 ? CP_CPULIST_MAX : last;
   int i = hwloc_bitmap_first (set);
-  while (i >= 0)
+  while (i >= 0 && i <= limit)
     {
       int j = i;
-      /* The cap keeps an (never expected) infinite set from looping forever. */
-      while (j < CP_CPULIST_MAX && hwloc_bitmap_isset (set, (unsigned) j + 1))
+      while (j < limit && hwloc_bitmap_isset (set, (unsigned) j + 1))
         j++;
       char piece[32];
       int n = j > i ? snprintf (piece, sizeof piece, "%s%d-%d", len ? "," : "", i, j)

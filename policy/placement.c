@@ -85,7 +85,10 @@ view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allo
     {
       const struct cp_core *core = &topo->cores[c];
       v->pe0[c] = cp_core_pe0 (core, v->allowed);
-      v->whole_free[c] = v->pe0[c] >= 0 && !hwloc_bitmap_intersects (core->pus, v->held);
+      /* Whole means no thread of the core is held by anyone, also outside our
+         allowed set: a container in another parent cgroup running on the sibling
+         would take the core out of single-thread mode all the same. */
+      v->whole_free[c] = v->pe0[c] >= 0 && !(usage && usage->held && hwloc_bitmap_intersects (core->pus, usage->held));
       v->order[c] = c;
     }
   /* qsort is not stable, but the comparison ends on the position, so the
@@ -137,6 +140,83 @@ hold_core (const struct view *v, unsigned c, hwloc_bitmap_t held)
   hwloc_bitmap_foreach_end ();
 }
 
+static unsigned
+allowed_threads (const struct view *v, unsigned c)
+{
+  unsigned threads = 0;
+  int pu;
+  hwloc_bitmap_foreach_begin (pu, v->topo->cores[c].pus)
+    threads += hwloc_bitmap_isset (v->allowed, (unsigned) pu);
+  hwloc_bitmap_foreach_end ();
+  return threads;
+}
+
+/* smt=cores when the greedy pass misses: cores with different numbers of allowed
+   threads (hybrid parts, an allowed set that cuts cores) can defeat it, e.g. cores
+   of 1 and 2 threads for 2 CPUs: it takes the 1 and cannot add the 2.  Take the
+   first set of whole free cores, in core order, whose threads add up to NEED
+   exactly (the greedy choice whenever that one works); returns NEED, or 0 with
+   CPUS untouched when no such set exists. */
+static unsigned
+fill_cores_exact (const struct view *v, unsigned need, hwloc_bitmap_t cpus)
+{
+  const struct cp_topo *topo = v->topo;
+  unsigned *cand = cp_xcalloc (topo->n_cores, sizeof *cand);
+  unsigned *threads = cp_xcalloc (topo->n_cores, sizeof *threads);
+  size_t m = 0;
+  for (unsigned i = 0; i < topo->n_cores; i++)
+    {
+      unsigned c = v->order[i];
+      if (!core_in_set (v, c) || !v->whole_free[c])
+        continue;
+      unsigned t = allowed_threads (v, c);
+      if (t == 0 || t > need)
+        continue;
+      cand[m] = c;
+      threads[m++] = t;
+    }
+  /* Cheap refusal first: sums of multiples of G are multiples of G (2 threads
+     per core and an odd count). */
+  unsigned g = 0;
+  for (size_t i = 0; i < m; i++)
+    for (unsigned a = threads[i]; a;)
+      {
+        unsigned r = g % a;
+        g = a;
+        a = r;
+      }
+  if (g == 0 || need % g != 0)
+    {
+      free (cand);
+      free (threads);
+      return 0;
+    }
+  /* reach bit (i, s): candidates i.. can make exactly s threads */
+  size_t row = (size_t) need + 1;
+  unsigned char *reach = cp_xcalloc (((m + 1) * row + 7) / 8, 1);
+#define REACH(i, s) ((reach[((i) * row + (s)) / 8] >> (((i) * row + (s)) % 8)) & 1)
+#define SET_REACH(i, s) (reach[((i) * row + (s)) / 8] |= (unsigned char) (1u << (((i) * row + (s)) % 8)))
+  SET_REACH (m, 0);
+  for (size_t i = m; i-- > 0;)
+    for (size_t s = 0; s <= need; s++)
+      if (REACH (i + 1, s) || (s >= threads[i] && REACH (i + 1, s - threads[i])))
+        SET_REACH (i, s);
+  unsigned got = 0;
+  if (REACH (0, need))
+    {
+      hwloc_bitmap_zero (cpus);
+      for (size_t i = 0; i < m && got < need; i++)
+        if (threads[i] <= need - got && REACH (i + 1, need - got - threads[i]))
+          got = take_pus (v, cand[i], got, need, cpus);
+    }
+#undef REACH
+#undef SET_REACH
+  free (reach);
+  free (cand);
+  free (threads);
+  return got;
+}
+
 /* Fill CPUS (and HELD) with up to NEED CPUs from the domains marked in v->in_set,
    following the smt option.  Returns how many were taken. */
 static unsigned
@@ -170,14 +250,15 @@ fill (const struct view *v, unsigned need, hwloc_bitmap_t cpus, hwloc_bitmap_t h
           unsigned c = v->order[i];
           if (!core_in_set (v, c) || !v->whole_free[c])
             continue;
-          unsigned threads = 0;
-          int pu;
-          hwloc_bitmap_foreach_begin (pu, topo->cores[c].pus)
-            threads += hwloc_bitmap_isset (v->allowed, (unsigned) pu);
-          hwloc_bitmap_foreach_end ();
-          if (threads > need - got)
+          if (allowed_threads (v, c) > need - got)
             continue;
           got = take_pus (v, c, got, need, cpus);
+        }
+      if (got < need && need != UINT_MAX)
+        {
+          unsigned exact = fill_cores_exact (v, need, cpus);
+          if (exact == need)
+            got = exact;
         }
       break;
 
@@ -389,10 +470,12 @@ cmp_cap_desc (const void *a, const void *b)
 
 /* The fewest align-level domains inside group G (a domain of GROUP_LEVEL) that
  * hold NEED: the largest first (whole free domains come first that way), then
- * for the remainder the smallest domain that still holds it.  Returns false
- * when the group cannot hold NEED at all. */
+ * for the remainder the smallest domain that still holds it.  Under smt=cores
+ * the capacities may add up without an exact count of whole cores among them
+ * (cores of 2 threads for 3 CPUs); then the next domains are added until one
+ * exists.  Returns false when the group cannot hold NEED at all. */
 static bool
-plan_group (const struct view *v, enum cp_level group_level, unsigned g, unsigned need, struct spill *out)
+plan_group (struct view *v, enum cp_level group_level, unsigned g, unsigned need, struct spill *out)
 {
   const struct cp_domain *group = &v->topo->domains[group_level][g];
   unsigned nd = v->topo->n_domains[v->level];
@@ -428,6 +511,33 @@ plan_group (const struct view *v, enum cp_level group_level, unsigned g, unsigne
   members[k] = members[last];
   members[last] = tmp;
 
+  if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->smt == CP_SMT_CORES)
+    {
+      /* Adding domains only adds cores, so "exact with members[0..j]" is monotone
+         in j: the whole group first, then a binary search for the fewest. */
+      hwloc_bitmap_t cpus = xbitmap_alloc (), held = xbitmap_alloc ();
+      size_t lo = k, hi = n - 1;
+      mark_only (v, members, n);
+      bool ok = fill (v, need, cpus, held) == need;
+      while (ok && lo < hi)
+        {
+          size_t mid = lo + (hi - lo) / 2;
+          mark_only (v, members, mid + 1);
+          if (fill (v, need, cpus, held) == need)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+      hwloc_bitmap_free (cpus);
+      hwloc_bitmap_free (held);
+      if (!ok)
+        {
+          free (members);
+          return false;
+        }
+      k = lo;
+    }
+
   out->group_level = group_level;
   out->group = g;
   out->doms = members;
@@ -461,7 +571,7 @@ spill_better (const struct view *v, const struct spill *a, const struct spill *b
 
 /* Spill over: the fewest domains, inside the tightest group that holds them. */
 static bool
-choose_spill (const struct view *v, unsigned need, struct spill *best)
+choose_spill (struct view *v, unsigned need, struct spill *best)
 {
   bool found = false;
   for (int gl = (int) v->level + 1; gl < CP_LEVEL_COUNT; gl++)

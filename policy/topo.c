@@ -88,7 +88,7 @@ cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
      and let the caller decide what is allowed. */
   hwloc_topology_set_flags (topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (set_source (topology, source, &normalized, err) < 0)
-    return cp_error_wrap (err, "topology");
+    return -1;
   if (hwloc_topology_load (topology) < 0)
     return cp_fail_errno (err, errno, "topology `%s`: hwloc could not load it", normalized);
   return cp_topo_from_hwloc (topology, normalized, out, err);

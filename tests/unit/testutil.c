@@ -1,7 +1,9 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "policy/cpulist.h"
 #include "policy/util.h"
@@ -37,4 +39,122 @@ tu_assert_set_ (hwloc_const_bitmap_t set, const char *expected, const char *file
       _fail (file, line);
     }
   free (got);
+}
+
+void
+tu_assert_contains_ (const char *msg, const char *needle, const char *file, int line)
+{
+  if (msg == NULL || strstr (msg, needle) == NULL)
+    {
+      print_error ("%s:%d: message `%s` does not contain `%s`\n", file, line, msg ? msg : "(null)", needle);
+      _fail (file, line);
+    }
+}
+
+struct cp_request
+tu_req (unsigned cpus, enum cp_level align, enum cp_smt smt, enum cp_mode mode, bool strict)
+{
+  struct cp_request r;
+  cp_request_init (&r);
+  r.cpus = cpus;
+  r.align = align;
+  r.smt = smt;
+  r.mode = mode;
+  r.strict = strict;
+  return r;
+}
+
+static int
+place (const struct cp_topo *topo, const char *allowed, const char *held, const struct cp_request *req,
+       struct cp_plan **plan, cp_error_t *err)
+{
+  hwloc_bitmap_t a = allowed ? tu_set (allowed) : NULL;
+  hwloc_bitmap_t h = held ? tu_set (held) : NULL;
+  struct cp_usage usage = { .held = h };
+  int r = cp_place (topo, a, NULL, &usage, req, plan, err);
+  hwloc_bitmap_free (a);
+  hwloc_bitmap_free (h);
+  return r;
+}
+
+struct cp_plan *
+tu_place (const struct cp_topo *topo, const char *allowed, const char *held, const struct cp_request *req)
+{
+  struct cp_plan *plan = NULL;
+  cp_error_t err = NULL;
+  if (place (topo, allowed, held, req, &plan, &err) < 0)
+    fail_msg ("cp_place (cpus=%u align=%s smt=%s mode=%s allowed=%s held=%s) on %s: %s", req->cpus,
+              cp_align_name (req->align), cp_smt_name (req->smt), cp_mode_name (req->mode),
+              allowed ? allowed : "-", held ? held : "-", topo->source, cp_error_message (err));
+  assert_non_null (plan);
+  return plan;
+}
+
+char *
+tu_place_fail (const struct cp_topo *topo, const char *allowed, const char *held, const struct cp_request *req,
+               enum cp_error_kind kind)
+{
+  struct cp_plan *plan = NULL;
+  cp_error_t err = NULL;
+  if (place (topo, allowed, held, req, &plan, &err) == 0)
+    {
+      char *cpus = cp_cpulist_format (plan->cpus);
+      print_error ("cp_place unexpectedly succeeded with cpus %s (%s)\n", cpus, plan->reason);
+      free (cpus);
+      cp_plan_free (plan);
+      fail ();
+    }
+  assert_null (plan);
+  assert_non_null (err);
+  if (err->kind != kind)
+    fail_msg ("error kind %d, expected %d: %s", (int) err->kind, (int) kind, cp_error_message (err));
+  assert_non_null (err->msg);
+  assert_true (strchr (err->msg, '\n') == NULL);
+  char *msg = cp_xstrdup (err->msg);
+  cp_error_free (&err);
+  return msg;
+}
+
+const char *
+tu_topologies_dir (void)
+{
+  const char *dir = getenv ("CACHEPIN_TOPOLOGIES");
+  struct stat st;
+  if (dir == NULL || *dir == '\0' || stat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
+    return NULL;
+  return dir;
+}
+
+char *
+tu_topology_file_or_skip (const char *rel)
+{
+  const char *dir = tu_topologies_dir ();
+  if (dir == NULL)
+    {
+      print_message ("SKIP: CACHEPIN_TOPOLOGIES (%s) is not a folder; the captured topologies are not here\n",
+                     getenv ("CACHEPIN_TOPOLOGIES") ? getenv ("CACHEPIN_TOPOLOGIES") : "unset");
+      skip ();
+    }
+  char *path = cp_xasprintf ("%s/%s", dir, rel);
+  struct stat st;
+  if (stat (path, &st) < 0)
+    {
+      print_message ("SKIP: %s is missing\n", path);
+      free (path);
+      skip ();
+    }
+  return path;
+}
+
+void
+tu_bitmap_freep (hwloc_bitmap_t *b)
+{
+  if (*b)
+    hwloc_bitmap_free (*b);
+}
+
+void
+tu_topo_freep (struct cp_topo **t)
+{
+  cp_topo_free (*t);
 }

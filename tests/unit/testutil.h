@@ -4,11 +4,15 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <hwloc.h>
 
+#include "policy/error.h"
+#include "policy/placement.h"
+#include "policy/request.h"
 #include "policy/topo.h"
 
 /* Load a synthetic or XML topology; fails the test on error. */
@@ -20,5 +24,34 @@ hwloc_bitmap_t tu_set (const char *cpulist);
 /* Assert that SET equals the cpulist EXPECTED, printing both when not. */
 #define tu_assert_set(set, expected) tu_assert_set_ (set, expected, __FILE__, __LINE__)
 void tu_assert_set_ (hwloc_const_bitmap_t set, const char *expected, const char *file, int line);
+
+/* Assert that the error message MSG contains NEEDLE, printing both when not. */
+#define tu_assert_contains(msg, needle) tu_assert_contains_ (msg, needle, __FILE__, __LINE__)
+void tu_assert_contains_ (const char *msg, const char *needle, const char *file, int line);
+
+/* A request from its fields (cpus 0: unset). */
+struct cp_request tu_req (unsigned cpus, enum cp_level align, enum cp_smt smt, enum cp_mode mode, bool strict);
+
+/* cp_place() with cpulist literals (NULL: the default) for the allowed set and the
+ * CPUs others hold; fails the test when placement fails. */
+struct cp_plan *tu_place (const struct cp_topo *topo, const char *allowed, const char *held,
+                          const struct cp_request *req);
+
+/* cp_place() that must fail with KIND; returns the message (caller frees). */
+char *tu_place_fail (const struct cp_topo *topo, const char *allowed, const char *held, const struct cp_request *req,
+                     enum cp_error_kind kind);
+
+/* The captured topologies folder (env CACHEPIN_TOPOLOGIES) when it exists, else NULL. */
+const char *tu_topologies_dir (void);
+
+/* "$CACHEPIN_TOPOLOGIES/REL" when the file exists (caller frees); otherwise prints
+ * why and skips the calling test. */
+char *tu_topology_file_or_skip (const char *rel);
+
+/* Cleanup attribute for hwloc bitmaps and cp_topo in tests. */
+void tu_bitmap_freep (hwloc_bitmap_t *b);
+void tu_topo_freep (struct cp_topo **t);
+#define tu_cleanup_bitmap __attribute__ ((cleanup (tu_bitmap_freep)))
+#define tu_cleanup_topo __attribute__ ((cleanup (tu_topo_freep)))
 
 #endif

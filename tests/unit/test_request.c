@@ -1,0 +1,252 @@
+/* Request defaults and the strict option-value parsers (policy/request.c). */
+#include "testutil.h"
+
+#include <string.h>
+
+#include "policy/request.h"
+#include "policy/util.h"
+
+static void
+test_defaults (void **state)
+{
+  (void) state;
+  struct cp_request r;
+  memset (&r, 0xa5, sizeof r);
+  cp_request_init (&r);
+  assert_int_equal (r.cpus, 0);
+  assert_int_equal (r.align, CP_LEVEL_LLC);
+  assert_int_equal (r.smt, CP_SMT_PE0_FIRST);
+  assert_int_equal (r.mode, CP_MODE_EXCLUSIVE);
+  assert_false (r.strict);
+}
+
+static void
+check_refusal (int ret, cp_error_t *err, const char *value)
+{
+  assert_int_equal (ret, -1);
+  assert_non_null (*err);
+  assert_int_equal ((*err)->kind, CP_ERR_INPUT);
+  const char *msg = cp_error_message (*err);
+  assert_null (strchr (msg, '\n'));
+  /* the message names the value, quoted */
+  char *quoted = cp_xasprintf ("`%s`", value);
+  tu_assert_contains (msg, quoted);
+  free (quoted);
+  cp_error_free (err);
+}
+
+static void
+test_align (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *s;
+    enum cp_level v;
+  } ok[] = {
+    { "l2", CP_LEVEL_L2 }, { "llc", CP_LEVEL_LLC }, { "numa", CP_LEVEL_NUMA },
+    { "package", CP_LEVEL_PACKAGE }, { "none", CP_LEVEL_MACHINE },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ok); i++)
+    {
+      enum cp_level v = CP_LEVEL_COUNT;
+      cp_error_t err = NULL;
+      assert_int_equal (cp_parse_align (ok[i].s, &v, &err), 0);
+      assert_null (err);
+      assert_int_equal (v, ok[i].v);
+      assert_string_equal (cp_align_name (v), ok[i].s); /* the name parses back */
+    }
+  static const char *const bad[] = { "LLC", "", "llc ", " llc", "L2", "l3", "machine", "NUMA", "pkg", "llc\n", "nonee" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      enum cp_level v = CP_LEVEL_L2;
+      cp_error_t err = NULL;
+      int r = cp_parse_align (bad[i], &v, &err);
+      if (r == 0)
+        fail_msg ("align `%s` accepted", bad[i]);
+      assert_int_equal (v, CP_LEVEL_L2); /* untouched */
+      tu_assert_contains (cp_error_message (err), "l2|llc|numa|package|none");
+      if (strchr (bad[i], '\n') == NULL)
+        check_refusal (r, &err, bad[i]);
+      else
+        cp_error_free (&err);
+    }
+  assert_string_equal (cp_align_name (CP_LEVEL_COUNT), "?");
+}
+
+static void
+test_labels (void **state)
+{
+  (void) state;
+  assert_string_equal (cp_level_label (CP_LEVEL_L2), "L2");
+  assert_string_equal (cp_level_label (CP_LEVEL_LLC), "LLC");
+  assert_string_equal (cp_level_label (CP_LEVEL_NUMA), "NUMA");
+  assert_string_equal (cp_level_label (CP_LEVEL_PACKAGE), "package");
+  assert_string_equal (cp_level_label (CP_LEVEL_MACHINE), "machine");
+  assert_string_equal (cp_level_label (CP_LEVEL_COUNT), "?");
+}
+
+static void
+test_smt (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *s;
+    enum cp_smt v;
+  } ok[] = {
+    { "pe0-first", CP_SMT_PE0_FIRST }, { "pe0", CP_SMT_PE0 }, { "cores", CP_SMT_CORES }, { "any", CP_SMT_ANY },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ok); i++)
+    {
+      enum cp_smt v = (enum cp_smt) 99;
+      cp_error_t err = NULL;
+      assert_int_equal (cp_parse_smt (ok[i].s, &v, &err), 0);
+      assert_null (err);
+      assert_int_equal (v, ok[i].v);
+      assert_string_equal (cp_smt_name (v), ok[i].s);
+    }
+  static const char *const bad[] = { "pe0 ", "PE0", "", "pe0first", "pe0_first", "core", "all", "0", "bar" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      enum cp_smt v = CP_SMT_ANY;
+      cp_error_t err = NULL;
+      int r = cp_parse_smt (bad[i], &v, &err);
+      if (r == 0)
+        fail_msg ("smt `%s` accepted", bad[i]);
+      assert_int_equal (v, CP_SMT_ANY);
+      tu_assert_contains (cp_error_message (err), "pe0-first|pe0|cores|any");
+      check_refusal (r, &err, bad[i]);
+    }
+  assert_string_equal (cp_smt_name ((enum cp_smt) 42), "?");
+}
+
+static void
+test_mode (void **state)
+{
+  (void) state;
+  enum cp_mode v = (enum cp_mode) 7;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_parse_mode ("exclusive", &v, &err), 0);
+  assert_int_equal (v, CP_MODE_EXCLUSIVE);
+  assert_int_equal (cp_parse_mode ("shared", &v, &err), 0);
+  assert_int_equal (v, CP_MODE_SHARED);
+  assert_null (err);
+  assert_string_equal (cp_mode_name (CP_MODE_EXCLUSIVE), "exclusive");
+  assert_string_equal (cp_mode_name (CP_MODE_SHARED), "shared");
+  assert_string_equal (cp_mode_name ((enum cp_mode) 5), "?");
+  static const char *const bad[] = { "Shared", "", "excl", "shared ", "baz", "0" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      v = CP_MODE_SHARED;
+      int r = cp_parse_mode (bad[i], &v, &err);
+      if (r == 0)
+        fail_msg ("mode `%s` accepted", bad[i]);
+      assert_int_equal (v, CP_MODE_SHARED);
+      tu_assert_contains (cp_error_message (err), "exclusive|shared");
+      check_refusal (r, &err, bad[i]);
+    }
+}
+
+static void
+test_bool (void **state)
+{
+  (void) state;
+  bool v = true;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_parse_bool ("false", &v, &err), 0);
+  assert_false (v);
+  assert_int_equal (cp_parse_bool ("true", &v, &err), 0);
+  assert_true (v);
+  assert_null (err);
+  static const char *const bad[] = { "1", "0", "yes", "no", "True", "FALSE", "", "true ", "on" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      v = true;
+      int r = cp_parse_bool (bad[i], &v, &err);
+      if (r == 0)
+        fail_msg ("bool `%s` accepted", bad[i]);
+      assert_true (v);
+      tu_assert_contains (cp_error_message (err), "false|true");
+      check_refusal (r, &err, bad[i]);
+    }
+}
+
+static void
+test_count (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *s;
+    unsigned v;
+  } ok[] = {
+    { "1", 1 }, { "2", 2 }, { "9", 9 }, { "10", 10 }, { "20", 20 }, { "100", 100 }, { "8191", 8191 }, { "8192", 8192 },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ok); i++)
+    {
+      unsigned v = 0;
+      cp_error_t err = NULL;
+      assert_int_equal (cp_parse_count (ok[i].s, CP_REQUEST_MAX_CPUS, &v, &err), 0);
+      assert_null (err);
+      assert_int_equal (v, ok[i].v);
+    }
+  static const char *const bad[] = {
+    "0", "01", "+1", "8193", "-1", "1e3", "", " 1", "1 ", "abc", "99999", "0x10", "1.0", "00",
+    "99999999999999999999999999", "4294967297", "1\n",
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      unsigned v = 77;
+      cp_error_t err = NULL;
+      int r = cp_parse_count (bad[i], CP_REQUEST_MAX_CPUS, &v, &err);
+      if (r == 0)
+        fail_msg ("count `%s` accepted as %u", bad[i], v);
+      assert_int_equal (v, 77);
+      tu_assert_contains (cp_error_message (err), "from 1 to 8192");
+      if (strchr (bad[i], '\n') == NULL)
+        check_refusal (r, &err, bad[i]);
+      else
+        cp_error_free (&err);
+    }
+  /* The maximum is the caller's. */
+  unsigned v = 0;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_parse_count ("4", 4, &v, &err), 0);
+  assert_int_equal (v, 4);
+  assert_int_equal (cp_parse_count ("5", 4, &v, &err), -1);
+  tu_assert_contains (cp_error_message (err), "from 1 to 4");
+  cp_error_free (&err);
+  assert_int_equal (cp_parse_count ("40", 4, &v, &err), -1);
+  cp_error_free (&err);
+}
+
+/* Error plumbing the parsers rely on. */
+static void
+test_error_wrap (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  enum cp_smt v;
+  assert_int_equal (cp_parse_smt ("bar", &v, &err), -1);
+  assert_int_equal (cp_error_wrap (&err, "--smt"), -1);
+  assert_string_equal (cp_error_message (err), "--smt: invalid value `bar` (expected pe0-first|pe0|cores|any)");
+  cp_error_free (&err);
+  assert_null (err);
+  assert_string_equal (cp_error_message (NULL), "unknown error");
+  assert_int_equal (cp_fail_errno (&err, 2, "open `%s`", "x"), -1);
+  assert_int_equal (err->kind, CP_ERR_RUNTIME);
+  assert_string_equal (cp_error_message (err), "open `x`: No such file or directory");
+  cp_error_free (&err);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_defaults), cmocka_unit_test (test_align), cmocka_unit_test (test_labels),
+    cmocka_unit_test (test_smt),      cmocka_unit_test (test_mode),  cmocka_unit_test (test_bool),
+    cmocka_unit_test (test_count),    cmocka_unit_test (test_error_wrap),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
