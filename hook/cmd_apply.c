@@ -151,7 +151,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
     return cp_fail_input (err, "--cpus: required in exclusive mode");
 
   cleanup_free char *id = apply_id (cg);
-  struct cp_target target = { .id = id, .cgroup = cg, .pid = 0 };
+  struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_placer_place (hc, &target, &creq, &plan, err) < 0)
     return -1;

@@ -150,6 +150,8 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
   else
     {
       target.cgroup = cg;
+      target.cgroup_mount = cg->mount;
+      target.cgroup_path = cg->path;
       ret = cp_placer_place (hc, &target, &creq, &plan, err);
     }
   if (ret < 0)

@@ -33,9 +33,8 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
   cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
 }
 
-/* Open the ledger and drop what belongs to containers that are gone. */
-static int
-open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
+int
+cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
 {
   struct cp_ledger *l = NULL;
   if (cp_ledger_open (hc->state_dir, hc->lock_timeout_ms, &l, err) < 0)
@@ -81,8 +80,8 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
 {
   struct cp_ledger_entry e = {
     .id = (char *) t->id,
-    .cgroup_mount = t->cgroup->mount,
-    .cgroup = t->cgroup->path,
+    .cgroup_mount = (char *) t->cgroup_mount,
+    .cgroup = (char *) t->cgroup_path,
     .pid = t->pid,
     .mode = plan->mode,
     .cpus = plan->cpus,
@@ -104,22 +103,11 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
 }
 
 int
-cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
-                 struct cp_plan **plan_out, cp_error_t *err)
+cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                  hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                  hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
-  cleanup_topo struct cp_topo *topo = NULL;
-  cleanup_bitmap hwloc_bitmap_t cpus = hwloc_bitmap_alloc ();
-  cleanup_bitmap hwloc_bitmap_t mems = hwloc_bitmap_alloc ();
-  cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
-
-  if (cp_topo_load (hc->topology, &topo, err) < 0)
-    return cp_error_wrap (err, "topology");
-  if (target_limits (hc, t, topo, cpus, mems, err) < 0)
-    return -1;
-  if (open_ledger (hc, &l, err) < 0)
-    return -1;
-
   struct cp_ledger_usage usage;
   cp_ledger_usage (l, t->id, &usage);
   int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
@@ -130,20 +118,46 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
          parent allows) is one the host cannot meet, not a malformed input. */
       if (*err && (*err)->kind == CP_ERR_INPUT)
         (*err)->kind = CP_ERR_UNSATISFIABLE;
-      cp_error_t ignored = NULL;
       /* Keep what reconcile dropped, and forget any earlier placement of this id:
          it is not where the container is going now. */
+      cp_error_t ignored = NULL;
       cp_ledger_remove (l, t->id);
       cp_ledger_commit (l, &ignored);
       cp_error_free (&ignored);
       return -1;
     }
+  if (record (l, t, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
+    return cp_error_wrap (err, "ledger");
+  *plan_out = cp_steal_pointer (&plan);
+  return 0;
+}
 
-  /* mems=keep: the ledger records what the cgroup has, which is what stays. */
-  if (creq->mems_keep && cp_cgroup_read_cpuset (t->cgroup, NULL, mems, err) < 0)
+int
+cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
+                 struct cp_plan **plan_out, cp_error_t *err)
+{
+  cleanup_topo struct cp_topo *topo = NULL;
+  cleanup_bitmap hwloc_bitmap_t cpus = hwloc_bitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t mems = hwloc_bitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t kept_mems = NULL;
+  cleanup_ledger struct cp_ledger *l = NULL;
+  cleanup_plan struct cp_plan *plan = NULL;
+
+  if (cp_topo_load (hc->topology, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
+  if (target_limits (hc, t, topo, cpus, mems, err) < 0)
     return -1;
-  if (record (l, t, plan, creq->mems_keep ? mems : plan->mems, err) < 0)
-    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  /* mems=keep: the ledger records what the cgroup has, which is what stays. */
+  if (creq->mems_keep)
+    {
+      kept_mems = hwloc_bitmap_alloc ();
+      if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
+        return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+    }
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
+    return -1;
 
   if (cp_cgroup_enable_cpuset (t->cgroup, err) < 0
       || cp_cgroup_write_cpuset (t->cgroup, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
@@ -162,7 +176,7 @@ int
 cp_placer_release (const struct cp_hostconfig *hc, const char *id, bool *found, cp_error_t *err)
 {
   cleanup_ledger struct cp_ledger *l = NULL;
-  if (open_ledger (hc, &l, err) < 0)
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
   *found = cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)

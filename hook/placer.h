@@ -12,11 +12,16 @@
 #include "cgroup.h"
 #include "hostconfig.h"
 
+struct cp_ledger;
+struct cp_topo;
+
 /* What is being placed. */
 struct cp_target
 {
   const char *id;           /* ledger id: the container id, or "apply:<cgroup dir>" */
-  struct cp_cgroup *cgroup; /* its cpuset cgroup */
+  struct cp_cgroup *cgroup; /* its cpuset cgroup, written by cp_placer_place() */
+  const char *cgroup_mount; /* where the ledger says it is: cgroup->mount ... */
+  const char *cgroup_path;  /* ... and cgroup->path */
   pid_t pid;                /* its init process, 0 for none (liveness by cgroup only) */
 };
 
@@ -29,6 +34,19 @@ struct cp_target
  * they come.  *PLAN_OUT is the plan written. */
 int cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
                      const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err);
+
+/* The ledger, locked, with the entries whose container is gone dropped (logged). */
+int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err);
+
+/* The decision under the ledger lock: plan TARGET within CPUS and MEMS against the
+ * other holders in L, then record and commit it (KEPT_MEMS, when not NULL, is
+ * recorded as its mems: mems=keep).  On a refusal any earlier entry of the same
+ * id is dropped.  cp_placer_place() is this plus loading the topology, reading
+ * the parent cgroup's limits and writing the cgroup. */
+int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                      hwloc_const_bitmap_t mems, const struct cp_target *target,
+                      const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
+                      struct cp_plan **plan_out, cp_error_t *err);
 
 /* Forget ID in the ledger (and drop entries whose container is gone).  *FOUND
  * says whether ID was there. */
