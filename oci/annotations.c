@@ -1,0 +1,275 @@
+#define _GNU_SOURCE
+#include "annotations.h"
+
+#include <inttypes.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "../policy/util.h"
+#include "config.h"
+#include "json.h"
+
+static bool
+is_ours (const char *key)
+{
+  return strncmp (key, CP_ANNOTATION_PREFIX, strlen (CP_ANNOTATION_PREFIX)) == 0;
+}
+
+int
+cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err)
+{
+  out->items = NULL;
+  out->n = 0;
+  if (cp_json_object (obj, field, err) < 0)
+    return -1;
+  size_t n = (size_t) json_object_object_length (obj);
+  if (n > CP_ANNOTATIONS_MAX)
+    return cp_fail_input (err, "%s: %zu annotations, more than the %d accepted", field, n, CP_ANNOTATIONS_MAX);
+  struct cp_annotations a = { .items = cp_xcalloc (n, sizeof *a.items) };
+  json_object_object_foreach (obj, key, v)
+    {
+      size_t key_len = strlen (key);
+      if (key_len > CP_ANNOTATION_KEY_MAX)
+        {
+          cp_annotations_free (&a);
+          return cp_fail_input (err, "%s: key `%.64s...` longer than %d bytes", field, key, CP_ANNOTATION_KEY_MAX);
+        }
+      cleanup_free char *name = cp_xasprintf ("%s: %s", field, key);
+      const char *value;
+      if (cp_json_string (v, name, is_ours (key) ? CP_ANNOTATION_VALUE_MAX : SIZE_MAX, true, &value, err) < 0)
+        {
+          cp_annotations_free (&a);
+          return -1;
+        }
+      a.items[a.n].key = cp_xstrdup (key);
+      a.items[a.n].value = cp_xstrdup (value);
+      a.n++;
+    }
+  *out = a;
+  return 0;
+}
+
+void
+cp_annotations_free (struct cp_annotations *a)
+{
+  for (size_t i = 0; i < a->n; i++)
+    {
+      free (a->items[i].key);
+      free (a->items[i].value);
+    }
+  free (a->items);
+  a->items = NULL;
+  a->n = 0;
+}
+
+const char *
+cp_annotations_get (const struct cp_annotations *a, const char *key)
+{
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp (a->items[i].key, key) == 0)
+      return a->items[i].value;
+  return NULL;
+}
+
+const char *
+cp_annotations_container_name (const struct cp_annotations *a)
+{
+  static const char *const keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
+    {
+      const char *name = cp_annotations_get (a, keys[i]);
+      if (name && *name)
+        return name;
+    }
+  return NULL;
+}
+
+bool
+cp_annotations_is_sandbox (const struct cp_annotations *a)
+{
+  static const char *const keys[] = { CP_ANNOTATION_CRIO_TYPE, CP_ANNOTATION_CONTAINERD_TYPE };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
+    {
+      const char *type = cp_annotations_get (a, keys[i]);
+      if (type && strcmp (type, "sandbox") == 0)
+        return true;
+    }
+  return false;
+}
+
+/* ---- cachepin.io/ keys ---------------------------------------------------------- */
+
+enum option
+{
+  OPT_CPUS = 0,
+  OPT_ALIGN,
+  OPT_SMT,
+  OPT_MODE,
+  OPT_STRICT,
+  OPT_MEMS,
+  OPT_COUNT
+};
+
+static const char *const option_names[OPT_COUNT] = {
+  [OPT_CPUS] = "cpus", [OPT_ALIGN] = "align", [OPT_SMT] = "smt",
+  [OPT_MODE] = "mode", [OPT_STRICT] = "strict", [OPT_MEMS] = "mems",
+};
+
+/* Split a cachepin.io/ KEY into its option and, for a per-container key, the
+ * container's name (*CONTAINER, pointing into KEY; NULL for a pod-wide key). */
+static int
+parse_key (const char *key, enum option *which, const char **container, cp_error_t *err)
+{
+  const char *base = key + strlen (CP_ANNOTATION_PREFIX);
+  const char *infix = strstr (base, CP_ANNOTATION_CONTAINER_INFIX);
+  size_t base_len = infix ? (size_t) (infix - base) : strlen (base);
+  *container = infix ? infix + strlen (CP_ANNOTATION_CONTAINER_INFIX) : NULL;
+  for (int i = 0; i < OPT_COUNT; i++)
+    if (strlen (option_names[i]) == base_len && strncmp (base, option_names[i], base_len) == 0)
+      {
+        if (*container && **container == '\0')
+          return cp_fail_input (err, "annotation %s: empty container name", key);
+        *which = (enum option) i;
+        return 0;
+      }
+  return cp_fail_input (err,
+                        "annotation %s: unknown key (expected " CP_ANNOTATION_PREFIX
+                        "cpus|align|smt|mode|strict|mems, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX
+                        "<name>)",
+                        key);
+}
+
+/* Does annotation AN apply to the container named NAME (NULL: unnamed)?  1 with
+ * *WHICH and *OWN (a per-container key) set, 0 when it is not a cachepin.io/ key
+ * or addresses another container, < 0 for an invalid cachepin.io/ key. */
+static int
+applies (const struct cp_annotation *an, const char *name, enum option *which, bool *own, cp_error_t *err)
+{
+  if (!is_ours (an->key))
+    return 0;
+  const char *container;
+  if (parse_key (an->key, which, &container, err) < 0)
+    return -1;
+  if (container && (name == NULL || strcmp (container, name) != 0))
+    return 0;
+  *own = container != NULL;
+  return 1;
+}
+
+bool
+cp_annotations_wants_cachepin (const struct cp_annotations *a)
+{
+  const char *name = cp_annotations_container_name (a);
+  for (size_t i = 0; i < a->n; i++)
+    {
+      enum option which;
+      bool own;
+      /* An invalid key counts, so that cp_annotations_to_request() reports it. */
+      if (applies (&a->items[i], name, &which, &own, NULL) != 0)
+        return true;
+    }
+  return false;
+}
+
+static int
+apply_option (enum option which, const char *value, struct cp_container_request *out, cp_error_t *err)
+{
+  switch (which)
+    {
+    case OPT_CPUS:
+      if (cp_parse_count (value, CP_REQUEST_MAX_CPUS, &out->req.cpus, err) < 0)
+        return -1;
+      out->cpus_from_annotation = true;
+      out->cpus_source = CP_CPUS_SOURCE_ANNOTATION;
+      return 0;
+    case OPT_ALIGN:
+      return cp_parse_align (value, &out->req.align, err);
+    case OPT_SMT:
+      return cp_parse_smt (value, &out->req.smt, err);
+    case OPT_MODE:
+      return cp_parse_mode (value, &out->req.mode, err);
+    case OPT_STRICT:
+      return cp_parse_bool (value, &out->req.strict, err);
+    case OPT_MEMS:
+      if (strcmp (value, "local") == 0 || strcmp (value, "keep") == 0)
+        {
+          out->mems_keep = strcmp (value, "keep") == 0;
+          return 0;
+        }
+      return cp_fail_input (err, "invalid value `%.64s` (expected local|keep)", value);
+    case OPT_COUNT:
+    default:
+      abort ();
+    }
+}
+
+/* cpus when no annotation gives it: from the spec, or one domain in shared mode. */
+static int
+cpus_fallback (const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err)
+{
+  if (cfg && cfg->cpus && !hwloc_bitmap_iszero (cfg->cpus))
+    {
+      out->req.cpus = (unsigned) hwloc_bitmap_weight (cfg->cpus);
+      out->cpus_source = CP_CPUS_SOURCE_CPUSET;
+      return 0;
+    }
+  if (cfg && cfg->quota > 0)
+    {
+      uint64_t period = cfg->period ? cfg->period : CP_OCI_DEFAULT_CPU_PERIOD;
+      uint64_t quota = (uint64_t) cfg->quota;
+      uint64_t n = quota / period + (quota % period != 0);
+      if (n > CP_REQUEST_MAX_CPUS)
+        return cp_fail_input (err,
+                              "linux.resources.cpu.quota: %" PRIu64 " per period %" PRIu64
+                              " is %" PRIu64 " CPUs, more than %d",
+                              quota, period, n, CP_REQUEST_MAX_CPUS);
+      out->req.cpus = (unsigned) n;
+      out->cpus_source = CP_CPUS_SOURCE_QUOTA;
+      return 0;
+    }
+  if (out->req.mode == CP_MODE_SHARED)
+    {
+      out->req.cpus = 0;
+      out->cpus_source = CP_CPUS_SOURCE_SHARED;
+      return 0;
+    }
+  return cp_fail_input (err, CP_ANNOTATION_PREFIX "cpus: missing, and the spec sets neither "
+                             "linux.resources.cpu.cpus nor a CPU quota");
+}
+
+int
+cp_annotations_to_request (const struct cp_annotations *a, const struct cp_request *defaults,
+                           const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err)
+{
+  /* For each option, the annotation that applies: this container's own key wins
+     over the pod-wide one, whatever their order. */
+  const struct cp_annotation *chosen[OPT_COUNT] = { NULL };
+  bool chosen_own[OPT_COUNT] = { false };
+  const char *name = cp_annotations_container_name (a);
+  for (size_t i = 0; i < a->n; i++)
+    {
+      enum option which;
+      bool own;
+      int r = applies (&a->items[i], name, &which, &own, err);
+      if (r < 0)
+        return -1;
+      if (r > 0 && (own || !chosen_own[which]))
+        {
+          chosen[which] = &a->items[i];
+          chosen_own[which] = own;
+        }
+    }
+
+  memset (out, 0, sizeof *out);
+  if (defaults)
+    out->req = *defaults;
+  else
+    cp_request_init (&out->req);
+  out->req.cpus = 0;
+  for (int i = 0; i < OPT_COUNT; i++)
+    if (chosen[i] && apply_option ((enum option) i, chosen[i]->value, out, err) < 0)
+      return cp_error_wrap (err, "annotation %s", chosen[i]->key);
+  if (!out->cpus_from_annotation)
+    return cpus_fallback (cfg, out, err);
+  return 0;
+}

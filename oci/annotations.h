@@ -1,0 +1,112 @@
+/* cachepin: OCI annotations, and the `cachepin.io/` ones turned into a request.
+ *
+ * Keys (values as for `cachepin plan`, policy/request.h):
+ *   cachepin.io/cpus     how many CPUs: 1..8192
+ *   cachepin.io/align    llc | l2 | numa | package | none
+ *   cachepin.io/smt      pe0-first | pe0 | cores | any
+ *   cachepin.io/mode     exclusive | shared
+ *   cachepin.io/strict   true | false
+ *   cachepin.io/mems     local (default: the NUMA nodes local to the CPUs) | keep
+ * Each may also be given for one container of a pod as
+ * `cachepin.io/<key>.container.<name>`, which wins over the pod-wide key for the
+ * container whose name (io.kubernetes.container.name under CRI-O,
+ * io.kubernetes.cri.container-name under containerd) is <name>, and is ignored by
+ * the others.  Any other key under cachepin.io/ is an error: a typo must not
+ * silently leave a container unpinned. */
+#ifndef CP_ANNOTATIONS_H
+#define CP_ANNOTATIONS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../policy/error.h"
+#include "../policy/request.h"
+
+#define CP_ANNOTATION_PREFIX "cachepin.io/"
+#define CP_ANNOTATION_CONTAINER_INFIX ".container."
+
+/* Bounds on hostile input: annotations per document, bytes per key (any key),
+ * bytes per value of a cachepin.io/ key (other values are bounded by the
+ * document's size). */
+#define CP_ANNOTATIONS_MAX 4096
+#define CP_ANNOTATION_KEY_MAX 1024
+#define CP_ANNOTATION_VALUE_MAX 256
+
+/* How the runtime engines name the container, and tell a pod's sandbox (pause)
+ * container. */
+#define CP_ANNOTATION_CRIO_NAME "io.kubernetes.container.name"
+#define CP_ANNOTATION_CONTAINERD_NAME "io.kubernetes.cri.container-name"
+#define CP_ANNOTATION_CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
+#define CP_ANNOTATION_CONTAINERD_TYPE "io.kubernetes.cri.container-type"
+
+struct cp_annotation
+{
+  char *key;
+  char *value;
+};
+
+/* In document order; keys are unique (the JSON parser refuses duplicates). */
+struct cp_annotations
+{
+  struct cp_annotation *items;
+  size_t n;
+};
+
+/* Copy the JSON object OBJ (string -> string) into OUT.  FIELD names it in errors:
+ * "annotations: expected an object, got [1]", "annotations: foo: expected a
+ * string, got 5", "annotations: cachepin.io/cpus: longer than 256 bytes".  Values
+ * with a NUL are refused, as are more than CP_ANNOTATIONS_MAX annotations and keys
+ * longer than CP_ANNOTATION_KEY_MAX. */
+int cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err);
+
+void cp_annotations_free (struct cp_annotations *a);
+
+/* The value of KEY, or NULL. */
+const char *cp_annotations_get (const struct cp_annotations *a, const char *key);
+
+/* The container's name as the engine gave it, or NULL (empty counts as none). */
+const char *cp_annotations_container_name (const struct cp_annotations *a);
+
+/* Should the hook place this container?  True when a pod-wide cachepin.io/ key
+ * is present, or a per-container one for this container, or a cachepin.io/ key
+ * that is not valid (so that cp_annotations_to_request() reports it).  Keys that
+ * address other containers of the pod alone do not count: a sidecar is not
+ * pinned because the pod's main container asked to be. */
+bool cp_annotations_wants_cachepin (const struct cp_annotations *a);
+
+/* A pod's sandbox (pause) container under CRI-O or containerd: not to be placed. */
+bool cp_annotations_is_sandbox (const struct cp_annotations *a);
+
+/* Where cpus came from (cp_container_request.cpus_source). */
+#define CP_CPUS_SOURCE_ANNOTATION "annotation"
+#define CP_CPUS_SOURCE_CPUSET "linux.resources.cpu.cpus"
+#define CP_CPUS_SOURCE_QUOTA "quota/period"
+#define CP_CPUS_SOURCE_SHARED "shared: one domain"
+
+struct cp_container_request
+{
+  struct cp_request req;
+  bool mems_keep;            /* cachepin.io/mems=keep: leave cpuset.mems alone */
+  bool cpus_from_annotation; /* req.cpus is what the user asked for, not derived */
+  const char *cpus_source;   /* one of CP_CPUS_SOURCE_* (static) */
+};
+
+struct cp_oci_config;
+
+/* The request for this container.  DEFAULTS (NULL: cp_request_init()) gives
+ * align, smt, mode and strict where no annotation does (its cpus is ignored);
+ * CFG (may be NULL) supplies cpus when no cachepin.io/cpus applies:
+ *   1. the number of CPUs in linux.resources.cpu.cpus;
+ *   2. else ceil(quota / period) when the quota is > 0 (a missing period is the
+ *      kernel's default, 100000 us);
+ *   3. else in shared mode 0 (one whole domain);
+ *   4. else an input error "cachepin.io/cpus: missing, and the spec sets neither
+ *      linux.resources.cpu.cpus nor a CPU quota".
+ * Invalid values fail with an input error naming the key and the value:
+ * "annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)";
+ * so do unknown cachepin.io/ keys, whichever container they address. */
+int cp_annotations_to_request (const struct cp_annotations *a, const struct cp_request *defaults,
+                               const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err);
+
+#endif

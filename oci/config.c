@@ -1,0 +1,113 @@
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../policy/cpulist.h"
+#include "../policy/util.h"
+#include "json.h"
+
+/* linux.resources.cpu */
+static int
+parse_cpu (json_object *cpu, struct cp_oci_config *out, cp_error_t *err)
+{
+  json_object *v;
+  if (cp_json_object (cpu, "linux.resources.cpu", err) < 0)
+    return -1;
+  if (cp_json_member (cpu, "cpus", true, &v))
+    {
+      const char *s;
+      if (cp_json_string (v, "linux.resources.cpu.cpus", CP_CPULIST_MAX_LEN, true, &s, err) < 0)
+        return -1;
+      /* "" is how engines say "not set". */
+      if (*s)
+        {
+          out->cpus = hwloc_bitmap_alloc ();
+          if (out->cpus == NULL)
+            abort ();
+          if (cp_cpulist_parse (s, 0, out->cpus, err) < 0)
+            return cp_error_wrap (err, "linux.resources.cpu.cpus");
+        }
+    }
+  if (cp_json_member (cpu, "quota", true, &v)
+      && cp_json_int (v, "linux.resources.cpu.quota", INT64_MIN, INT64_MAX, &out->quota, err) < 0)
+    return -1;
+  if (cp_json_member (cpu, "period", true, &v))
+    {
+      int64_t period;
+      if (cp_json_int (v, "linux.resources.cpu.period", 0, INT64_MAX, &period, err) < 0)
+        return -1;
+      out->period = (uint64_t) period;
+    }
+  return 0;
+}
+
+static int
+parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
+{
+  json_object *v, *resources, *cpu;
+  if (cp_json_object (linux_, "linux", err) < 0)
+    return -1;
+  if (cp_json_member (linux_, "cgroupsPath", true, &v))
+    {
+      const char *s;
+      if (cp_json_string (v, "linux.cgroupsPath", CP_OCI_PATH_MAX, true, &s, err) < 0)
+        return -1;
+      if (*s)
+        out->cgroups_path = cp_xstrdup (s);
+    }
+  if (!cp_json_member (linux_, "resources", true, &resources))
+    return 0;
+  if (cp_json_object (resources, "linux.resources", err) < 0)
+    return -1;
+  if (!cp_json_member (resources, "cpu", true, &cpu))
+    return 0;
+  return parse_cpu (cpu, out, err);
+}
+
+int
+cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_error_t *err)
+{
+  memset (out, 0, sizeof *out);
+  cleanup_json json_object *root = NULL;
+  json_object *v;
+  if (cp_json_parse_object (buf, len, &root, err) < 0)
+    return cp_error_wrap (err, "config.json");
+  if ((cp_json_member (root, "annotations", true, &v)
+       && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
+      || (cp_json_member (root, "linux", true, &v) && parse_linux (v, out, err) < 0))
+    {
+      cp_oci_config_free (out);
+      return cp_error_wrap (err, "config.json");
+    }
+  return 0;
+}
+
+int
+cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_t *err)
+{
+  memset (out, 0, sizeof *out);
+  /* The bundle path comes from the runtime and may go through symlinks
+     (/var/run -> /run); config.json itself must not be one. */
+  cleanup_close int dirfd = open (bundle, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0)
+    return cp_fail_errno (err, errno, "bundle %s: open", bundle);
+  cleanup_free char *buf = NULL;
+  size_t len;
+  if (cp_json_read_file (dirfd, "config.json", O_NOFOLLOW, CP_OCI_CONFIG_MAX_SIZE, &buf, &len, err) < 0)
+    return cp_error_wrap (err, "%s/config.json", bundle);
+  return cp_oci_config_parse (buf, len, out, err);
+}
+
+void
+cp_oci_config_free (struct cp_oci_config *cfg)
+{
+  cp_annotations_free (&cfg->annotations);
+  if (cfg->cpus)
+    hwloc_bitmap_free (cfg->cpus);
+  free (cfg->cgroups_path);
+  memset (cfg, 0, sizeof *cfg);
+}

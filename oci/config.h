@@ -1,0 +1,45 @@
+/* cachepin: what the hook needs from the bundle's config.json (OCI runtime spec).
+ *
+ * Only a few fields are read and checked; the rest of the document must still be
+ * well-formed JSON (cp_json_parse_object: no duplicate keys, no trailing data). */
+#ifndef CP_OCI_CONFIG_H
+#define CP_OCI_CONFIG_H
+
+#include <hwloc.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../policy/error.h"
+#include "annotations.h"
+
+/* Bound on config.json (real ones are a few KiB; annotations are at most 256 KiB
+ * under Kubernetes). */
+#define CP_OCI_CONFIG_MAX_SIZE (4 * 1024 * 1024)
+/* Bound on linux.cgroupsPath (PATH_MAX - 1). */
+#define CP_OCI_PATH_MAX 4095
+/* The CFS period the kernel uses when linux.resources.cpu.period is not set. */
+#define CP_OCI_DEFAULT_CPU_PERIOD 100000
+
+struct cp_oci_config
+{
+  struct cp_annotations annotations; /* "annotations"; empty when absent */
+  hwloc_bitmap_t cpus;               /* linux.resources.cpu.cpus; NULL when absent or "" */
+  int64_t quota;                     /* linux.resources.cpu.quota in us; <= 0: none (absent, -1) */
+  uint64_t period;                   /* linux.resources.cpu.period in us; 0: absent */
+  char *cgroups_path;                /* linux.cgroupsPath; NULL when absent */
+};
+
+/* Read BUNDLE/config.json.  BUNDLE may have symlinks in it; config.json itself
+ * must not be one, and must be a regular file of at most CP_OCI_CONFIG_MAX_SIZE
+ * bytes.  I/O errors name the file ("/b/config.json: open: No such file or
+ * directory"); content errors name the field ("config.json:
+ * linux.resources.cpu.quota: expected an integer, got \"5\""). */
+int cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_t *err);
+
+/* Parse the text of a config.json (LEN bytes); errors as above. */
+int cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_error_t *err);
+
+/* Free what OUT holds (it is left zeroed); a zeroed struct is fine. */
+void cp_oci_config_free (struct cp_oci_config *cfg);
+
+#endif

@@ -1,0 +1,682 @@
+/* OCI input: the state on a hook's stdin, the bundle's config.json, and the
+ * cachepin.io/ annotations turned into a request. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "oci/annotations.h"
+#include "oci/config.h"
+#include "oci/json.h"
+#include "oci/state.h"
+#include "policy/util.h"
+
+/* Fails the test, naming the case, unless ERR holds exactly EXPECTED. */
+static void
+check_error (const char *name, int r, const cp_error_t *err, const char *expected)
+{
+  if (r >= 0)
+    fail_msg ("%s: succeeded, expected `%s`", name, expected);
+  if (strcmp (cp_error_message (*err), expected) != 0)
+    fail_msg ("%s:\n   got `%s`\nexpected `%s`", name, cp_error_message (*err), expected);
+}
+
+/* A fresh temporary directory; caller frees (the files are left for the OS). */
+static char *
+temp_dir (void)
+{
+  char *dir = cp_xstrdup ("/tmp/cachepin-test-oci-XXXXXX");
+  if (mkdtemp (dir) == NULL)
+    fail_msg ("mkdtemp: %s", strerror (errno));
+  return dir;
+}
+
+static void
+write_file (const char *path, const char *text, size_t len)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write (fd, text, len) != (ssize_t) len)
+    fail_msg ("writing %s: %s", path, strerror (errno));
+  close (fd);
+}
+
+/* ---- state -------------------------------------------------------------------- */
+
+/* What runc 1.1 writes at createRuntime (one line, status "creating"). */
+static const char runc_state[]
+    = "{\"ociVersion\":\"1.0.2-dev\",\"id\":\"7b4e8c0d1f2a\",\"status\":\"creating\",\"pid\":48213,"
+      "\"bundle\":\"/run/containers/storage/overlay-containers/7b4e8c0d1f2a/userdata\","
+      "\"annotations\":{\"io.kubernetes.container.name\":\"app\",\"cachepin.io/cpus\":\"4\","
+      "\"io.kubernetes.cri-o.ContainerType\":\"container\"}}";
+
+/* What crun writes (pretty, status "created", a trailing newline). */
+static const char crun_state[] = "{\n"
+                                 "  \"ociVersion\": \"1.0.0\",\n"
+                                 "  \"id\": \"podman-test_1\",\n"
+                                 "  \"status\": \"created\",\n"
+                                 "  \"pid\": 4194304,\n"
+                                 "  \"bundle\": \"/var/lib/containers/storage/overlay-containers/abc/userdata\",\n"
+                                 "  \"annotations\": {\n"
+                                 "    \"cachepin.io/mode\": \"shared\"\n"
+                                 "  }\n"
+                                 "}\n";
+
+static void
+test_state_runc (void **state)
+{
+  (void) state;
+  struct cp_oci_state st;
+  cp_error_t err = NULL;
+  if (cp_oci_state_parse (runc_state, strlen (runc_state), &st, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_string_equal (st.oci_version, "1.0.2-dev");
+  assert_string_equal (st.id, "7b4e8c0d1f2a");
+  assert_int_equal (st.status, CP_OCI_CREATING);
+  assert_string_equal (cp_oci_status_name (st.status), "creating");
+  assert_int_equal (st.pid, 48213);
+  assert_string_equal (st.bundle, "/run/containers/storage/overlay-containers/7b4e8c0d1f2a/userdata");
+  assert_int_equal (st.annotations.n, 3);
+  assert_string_equal (cp_annotations_get (&st.annotations, "cachepin.io/cpus"), "4");
+  assert_string_equal (cp_annotations_container_name (&st.annotations), "app");
+  assert_true (cp_annotations_wants_cachepin (&st.annotations));
+  assert_false (cp_annotations_is_sandbox (&st.annotations));
+  cp_oci_state_free (&st);
+  assert_null (st.id);
+}
+
+static void
+test_state_crun (void **state)
+{
+  (void) state;
+  struct cp_oci_state st;
+  cp_error_t err = NULL;
+  if (cp_oci_state_parse (crun_state, strlen (crun_state), &st, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_int_equal (st.status, CP_OCI_CREATED);
+  assert_int_equal (st.pid, 4194304);
+  assert_string_equal (st.id, "podman-test_1");
+  assert_string_equal (cp_annotations_get (&st.annotations, "cachepin.io/mode"), "shared");
+  cp_oci_state_free (&st);
+}
+
+static void
+test_state_optional (void **state)
+{
+  (void) state;
+  /* A stopped container has no pid (Go's omitempty), and annotations may be
+     absent or null. */
+  static const char *const ok[] = {
+    "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"stopped\",\"bundle\":\"/b\"}",
+    "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"stopped\",\"pid\":0,\"bundle\":\"/b\",\"annotations\":null}",
+    "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"running\",\"pid\":1,\"bundle\":\"/b\",\"extra\":[1,{\"x\":null}]}",
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ok); i++)
+    {
+      struct cp_oci_state st;
+      cp_error_t err = NULL;
+      if (cp_oci_state_parse (ok[i], strlen (ok[i]), &st, &err) < 0)
+        fail_msg ("%s: %s", ok[i], cp_error_message (err));
+      assert_int_equal (st.annotations.n, 0);
+      assert_false (cp_annotations_wants_cachepin (&st.annotations));
+      cp_oci_state_free (&st);
+    }
+}
+
+#define STATE_WITH(id, status, pid, bundle, extra)                                                    \
+  "{\"ociVersion\":\"1.0.2\",\"id\":" id ",\"status\":" status ",\"pid\":" pid ",\"bundle\":" bundle \
+  extra "}"
+#define STATE_PID(pid) STATE_WITH ("\"c\"", "\"created\"", pid, "\"/b\"", "")
+#define STATE_ID(id) STATE_WITH (id, "\"created\"", "1", "\"/b\"", "")
+#define STATE_EXTRA(extra) STATE_WITH ("\"c\"", "\"created\"", "1", "\"/b\"", "," extra)
+
+static const struct bad_case
+{
+  const char *name;
+  const char *text;
+  const char *error;
+} bad_states[] = {
+  { "negative pid", STATE_PID ("-5"), "state: pid: expected an integer from 1 to 4194304, got -5" },
+  { "zero pid", STATE_PID ("0"), "state: pid: expected an integer from 1 to 4194304, got 0" },
+  { "pid above PID_MAX_LIMIT", STATE_PID ("4194305"),
+    "state: pid: expected an integer from 1 to 4194304, got 4194305" },
+  { "huge pid (json-c clamps it)", STATE_PID ("99999999999999999999"),
+    "state: pid: expected an integer from 1 to 4194304, got 18446744073709551615" },
+  { "pid above int64", STATE_PID ("9223372036854775808"),
+    "state: pid: expected an integer from 1 to 4194304, got 9223372036854775808" },
+  { "float pid", STATE_PID ("1.5"), "state: pid: expected an integer from 1 to 4194304, got 1.5" },
+  { "integral float pid", STATE_PID ("42.0"), "state: pid: expected an integer from 1 to 4194304, got 42.0" },
+  { "exponent pid", STATE_PID ("1e3"), "state: pid: expected an integer from 1 to 4194304, got 1e3" },
+  { "string pid", STATE_PID ("\"42\""), "state: pid: expected an integer from 1 to 4194304, got \"42\"" },
+  { "null pid", STATE_PID ("null"), "state: pid: expected an integer from 1 to 4194304, got null" },
+  { "NaN pid", STATE_PID ("NaN"), "state: invalid JSON at byte 56: unexpected character" },
+  { "leading zero pid", STATE_PID ("-01"), "state: invalid JSON at byte 56: number with a leading zero" },
+  { "missing pid", "{\"ociVersion\":\"1.0.2\",\"id\":\"c\",\"status\":\"created\",\"bundle\":\"/b\"}",
+    "state: pid: missing" },
+  { "missing id", "{\"ociVersion\":\"1.0.2\",\"status\":\"created\",\"pid\":1,\"bundle\":\"/b\"}", "state: id: missing" },
+  { "id with a slash", STATE_ID ("\"../etc\""), "state: id: contains a '/'" },
+  { "id dot-dot", STATE_ID ("\"..\""), "state: id: `..` is not a container id" },
+  { "id with a control character", STATE_ID ("\"a\\u001bb\""), "state: id: contains a control character" },
+  { "id with a newline", STATE_ID ("\"a\\nb\""), "state: id: contains a control character" },
+  { "id with NUL", STATE_ID ("\"a\\u0000b\""), "state: id: contains a NUL character" },
+  { "empty id", STATE_ID ("\"\""), "state: id: empty" },
+  { "id not a string", STATE_ID ("5"), "state: id: expected a string, got 5" },
+  { "unknown status", STATE_WITH ("\"c\"", "\"paused\"", "1", "\"/b\"", ""),
+    "state: status: expected creating|created|running|stopped, got \"paused\"" },
+  { "missing ociVersion", "{\"id\":\"c\",\"status\":\"created\",\"pid\":1,\"bundle\":\"/b\"}",
+    "state: ociVersion: missing" },
+  { "relative bundle", STATE_WITH ("\"c\"", "\"created\"", "1", "\"run/b\"", ""),
+    "state: bundle: expected an absolute path, got \"run/b\"" },
+  { "bundle with NUL", STATE_WITH ("\"c\"", "\"created\"", "1", "\"/b\\u0000/x\"", ""),
+    "state: bundle: contains a NUL character" },
+  { "missing bundle", "{\"ociVersion\":\"1\",\"id\":\"c\",\"status\":\"created\",\"pid\":1}", "state: bundle: missing" },
+  { "annotations not an object", STATE_EXTRA ("\"annotations\":[\"a\"]"),
+    "state: annotations: expected an object, got [\"a\"]" },
+  { "annotation value not a string", STATE_EXTRA ("\"annotations\":{\"a\":5}"),
+    "state: annotations: a: expected a string, got 5" },
+  { "annotation value null", STATE_EXTRA ("\"annotations\":{\"a\":null}"),
+    "state: annotations: a: expected a string, got null" },
+  { "annotation value with NUL", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\":\"4\\u00005\"}"),
+    "state: annotations: cachepin.io/cpus: contains a NUL character" },
+  { "duplicate key", STATE_EXTRA ("\"pid\":2"), "state: duplicate key \"pid\"" },
+  { "duplicate key spelt with an escape", STATE_EXTRA ("\"\\u0070id\":2"), "state: duplicate key \"pid\"" },
+  { "duplicate annotation", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\":\"1\",\"cachepin.io/cpus\":\"64\"}"),
+    "state: annotations: duplicate key \"cachepin.io/cpus\"" },
+  { "duplicate key deep inside", STATE_EXTRA ("\"x\":[{},{\"y\":{\"z\":1,\"z\":1}}]"),
+    "state: x[1].y: duplicate key \"z\"" },
+  { "key cut by NUL", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\\u0000x\":\"4\"}"),
+    "state: annotations: NUL character in key \"cachepin.io/cpus\"" },
+  { "single-quoted key", "{'id':\"c\"}", "state: invalid JSON at byte 1: single-quoted string" },
+  { "raw tab in a string", "{\"id\":\"a\tb\"}", "state: invalid JSON at byte 8: control character in a string" },
+  { "invalid UTF-8", "{\"id\":\"\xff\"}", "state: invalid JSON at byte 7: invalid utf-8 string" },
+  { "invalid JSON", "{\"id\":", "state: invalid JSON at byte 6: unexpected end of data" },
+  { "trailing garbage", "{\"id\":\"a\"} x", "state: invalid JSON at byte 11: unexpected character" },
+  { "two objects", "{\"id\":\"a\"}{}", "state: invalid JSON at byte 10: unexpected character" },
+  { "trailing comma", "{\"id\":\"a\",}", "state: invalid JSON at byte 10: unexpected character" },
+  { "comment", "/* x */{}", "state: expected a JSON object" },
+  { "not an object", "[1]", "state: expected a JSON object" },
+  { "empty input", " \n", "state: empty input" },
+  { "nested too deeply", "{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+    "state: invalid JSON at byte 36: nesting too deep" },
+};
+
+static void
+test_state_malformed (void **state)
+{
+  (void) state;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad_states); i++)
+    {
+      struct cp_oci_state st;
+      cp_error_t err = NULL;
+      int r = cp_oci_state_parse (bad_states[i].text, strlen (bad_states[i].text), &st, &err);
+      check_error (bad_states[i].name, r, &err, bad_states[i].error);
+      assert_int_equal (err->kind, CP_ERR_INPUT);
+      assert_null (st.id); /* nothing left to free */
+      cp_error_free (&err);
+    }
+}
+
+/* Inputs that need building: sizes, counts, raw NUL bytes. */
+static void
+test_state_bounds (void **state)
+{
+  (void) state;
+  struct cp_oci_state st;
+  cp_error_t err = NULL;
+
+  char id[CP_OCI_ID_MAX + 2];
+  memset (id, 'a', sizeof id - 1);
+  id[sizeof id - 1] = '\0';
+  cleanup_free char *long_id = cp_xasprintf (STATE_ID ("\"%s\""), id);
+  check_error ("id too long", cp_oci_state_parse (long_id, strlen (long_id), &st, &err), &err,
+               "state: id: longer than 1024 bytes");
+  id[sizeof id - 2] = '\0'; /* exactly 1024 */
+  cleanup_free char *max_id = cp_xasprintf (STATE_ID ("\"%s\""), id);
+  assert_int_equal (cp_oci_state_parse (max_id, strlen (max_id), &st, &err), 0);
+  cp_oci_state_free (&st);
+
+  /* A raw NUL after the object: json-c would stop there and report success. */
+  static const char nul_tail[] = "{\"id\":\"a\"}\0{\"id\":\"b\"}";
+  check_error ("NUL byte after the object", cp_oci_state_parse (nul_tail, sizeof nul_tail - 1, &st, &err), &err,
+               "state: invalid JSON at byte 10: NUL byte");
+
+  /* Too many annotations. */
+  size_t cap = 64 * (CP_ANNOTATIONS_MAX + 2), n = 0;
+  cleanup_free char *many = cp_xmalloc0 (cap);
+  n += (size_t) snprintf (many + n, cap - n, STATE_EXTRA ("\"annotations\":{"));
+  n--; /* drop the closing brace */
+  for (int i = 0; i <= CP_ANNOTATIONS_MAX; i++)
+    n += (size_t) snprintf (many + n, cap - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+  n += (size_t) snprintf (many + n, cap - n, "}}");
+  check_error ("too many annotations", cp_oci_state_parse (many, n, &st, &err), &err,
+               "state: annotations: 4097 annotations, more than the 4096 accepted");
+
+  /* Our values are short; other annotations may be long. */
+  char value[CP_ANNOTATION_VALUE_MAX + 2];
+  memset (value, '1', sizeof value - 1);
+  value[sizeof value - 1] = '\0';
+  cleanup_free char *long_ours = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"cachepin.io/align\":\"%s\"}"), value);
+  check_error ("cachepin.io value too long", cp_oci_state_parse (long_ours, strlen (long_ours), &st, &err), &err,
+               "state: annotations: cachepin.io/align: longer than 256 bytes");
+  cleanup_free char *long_other = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"other\":\"%s\"}"), value);
+  assert_int_equal (cp_oci_state_parse (long_other, strlen (long_other), &st, &err), 0);
+  cp_oci_state_free (&st);
+
+  char key[CP_ANNOTATION_KEY_MAX + 2];
+  memset (key, 'k', sizeof key - 1);
+  key[sizeof key - 1] = '\0';
+  cleanup_free char *long_key = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"%s\":\"v\"}"), key);
+  check_error ("annotation key too long", cp_oci_state_parse (long_key, strlen (long_key), &st, &err), &err,
+               "state: annotations: key `kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...` longer "
+               "than 1024 bytes");
+  cp_error_free (&err);
+}
+
+static void
+test_state_read_fd (void **state)
+{
+  (void) state;
+  struct cp_oci_state st;
+  cp_error_t err = NULL;
+  FILE *f = tmpfile ();
+  assert_non_null (f);
+  fputs (runc_state, f);
+  fflush (f);
+  lseek (fileno (f), 0, SEEK_SET);
+  if (cp_oci_state_read (fileno (f), &st, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_int_equal (st.pid, 48213);
+  cp_oci_state_free (&st);
+
+  /* One byte over the cap: refused before any parsing. */
+  assert_int_equal (ftruncate (fileno (f), 0), 0);
+  lseek (fileno (f), 0, SEEK_SET);
+  fputc ('{', f);
+  for (size_t i = 1; i < CP_OCI_STATE_MAX_SIZE; i++)
+    fputc (' ', f);
+  fputc ('}', f);
+  fflush (f);
+  lseek (fileno (f), 0, SEEK_SET);
+  check_error ("oversized state", cp_oci_state_read (fileno (f), &st, &err), &err,
+               "state: larger than 1048576 bytes");
+  assert_int_equal (err->kind, CP_ERR_INPUT);
+  fclose (f);
+
+  /* A pipe, as runtimes give it, empty. */
+  int p[2];
+  assert_int_equal (pipe (p), 0);
+  close (p[1]);
+  check_error ("empty stdin", cp_oci_state_read (p[0], &st, &err), &err, "state: empty input");
+  close (p[0]);
+  cp_error_free (&err);
+}
+
+/* ---- config.json --------------------------------------------------------------- */
+
+static const char good_config[]
+    = "{\"ociVersion\":\"1.0.2\",\"process\":{\"args\":[\"sh\"],\"env\":[\"A=1\"]},"
+      "\"annotations\":{\"cachepin.io/align\":\"l2\",\"io.kubernetes.container.name\":\"app\"},"
+      "\"linux\":{\"cgroupsPath\":\"/kubepods/pod1/c1\",\"resources\":{\"memory\":{\"limit\":1073741824},"
+      "\"cpu\":{\"shares\":1024,\"quota\":150000,\"period\":100000,\"cpus\":\"2-5,8\",\"mems\":\"0\"}},"
+      "\"namespaces\":[{\"type\":\"pid\"}]}}";
+
+static void
+test_config_parse (void **state)
+{
+  (void) state;
+  struct cp_oci_config cfg;
+  cp_error_t err = NULL;
+  if (cp_oci_config_parse (good_config, strlen (good_config), &cfg, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  tu_assert_set (cfg.cpus, "2-5,8");
+  assert_int_equal (cfg.quota, 150000);
+  assert_int_equal (cfg.period, 100000);
+  assert_string_equal (cfg.cgroups_path, "/kubepods/pod1/c1");
+  assert_string_equal (cp_annotations_get (&cfg.annotations, "cachepin.io/align"), "l2");
+  cp_oci_config_free (&cfg);
+
+  /* Everything optional; null is absent (Go); "" cpus is unset; quota -1 is none. */
+  static const char *const minimal[] = {
+    "{}",
+    "{\"annotations\":null,\"linux\":null}",
+    "{\"linux\":{\"resources\":null,\"cgroupsPath\":\"\"}}",
+    "{\"linux\":{\"resources\":{\"cpu\":null}}}",
+    "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"\",\"quota\":-1,\"period\":null}}}}",
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (minimal); i++)
+    {
+      if (cp_oci_config_parse (minimal[i], strlen (minimal[i]), &cfg, &err) < 0)
+        fail_msg ("%s: %s", minimal[i], cp_error_message (err));
+      assert_null (cfg.cpus);
+      assert_true (cfg.quota <= 0);
+      assert_int_equal (cfg.period, 0);
+      assert_null (cfg.cgroups_path);
+      assert_int_equal (cfg.annotations.n, 0);
+      cp_oci_config_free (&cfg);
+    }
+}
+
+#define CPU(json) "{\"linux\":{\"resources\":{\"cpu\":{" json "}}}}"
+
+static const struct bad_case bad_configs[] = {
+  { "quota as a string", CPU ("\"quota\":\"5\""), "config.json: linux.resources.cpu.quota: expected an integer, got \"5\"" },
+  { "quota as a float", CPU ("\"quota\":1.5"), "config.json: linux.resources.cpu.quota: expected an integer, got 1.5" },
+  { "quota above int64", CPU ("\"quota\":9223372036854775808"),
+    "config.json: linux.resources.cpu.quota: expected an integer, got 9223372036854775808" },
+  { "negative period", CPU ("\"period\":-1"),
+    "config.json: linux.resources.cpu.period: expected an integer from 0 to 9223372036854775807, got -1" },
+  { "period as a bool", CPU ("\"period\":true"),
+    "config.json: linux.resources.cpu.period: expected an integer from 0 to 9223372036854775807, got true" },
+  { "cpus open range", CPU ("\"cpus\":\"0-\""),
+    "config.json: linux.resources.cpu.cpus: `0-`: a number is missing at the end" },
+  { "cpus with a newline", CPU ("\"cpus\":\"3\\n\""),
+    "config.json: linux.resources.cpu.cpus: `3?`: unexpected character at `?`" },
+  { "cpus octal-looking", CPU ("\"cpus\":\"010\""),
+    "config.json: linux.resources.cpu.cpus: `010`: number with a leading zero at `010`" },
+  { "cpus reversed range", CPU ("\"cpus\":\"3-1\""),
+    "config.json: linux.resources.cpu.cpus: `3-1`: range end 1 is before start 3" },
+  { "cpus not a string", CPU ("\"cpus\":[0,1]"), "config.json: linux.resources.cpu.cpus: expected a string, got [0,1]" },
+  { "cpus with NUL", CPU ("\"cpus\":\"0\\u0000-63\""), "config.json: linux.resources.cpu.cpus: contains a NUL character" },
+  { "cpu not an object", "{\"linux\":{\"resources\":{\"cpu\":5}}}",
+    "config.json: linux.resources.cpu: expected an object, got 5" },
+  { "resources not an object", "{\"linux\":{\"resources\":\"x\"}}",
+    "config.json: linux.resources: expected an object, got \"x\"" },
+  { "linux not an object", "{\"linux\":[]}", "config.json: linux: expected an object, got []" },
+  { "cgroupsPath not a string", "{\"linux\":{\"cgroupsPath\":1}}", "config.json: linux.cgroupsPath: expected a string, got 1" },
+  { "annotations not an object", "{\"annotations\":\"cachepin.io/cpus=4\"}",
+    "config.json: annotations: expected an object, got \"cachepin.io/cpus=4\"" },
+  { "duplicate cpu key", CPU ("\"quota\":100000,\"quota\":900000"),
+    "config.json: linux.resources.cpu: duplicate key \"quota\"" },
+  { "trailing garbage", "{}}", "config.json: invalid JSON at byte 2: unexpected character" },
+};
+
+static void
+test_config_malformed (void **state)
+{
+  (void) state;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad_configs); i++)
+    {
+      struct cp_oci_config cfg;
+      cp_error_t err = NULL;
+      int r = cp_oci_config_parse (bad_configs[i].text, strlen (bad_configs[i].text), &cfg, &err);
+      check_error (bad_configs[i].name, r, &err, bad_configs[i].error);
+      assert_int_equal (err->kind, CP_ERR_INPUT);
+      assert_null (cfg.cpus);
+      cp_error_free (&err);
+    }
+}
+
+static void
+test_config_load (void **state)
+{
+  (void) state;
+  struct cp_oci_config cfg;
+  cp_error_t err = NULL;
+  cleanup_free char *dir = temp_dir ();
+  cleanup_free char *bundle = cp_xasprintf ("%s/bundle", dir);
+  cleanup_free char *config = cp_xasprintf ("%s/config.json", bundle);
+  assert_int_equal (mkdir (bundle, 0755), 0);
+
+  cleanup_free char *missing = cp_xasprintf ("%s/config.json: open: No such file or directory", bundle);
+  check_error ("missing config.json", cp_oci_config_load (bundle, &cfg, &err), &err, missing);
+  assert_int_equal (err->errnum, ENOENT);
+
+  write_file (config, good_config, strlen (good_config));
+  if (cp_oci_config_load (bundle, &cfg, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  tu_assert_set (cfg.cpus, "2-5,8");
+  cp_oci_config_free (&cfg);
+
+  /* A symlink in the bundle's path is fine... */
+  cleanup_free char *link = cp_xasprintf ("%s/link", dir);
+  assert_int_equal (symlink (bundle, link), 0);
+  if (cp_oci_config_load (link, &cfg, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  cp_oci_config_free (&cfg);
+
+  /* ...config.json itself being one is not. */
+  cleanup_free char *other = cp_xasprintf ("%s/other", dir);
+  assert_int_equal (mkdir (other, 0755), 0);
+  cleanup_free char *other_config = cp_xasprintf ("%s/config.json", other);
+  assert_int_equal (symlink (config, other_config), 0);
+  cleanup_free char *is_link = cp_xasprintf ("%s/config.json: is a symbolic link", other);
+  check_error ("config.json a symlink", cp_oci_config_load (other, &cfg, &err), &err, is_link);
+
+  /* A FIFO would block a plain open(); a directory is no file either. */
+  assert_int_equal (unlink (other_config), 0);
+  assert_int_equal (mkfifo (other_config, 0600), 0);
+  cleanup_free char *not_regular = cp_xasprintf ("%s/config.json: not a regular file", other);
+  check_error ("config.json a FIFO", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
+  assert_int_equal (unlink (other_config), 0);
+  assert_int_equal (mkdir (other_config, 0755), 0);
+  check_error ("config.json a directory", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
+
+  /* Over the size cap (a sparse file). */
+  int fd = open (config, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  assert_true (fd >= 0);
+  assert_int_equal (ftruncate (fd, CP_OCI_CONFIG_MAX_SIZE + 1), 0);
+  close (fd);
+  cleanup_free char *too_big = cp_xasprintf ("%s/config.json: larger than 4194304 bytes", bundle);
+  check_error ("config.json too large", cp_oci_config_load (bundle, &cfg, &err), &err, too_big);
+
+  cleanup_free char *no_bundle = cp_xasprintf ("bundle %s/nope: open: No such file or directory", dir);
+  cleanup_free char *nope = cp_xasprintf ("%s/nope", dir);
+  check_error ("missing bundle", cp_oci_config_load (nope, &cfg, &err), &err, no_bundle);
+  cp_error_free (&err);
+}
+
+/* ---- annotations -> request ------------------------------------------------------- */
+
+struct request_case
+{
+  const char *name;
+  const char *config; /* config.json text: annotations and linux.resources.cpu */
+  const struct cp_request *defaults;
+  const char *error;  /* NULL: success, with the fields below */
+  unsigned cpus;
+  const char *source;
+  const char *align; /* NULL: llc */
+  enum cp_smt smt;
+  enum cp_mode mode;
+  bool strict;
+  bool mems_keep;
+};
+
+#define ANN(json) "{\"annotations\":{" json "}}"
+#define ANN_CPU(ann, cpu) "{\"annotations\":{" ann "},\"linux\":{\"resources\":{\"cpu\":{" cpu "}}}}"
+#define NAME_APP "\"io.kubernetes.container.name\":\"app\""
+
+static const struct cp_request numa_defaults = {
+  .align = CP_LEVEL_NUMA, .smt = CP_SMT_CORES, .mode = CP_MODE_EXCLUSIVE, .strict = true, .cpus = 7,
+};
+
+static const struct request_case request_cases[] = {
+  { .name = "cpus annotation", .config = ANN ("\"cachepin.io/cpus\":\"4\""), .cpus = 4, .source = "annotation" },
+  { .name = "all keys", .config = ANN ("\"cachepin.io/cpus\":\"8\",\"cachepin.io/align\":\"numa\","
+                                       "\"cachepin.io/smt\":\"cores\",\"cachepin.io/mode\":\"shared\","
+                                       "\"cachepin.io/strict\":\"true\",\"cachepin.io/mems\":\"keep\""),
+    .cpus = 8, .source = "annotation", .align = "numa", .smt = CP_SMT_CORES, .mode = CP_MODE_SHARED,
+    .strict = true, .mems_keep = true },
+  { .name = "per-container key wins", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.app\":\"6\"," NAME_APP),
+    .cpus = 6, .source = "annotation" },
+  { .name = "per-container key wins, listed first",
+    .config = ANN (NAME_APP ",\"cachepin.io/smt.container.app\":\"any\",\"cachepin.io/smt\":\"pe0\",\"cachepin.io/cpus\":\"1\""),
+    .cpus = 1, .source = "annotation", .smt = CP_SMT_ANY },
+  { .name = "containerd's name annotation",
+    .config = ANN ("\"io.kubernetes.cri.container-name\":\"app\",\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.app\":\"3\""),
+    .cpus = 3, .source = "annotation" },
+  { .name = "another container's key is ignored",
+    .config = ANN ("\"io.kubernetes.container.name\":\"sidecar\",\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.app\":\"6\","
+                   "\"cachepin.io/smt.container.app\":\"not-checked-here\""),
+    .cpus = 2, .source = "annotation" },
+  { .name = "per-container key without a container name",
+    .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.app\":\"6\""), .cpus = 2, .source = "annotation" },
+  { .name = "quota/period rounds up", .config = ANN_CPU ("\"cachepin.io/align\":\"l2\"", "\"quota\":150000,\"period\":100000"),
+    .cpus = 2, .source = "quota/period", .align = "l2" },
+  { .name = "quota/period exact", .config = ANN_CPU ("\"cachepin.io/smt\":\"pe0\"", "\"quota\":400000,\"period\":100000"),
+    .cpus = 4, .source = "quota/period", .smt = CP_SMT_PE0 },
+  { .name = "quota/period just over", .config = ANN_CPU ("\"cachepin.io/smt\":\"pe0\"", "\"quota\":200001,\"period\":100000"),
+    .cpus = 3, .source = "quota/period", .smt = CP_SMT_PE0 },
+  { .name = "quota without period: the kernel's 100000", .config = ANN_CPU ("\"cachepin.io/mems\":\"local\"", "\"quota\":50000"),
+    .cpus = 1, .source = "quota/period" },
+  { .name = "cpuset count wins over quota",
+    .config = ANN_CPU ("\"cachepin.io/mode\":\"exclusive\"", "\"cpus\":\"0-3,8\",\"quota\":900000,\"period\":100000"),
+    .cpus = 5, .source = "linux.resources.cpu.cpus" },
+  { .name = "annotation wins over the spec", .config = ANN_CPU ("\"cachepin.io/cpus\":\"3\"", "\"cpus\":\"0-7\""),
+    .cpus = 3, .source = "annotation" },
+  { .name = "shared without cpus: one domain", .config = ANN ("\"cachepin.io/mode\":\"shared\""),
+    .cpus = 0, .source = "shared: one domain", .mode = CP_MODE_SHARED },
+  { .name = "host defaults apply, cpus not taken from them", .config = ANN_CPU ("\"cachepin.io/smt\":\"any\"", "\"quota\":100000"),
+    .defaults = &numa_defaults, .cpus = 1, .source = "quota/period", .align = "numa", .smt = CP_SMT_ANY,
+    .strict = true },
+  { .name = "exclusive without any cpus", .config = ANN ("\"cachepin.io/align\":\"llc\""),
+    .error = "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota" },
+  { .name = "quota -1 is no quota", .config = ANN_CPU ("\"cachepin.io/align\":\"llc\"", "\"quota\":-1,\"period\":100000"),
+    .error = "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota" },
+  { .name = "quota beyond any machine", .config = ANN_CPU ("\"cachepin.io/align\":\"llc\"", "\"quota\":100000000000,\"period\":1000"),
+    .error = "linux.resources.cpu.quota: 100000000000 per period 1000 is 100000000 CPUs, more than 8192" },
+  { .name = "invalid smt", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/smt\":\"pe1\""),
+    .error = "annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)" },
+  { .name = "invalid align", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/align\":\"L3\""),
+    .error = "annotation cachepin.io/align: invalid value `L3` (expected l2|llc|numa|package|none)" },
+  { .name = "invalid mode", .config = ANN ("\"cachepin.io/mode\":\"Shared\""),
+    .error = "annotation cachepin.io/mode: invalid value `Shared` (expected exclusive|shared)" },
+  { .name = "invalid strict", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/strict\":\"yes\""),
+    .error = "annotation cachepin.io/strict: invalid value `yes` (expected false|true)" },
+  { .name = "invalid mems", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/mems\":\"remote\""),
+    .error = "annotation cachepin.io/mems: invalid value `remote` (expected local|keep)" },
+  { .name = "zero cpus", .config = ANN ("\"cachepin.io/cpus\":\"0\""),
+    .error = "annotation cachepin.io/cpus: invalid value `0`: expected a number from 1 to 8192" },
+  { .name = "cpus with a sign", .config = ANN ("\"cachepin.io/cpus\":\"+4\""),
+    .error = "annotation cachepin.io/cpus: invalid value `+4`: expected a number from 1 to 8192" },
+  { .name = "cpus too many", .config = ANN ("\"cachepin.io/cpus\":\"8193\""),
+    .error = "annotation cachepin.io/cpus: invalid value `8193`: expected a number from 1 to 8192" },
+  { .name = "invalid per-container value names its key",
+    .config = ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"four\""),
+    .error = "annotation cachepin.io/cpus.container.app: invalid value `four`: expected a number from 1 to 8192" },
+  { .name = "unknown key", .config = ANN ("\"cachepin.io/cpu\":\"4\""),
+    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, "
+             "optionally followed by .container.<name>)" },
+  { .name = "unknown key for another container",
+    .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"1\",\"cachepin.io/alig.container.db\":\"llc\""),
+    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, "
+             "optionally followed by .container.<name>)" },
+  { .name = "empty container name", .config = ANN ("\"cachepin.io/cpus.container.\":\"4\""),
+    .error = "annotation cachepin.io/cpus.container.: empty container name" },
+};
+
+static void
+test_annotations_request (void **state)
+{
+  (void) state;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (request_cases); i++)
+    {
+      const struct request_case *c = &request_cases[i];
+      struct cp_oci_config cfg;
+      cp_error_t err = NULL;
+      if (cp_oci_config_parse (c->config, strlen (c->config), &cfg, &err) < 0)
+        fail_msg ("%s: config: %s", c->name, cp_error_message (err));
+      struct cp_container_request out;
+      int r = cp_annotations_to_request (&cfg.annotations, c->defaults, &cfg, &out, &err);
+      if (c->error)
+        {
+          check_error (c->name, r, &err, c->error);
+          assert_int_equal (err->kind, CP_ERR_INPUT);
+        }
+      else
+        {
+          if (r < 0)
+            fail_msg ("%s: %s", c->name, cp_error_message (err));
+          if (out.req.cpus != c->cpus || strcmp (out.cpus_source, c->source) != 0)
+            fail_msg ("%s: cpus %u from %s, expected %u from %s", c->name, out.req.cpus, out.cpus_source, c->cpus,
+                      c->source);
+          assert_int_equal (out.cpus_from_annotation, strcmp (c->source, "annotation") == 0);
+          assert_string_equal (cp_align_name (out.req.align), c->align ? c->align : "llc");
+          assert_int_equal (out.req.smt, c->smt);
+          assert_int_equal (out.req.mode, c->mode);
+          assert_int_equal (out.req.strict, c->strict);
+          assert_int_equal (out.mems_keep, c->mems_keep);
+        }
+      cp_error_free (&err);
+      cp_oci_config_free (&cfg);
+    }
+}
+
+/* Without a config at all: the annotations alone. */
+static void
+test_annotations_no_config (void **state)
+{
+  (void) state;
+  struct cp_annotation items[] = { { "cachepin.io/mode", "shared" } };
+  struct cp_annotations a = { items, CP_ARRAY_SIZE (items) };
+  struct cp_container_request out;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_annotations_to_request (&a, NULL, NULL, &out, &err), 0);
+  assert_int_equal (out.req.cpus, 0);
+  assert_string_equal (out.cpus_source, CP_CPUS_SOURCE_SHARED);
+  items[0].value = "exclusive";
+  check_error ("exclusive without config", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
+               "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota");
+  cp_error_free (&err);
+}
+
+static void
+test_annotations_wants_and_sandbox (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *config;
+    bool wants, sandbox;
+  } cases[] = {
+    { ANN ("\"io.kubernetes.container.name\":\"app\""), false, false },
+    { ANN ("\"cachepin.io\":\"x\",\"cachepin.iox/cpus\":\"1\""), false, false },
+    { ANN ("\"cachepin.io/cpus\":\"1\""), true, false },
+    { ANN ("\"io.kubernetes.container.name\":\"sidecar\",\"cachepin.io/cpus.container.app\":\"1\""), false, false },
+    { ANN ("\"cachepin.io/cpus.container.app\":\"1\""), false, false },
+    { ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"1\""), true, false },
+    { ANN ("\"io.kubernetes.container.name\":\"sidecar\",\"cachepin.io/cpsu.container.app\":\"1\""), true, false },
+    { ANN ("\"cachepin.io/\":\"1\""), true, false },
+    { ANN ("\"io.kubernetes.cri-o.ContainerType\":\"sandbox\",\"cachepin.io/cpus\":\"1\""), true, true },
+    { ANN ("\"io.kubernetes.cri.container-type\":\"sandbox\""), false, true },
+    { ANN ("\"io.kubernetes.cri.container-type\":\"container\""), false, false },
+    { ANN ("\"io.kubernetes.cri-o.ContainerType\":\"Sandbox\""), false, false },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      struct cp_oci_config cfg;
+      cp_error_t err = NULL;
+      if (cp_oci_config_parse (cases[i].config, strlen (cases[i].config), &cfg, &err) < 0)
+        fail_msg ("%s: %s", cases[i].config, cp_error_message (err));
+      if (cp_annotations_wants_cachepin (&cfg.annotations) != cases[i].wants
+          || cp_annotations_is_sandbox (&cfg.annotations) != cases[i].sandbox)
+        fail_msg ("%s: wants %d sandbox %d, expected %d %d", cases[i].config,
+                  cp_annotations_wants_cachepin (&cfg.annotations), cp_annotations_is_sandbox (&cfg.annotations),
+                  cases[i].wants, cases[i].sandbox);
+      cp_oci_config_free (&cfg);
+    }
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_state_runc),
+    cmocka_unit_test (test_state_crun),
+    cmocka_unit_test (test_state_optional),
+    cmocka_unit_test (test_state_malformed),
+    cmocka_unit_test (test_state_bounds),
+    cmocka_unit_test (test_state_read_fd),
+    cmocka_unit_test (test_config_parse),
+    cmocka_unit_test (test_config_malformed),
+    cmocka_unit_test (test_config_load),
+    cmocka_unit_test (test_annotations_request),
+    cmocka_unit_test (test_annotations_no_config),
+    cmocka_unit_test (test_annotations_wants_and_sandbox),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
