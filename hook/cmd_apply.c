@@ -135,6 +135,12 @@ apply_id (const struct cp_cgroup *cg)
   return cp_xasprintf ("apply:%s%s", cg->mount, cg->path);
 }
 
+static void
+topo_freep (struct cp_topo **t)
+{
+  cp_topo_free (*t);
+}
+
 static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -150,6 +156,11 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
     return cp_fail_input (err, "--cpus: required in exclusive mode");
 
+  /* --json names the domains: load the topology for it now, as placing leaves the
+     process in its sandbox (no more /sys). */
+  __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
+  if (a->json && cp_topo_load (hc->topology, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
   cleanup_plan struct cp_plan *plan = NULL;
@@ -159,13 +170,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
   cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
   if (a->json)
-    {
-      struct cp_topo *topo = NULL;
-      if (cp_topo_load (hc->topology, &topo, err) < 0)
-        return -1;
-      cp_cli_print_plan_json (topo, &creq.req, plan);
-      cp_topo_free (topo);
-    }
+    cp_cli_print_plan_json (topo, &creq.req, plan);
   else
     printf ("%s%s: cpus %s mems %s\n%s\n", cg->mount, cg->path, cpus, mems, plan->reason);
   return 0;
@@ -224,7 +229,7 @@ cp_cmd_release (int argc, char **argv, cp_error_t *err)
     {
       cleanup_free char *id = apply_id (cg);
       bool found = false;
-      ret = cp_placer_release (&hc, id, &found, err);
+      ret = cp_placer_release (&hc, id, cg, &found, err);
       if (ret == 0 && !found)
         ret = cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
       if (ret == 0)

@@ -110,16 +110,20 @@ stage_from_status (const struct cp_oci_state *st, enum hook_stage *out, cp_error
 }
 
 /* The failure policy for a container that asked (see the top of this file):
-   returns 0 (let it start unplaced, logged) or -1 (fail it with ERR). */
+   returns 0 (let it start unplaced, logged at LEVEL: one line on stderr and in
+   syslog) or -1 (fail it with ERR, which main() prints as the one line on stderr).
+   Callers pass STRICT true for what always fails the container (its annotations
+   are invalid). */
 static int
-allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, cp_error_t *err)
+allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, enum cp_log_level level,
+               cp_error_t *err)
 {
-  if ((*err)->kind == CP_ERR_INPUT || strict || hc->on_error == CP_ON_ERROR_DENY)
+  if (strict || hc->on_error == CP_ON_ERROR_DENY)
     {
       cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
       return -1;
     }
-  cp_log (CP_LOG_WARNING, "container %s starts unplaced: %s", id, cp_error_message (*err));
+  cp_log (level, "container %s starts unplaced: %s", id, cp_error_message (*err));
   cp_error_free (err);
   return 0;
 }
@@ -139,7 +143,18 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
 {
   struct cp_container_request creq;
   if (cp_annotations_to_request (ann, &hc->defaults, cfg, &creq, err) < 0)
-    return allow_or_fail (hc, true, st->id, err);
+    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
+
+  /* The state names the container's init; never this pid namespace's init, the
+     hook itself or the runtime running it, whose cgroups are not the container's. */
+  if (st->pid == 1 || st->pid == getpid () || st->pid == getppid ())
+    {
+      cp_fail_input (err, "state: pid: %d is %s, not a container's init", (int) st->pid,
+                     st->pid == 1 ? "the init of this pid namespace"
+                     : st->pid == getpid () ? "this hook"
+                                            : "the runtime running this hook");
+      return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
+    }
 
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
@@ -155,7 +170,15 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
       ret = cp_placer_place (hc, &target, &creq, &plan, err);
     }
   if (ret < 0)
-    return allow_or_fail (hc, creq.req.strict, st->id, err);
+    {
+      /* Past the annotations nothing is the container's input: a topology file
+         that does not load, a cgroup whose contents the ledger refuses, are the
+         host's failures (exit 1 when strict), not a reason to refuse a
+         container that is not. */
+      if ((*err)->kind == CP_ERR_INPUT)
+        (*err)->kind = CP_ERR_RUNTIME;
+      return allow_or_fail (hc, creq.req.strict, st->id, CP_LOG_WARNING, err);
+    }
   log_plan (st->id, plan, &creq);
   return 0;
 }
@@ -164,7 +187,7 @@ static int
 release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, cp_error_t *err)
 {
   bool found = false;
-  if (cp_placer_release (hc, st->id, &found, err) < 0)
+  if (cp_placer_release (hc, st->id, NULL, &found, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
       cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
@@ -192,10 +215,13 @@ broken_hostconfig (const struct cp_annotations *ann, const struct cp_oci_config 
       cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
       return -1;
     }
+  /* The host config's error is an input error (exit 2 when strict), but not the
+     container's: without strict it starts, and the admin's mistake is logged as
+     an error (every annotated container on the host is now unplaced). */
   bool strict = creq.req.strict;
   struct cp_hostconfig defaults;
   cp_hostconfig_init (&defaults);
-  int ret = allow_or_fail (&defaults, strict, id, err);
+  int ret = allow_or_fail (&defaults, strict, id, CP_LOG_ERROR, err);
   cp_hostconfig_free (&defaults);
   return ret;
 }
@@ -219,7 +245,16 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
       if (cp_oci_config_load (st->bundle, cfg, err) < 0)
         {
           if (ann->n == 0 && stage == STAGE_PLACE)
-            return -1; /* cannot tell whether it asked: the bundle is broken */
+            {
+              /* Cannot tell whether it asked.  A container that did not ask is
+                 never failed (runc and crun copy the annotations into the state,
+                 so this is a runtime that does not, with a config.json we refuse
+                 to read: a symlink, a FIFO, too big): leave it alone, and say so. */
+              cp_log (CP_LOG_WARNING, "container %s left alone: its state has no annotations and %s", st->id,
+                      cp_error_message (*err));
+              cp_error_free (err);
+              return 0;
+            }
           if (ann->n == 0)
             {
               /* The bundle may be gone by poststop: release by id regardless. */
@@ -228,7 +263,9 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
                 return 0;
               return release (hc, st, err);
             }
-          return allow_or_fail (hc, true, st->id, err);
+          /* The state says it asked, and its bundle cannot be read (runc read it
+             a moment ago): something replaced it; refuse. */
+          return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
         }
       have_config = true;
       if (ann->n == 0)

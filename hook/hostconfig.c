@@ -32,6 +32,7 @@ cp_hostconfig_init (struct cp_hostconfig *hc)
   hc->log_level = CP_LOG_INFO;
   hc->lock_timeout_ms = CP_HOSTCONFIG_LOCK_TIMEOUT_DEFAULT;
   hc->topology = cp_xstrdup ("host");
+  hc->sandbox = true;
 }
 
 void
@@ -177,6 +178,18 @@ parse_lock_timeout (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+static int
+parse_sandbox (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (!json_object_is_type (v, json_type_boolean))
+    {
+      cleanup_free char *got = cp_json_describe (v);
+      return cp_fail_input (err, "sandbox: expected true or false, got %s", got);
+    }
+  hc->sandbox = json_object_get_boolean (v);
+  return 0;
+}
+
 static const struct
 {
   const char *key;
@@ -190,6 +203,7 @@ static const struct
   { "log_level", parse_log_level },
   { "lock_timeout_ms", parse_lock_timeout },
   { "topology", parse_topology },
+  { "sandbox", parse_sandbox },
 };
 
 static int

@@ -9,7 +9,8 @@
  *    "on_error": "allow",     or "deny": whether a container starts when the hook fails
  *    "log_level": "info",     error | warning | info | debug
  *    "lock_timeout_ms": 5000, 1..60000
- *    "topology": "host"}      or the absolute path of an hwloc XML file
+ *    "topology": "host",      or the absolute path of an hwloc XML file
+ *    "sandbox": true}         false: no seccomp/Landlock sandbox (debugging only)
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
  *   /etc/cachepin/config.json: on_error: expected "allow" or "deny", got "maybe"
@@ -19,6 +20,7 @@
 #define CP_HOSTCONFIG_H
 
 #include <hwloc.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../policy/error.h"
@@ -49,6 +51,7 @@ struct cp_hostconfig
   enum cp_log_level log_level;
   unsigned lock_timeout_ms;
   char *topology;           /* "host" or an absolute path */
+  bool sandbox;             /* enter hook/sandbox.h once inputs are read (default true) */
 };
 
 /* The defaults, as if from an empty file. */

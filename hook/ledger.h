@@ -94,6 +94,10 @@ int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_l
  * NULL) is then a one-line explanation for the log, valid until close. */
 bool cp_ledger_was_recovered (const struct cp_ledger *l, const char **why);
 
+/* The state directory's fd (-1 when detached), for the sandbox: the one place the
+ * commit creates a file in.  Still the ledger's: not to be closed. */
+int cp_ledger_dirfd (const struct cp_ledger *l);
+
 /* Parse and validate a ledger from BUF (LEN bytes, NUL bytes refused) into a
  * detached ledger: find/at/usage/put/remove work, commit fails.  Errors are
  * CP_ERR_INPUT.  Exported for the fuzz target and the tests. */

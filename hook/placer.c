@@ -9,6 +9,7 @@
 #include "../policy/util.h"
 #include "ledger.h"
 #include "log.h"
+#include "sandbox.h"
 
 static void
 cleanup_bitmap_fn (hwloc_bitmap_t *b)
@@ -25,6 +26,28 @@ cleanup_topo_fn (struct cp_topo **t)
 }
 #define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
 
+#ifdef CACHEPIN_FAULT_INJECTION
+static cp_placer_fault_fn fault_fn;
+static void *fault_data;
+
+void
+cp_placer_set_fault_hook (cp_placer_fault_fn fn, void *data)
+{
+  fault_fn = fn;
+  fault_data = data;
+}
+
+#define FAULT(point)                   \
+  do                                   \
+    {                                  \
+      if (fault_fn)                    \
+        fault_fn (point, fault_data);  \
+    }                                  \
+  while (0)
+#else
+#define FAULT(point) ((void) 0)
+#endif
+
 static void
 log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
 {
@@ -39,6 +62,7 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   struct cp_ledger *l = NULL;
   if (cp_ledger_open (hc->state_dir, hc->lock_timeout_ms, &l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  FAULT (CP_PLACER_FAULT_LOCKED);
   const char *why = NULL;
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
@@ -52,7 +76,34 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
       cp_ledger_close (l);
       return cp_error_wrap (err, "ledger %s", hc->state_dir);
     }
+  FAULT (CP_PLACER_FAULT_RECONCILED);
   *out = l;
+  return 0;
+}
+
+/* Everything is read and the ledger is locked: from here on the run only decides,
+ * commits the ledger and writes into CG's hierarchy (NULL: nothing) and reads
+ * /proc/PID (0: nothing).  See sandbox.h. */
+static int
+enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
+               cp_error_t *err)
+{
+  if (!hc->sandbox)
+    return 0;
+  struct cp_sandbox sb = {
+    .state_dirfd = cp_ledger_dirfd (l),
+    .cgroup_mountfd = cg ? cg->mountfd : -1,
+    .pid = pid,
+  };
+  int abi = cp_sandbox_enter (&sb, err);
+  if (abi < 0)
+    return -1;
+  if (CP_SANDBOX_SANITIZER_BUILD)
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs only (a sanitizer build: see hook/sandbox.h)");
+  else if (abi > 0)
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, Landlock ABI %d, seccomp", abi);
+  else
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, seccomp (this kernel has no Landlock)");
   return 0;
 }
 
@@ -99,7 +150,27 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
     }
   if (cp_ledger_put (l, &e, err) < 0)
     return -1;
+  FAULT (CP_PLACER_FAULT_RECORDED);
   return cp_ledger_commit (l, err);
+}
+
+/* One cgroup, one holder: a target whose cgroup another entry holds is not what
+ * it says it is (a state naming another container's process, an apply of a
+ * placed container's cgroup).  Its placement would rewrite the other's cpuset. */
+static int
+check_cgroup_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+{
+  if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
+    return 0;
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    {
+      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
+      if (strcmp (e->id, t->id) != 0 && strcmp (e->cgroup_mount, t->cgroup_mount) == 0
+          && strcmp (e->cgroup, t->cgroup_path) == 0)
+        return cp_error_set (err, CP_ERR_RUNTIME, 0, "cgroup %s%s is already placed, for `%.128s`",
+                             t->cgroup_mount, t->cgroup_path, e->id);
+    }
+  return 0;
 }
 
 int
@@ -108,6 +179,8 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
+  if (check_cgroup_unclaimed (l, t, err) < 0)
+    return -1;
   struct cp_ledger_usage usage;
   cp_ledger_usage (l, t->id, &usage);
   int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
@@ -156,6 +229,8 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
     }
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
+  if (enter_sandbox (hc, l, t->cgroup, t->pid, err) < 0)
+    return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
     return -1;
 
@@ -173,10 +248,13 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
 }
 
 int
-cp_placer_release (const struct cp_hostconfig *hc, const char *id, bool *found, cp_error_t *err)
+cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *then, bool *found,
+                   cp_error_t *err)
 {
   cleanup_ledger struct cp_ledger *l = NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  if (enter_sandbox (hc, l, then, 0, err) < 0)
     return -1;
   *found = cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)

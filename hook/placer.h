@@ -26,7 +26,11 @@ struct cp_target
 };
 
 /* Place TARGET: compute the plan against the ledger (after dropping entries whose
- * container is gone), record it, then write the cgroup.  The ledger is committed
+ * container is gone), record it, then write the cgroup.  Everything is read
+ * first (topology, the parent's limits, the ledger, locked); then, unless
+ * HC->sandbox is false, the process enters its sandbox (sandbox.h) before it
+ * decides and writes: the sandbox stays after the call returns, and allows
+ * only writes into the ledger's directory and TARGET's cgroup hierarchy.  The ledger is committed
  * before the cgroup is written, so a kill in between leaves CPUs held for a
  * container that may not use them (freed when it goes) rather than a container
  * on CPUs nobody knows are taken; a failed cgroup write takes the entry back.
@@ -39,7 +43,8 @@ int cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *tar
 int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err);
 
 /* The decision under the ledger lock: plan TARGET within CPUS and MEMS against the
- * other holders in L, then record and commit it (KEPT_MEMS, when not NULL, is
+ * other holders in L (refused, CP_ERR_RUNTIME, when another id already holds
+ * TARGET's cgroup), then record and commit it (KEPT_MEMS, when not NULL, is
  * recorded as its mems: mems=keep).  On a refusal any earlier entry of the same
  * id is dropped.  cp_placer_place() is this plus loading the topology, reading
  * the parent cgroup's limits and writing the cgroup. */
@@ -49,7 +54,23 @@ int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_con
                       struct cp_plan **plan_out, cp_error_t *err);
 
 /* Forget ID in the ledger (and drop entries whose container is gone).  *FOUND
- * says whether ID was there. */
-int cp_placer_release (const struct cp_hostconfig *hc, const char *id, bool *found, cp_error_t *err);
+ * says whether ID was there.  THEN (may be NULL) is the cgroup the caller still
+ * writes afterwards (the sandbox leaves its hierarchy writable). */
+int cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *then, bool *found,
+                       cp_error_t *err);
+
+#ifdef CACHEPIN_FAULT_INJECTION
+/* Test builds only (-DCACHEPIN_FAULT_INJECTION): a function called at the steps
+ * of a placement before the ledger's own commit steps (cp_ledger_set_fault_hook).
+ * It may raise(SIGKILL) or _exit() to simulate a kill there; it cannot fail them. */
+enum cp_placer_fault_point
+{
+  CP_PLACER_FAULT_LOCKED,     /* cp_placer_open_ledger: ledger locked and read, not reconciled */
+  CP_PLACER_FAULT_RECONCILED, /* cp_placer_open_ledger: reconciled, nothing written */
+  CP_PLACER_FAULT_RECORDED,   /* cp_placer_decide: entry put in memory, commit not started */
+};
+typedef void (*cp_placer_fault_fn) (enum cp_placer_fault_point point, void *data);
+void cp_placer_set_fault_hook (cp_placer_fault_fn fn, void *data);
+#endif
 
 #endif
