@@ -39,15 +39,19 @@ e2e_cleanup () {
 # process runs CMD (sh -c), with the hook configured for createRuntime and poststop.
 e2e_bundle () {
   local id=$1 annotations=$2 cmd=$3 extra=${4:-.}
-  local b="$E2E_DIR/bundles/$id"
+  local b="$E2E_DIR/bundles/$id" hookerr=""
   mkdir -p "$b"
+  # crun does not pass a hook's stderr on (runc puts it in its error message);
+  # its run.oci.hooks.stderr annotation keeps it in a file, which e2e_run and
+  # e2e_start add to $E2E_OUT.
+  if [ "$(basename "$RUNTIME")" = crun ] && [ "$annotations" != '{}' ]; then hookerr="$b/hooks.stderr"; fi
   jq --arg cmd "$cmd" --argjson ann "$annotations" --arg bin "$CACHEPIN" --arg cfg "$E2E_CONFIG" \
-     --arg rootfs "$E2E_ROOTFS" '
+     --arg rootfs "$E2E_ROOTFS" --arg hookerr "$hookerr" '
       .process.terminal = false
     | .root.path = $rootfs
     | .process.args = ["sh", "-c", $cmd]
     | .root.readonly = true
-    | .annotations = $ann
+    | .annotations = $ann + (if $hookerr != "" then {"run.oci.hooks.stderr": $hookerr} else {} end)
     | .hooks = {
         "createRuntime": [{"path": $bin, "args": ["cachepin", "hook", "--config", $cfg, "createRuntime"], "timeout": 30}],
         "poststop":      [{"path": $bin, "args": ["cachepin", "hook", "--config", $cfg, "poststop"], "timeout": 30}]
@@ -61,6 +65,7 @@ e2e_run () {
   b=$(e2e_bundle "$1" "$2" "$3" "${4:-.}")
   E2E_OUT=$(timeout 60 "$RUNTIME" run --bundle "$b" "$1" 2>&1 </dev/null)
   E2E_RC=$?
+  [ ! -s "$b/hooks.stderr" ] || E2E_OUT+=$'\n'$(cat "$b/hooks.stderr")
   "$RUNTIME" delete -f "$1" >/dev/null 2>&1
   return 0
 }
@@ -73,7 +78,7 @@ e2e_start () {
   b=$(e2e_bundle "$1" "$2" "sleep 600" "${3:-.}")
   timeout 60 "$RUNTIME" run -d --bundle "$b" "$1" >"$log" 2>&1 </dev/null
   E2E_RC=$?
-  E2E_OUT=$(cat "$log")
+  E2E_OUT=$(cat "$log" "$b/hooks.stderr" 2>/dev/null)
   E2E_CONTAINERS+=("$1")
   return 0
 }

@@ -35,6 +35,11 @@ mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm /dev/mqueue
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts
 ln -sf pts/ptmx /dev/ptmx 2>/dev/null
+# As udev leaves them: bash's process substitution (<(...)) opens /dev/fd/N.
+ln -sfn /proc/self/fd /dev/fd
+ln -sfn /proc/self/fd/0 /dev/stdin
+ln -sfn /proc/self/fd/1 /dev/stdout
+ln -sfn /proc/self/fd/2 /dev/stderr
 mount -t tmpfs -o mode=1777 shm /dev/shm
 mount -t mqueue mqueue /dev/mqueue
 mount -t tmpfs -o mode=0755 run /run
