@@ -27,6 +27,7 @@
  * does serve, and shows where it does not). */
 #define _GNU_SOURCE
 #include "cgroup.h"
+#include "../policy/bitmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,23 +53,6 @@
 #define OPEN_DIR_FLAGS (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
 /* ---- small helpers ----------------------------------------------------------- */
-
-static void
-cleanup_bitmap_fn (hwloc_bitmap_t *b)
-{
-  if (*b)
-    hwloc_bitmap_free (*b);
-}
-#define cleanup_bitmap __attribute__ ((cleanup (cleanup_bitmap_fn)))
-
-static hwloc_bitmap_t
-xbitmap_alloc (void)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
-  if (b == NULL)
-    abort ();
-  return b;
-}
 
 static bool
 has_token (const char *list, size_t len, const char *token, char sep)
@@ -958,7 +942,7 @@ check_within (const char *what, hwloc_const_bitmap_t want, hwloc_const_bitmap_t 
 {
   if (hwloc_bitmap_isincluded (want, allowed))
     return 0;
-  cleanup_bitmap hwloc_bitmap_t outside = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t outside = cp_bitmap_new ();
   hwloc_bitmap_andnot (outside, want, allowed);
   cleanup_free char *o = cp_cpulist_format (outside);
   cleanup_free char *a = cp_cpulist_format (allowed);
@@ -977,8 +961,8 @@ cp_cgroup_write_cpuset (const struct cp_cgroup *cg, hwloc_const_bitmap_t cpus, h
   if (hwloc_bitmap_weight (cpus) < 0 || (mems && hwloc_bitmap_weight (mems) < 0))
     return cp_fail_input (err, "refusing to write an infinite cpuset");
 
-  cleanup_bitmap hwloc_bitmap_t pcpus = xbitmap_alloc ();
-  cleanup_bitmap hwloc_bitmap_t pmems = mems ? xbitmap_alloc () : NULL;
+  cleanup_bitmap hwloc_bitmap_t pcpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t pmems = mems ? cp_bitmap_new () : NULL;
   cleanup_free char *parent = NULL;
   if (parent_limits (cg, pcpus, pmems, &parent, err) < 0)
     return -1;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "cli.h"
+#include "../policy/bitmap.h"
 
 #include <json-c/json.h>
 #include <stdio.h>
@@ -110,7 +111,7 @@ print_domain_row (const struct cp_topo *topo, const struct cp_domain *dom, const
   char label[32];
   snprintf (label, sizeof label, "%s#%u", cp_topo_level_label (topo, CP_LEVEL_LLC), dom->index);
   const struct cp_core *first = &topo->cores[dom->cores[0]];
-  hwloc_bitmap_t nodes = hwloc_bitmap_alloc ();
+  hwloc_bitmap_t nodes = cp_bitmap_new ();
   for (unsigned i = 0; i < topo->n_nodes; i++)
     if (hwloc_bitmap_intersects (topo->nodes_info[i].cpus, dom->cpus))
       hwloc_bitmap_set (nodes, topo->nodes_info[i].os_index);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
@@ -199,7 +200,7 @@ cp_cmd_apply (int argc, char **argv, cp_error_t *err)
 static int
 widen (const struct cp_cgroup *cg, cp_error_t *err)
 {
-  hwloc_bitmap_t cpus = hwloc_bitmap_alloc (), mems = hwloc_bitmap_alloc ();
+  hwloc_bitmap_t cpus = cp_bitmap_new (), mems = cp_bitmap_new ();
   int ret = cp_cgroup_parent_limits (cg, cpus, mems, err);
   if (ret == 0)
     ret = cp_cgroup_write_cpuset (cg, cpus, mems, err);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
@@ -103,7 +104,7 @@ resolve_allowed (const struct cp_topo *topo, const char *arg, hwloc_bitmap_t all
     return -1;
   if (!hwloc_bitmap_isincluded (allowed, topo->online))
     {
-      hwloc_bitmap_t extra = hwloc_bitmap_alloc ();
+      hwloc_bitmap_t extra = cp_bitmap_new ();
       hwloc_bitmap_andnot (extra, allowed, topo->online);
       cleanup_free char *s = cp_cpulist_format (extra);
       hwloc_bitmap_free (extra);
@@ -159,7 +160,7 @@ cp_cmd_plan (int argc, char **argv, cp_error_t *err)
       fputs (plan_usage, stdout);
       return 0;
     }
-  hwloc_bitmap_t allowed = hwloc_bitmap_alloc (), occupied = hwloc_bitmap_alloc ();
+  hwloc_bitmap_t allowed = cp_bitmap_new (), occupied = cp_bitmap_new ();
   int ret = run_plan (&a, allowed, occupied, err);
   hwloc_bitmap_free (allowed);
   hwloc_bitmap_free (occupied);

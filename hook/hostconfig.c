@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "hostconfig.h"
+#include "../policy/bitmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,22 +11,13 @@
 #include "../policy/util.h"
 #include "ledger.h"
 
-static hwloc_bitmap_t
-xbitmap_alloc (void)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
-  if (b == NULL)
-    abort ();
-  return b;
-}
-
 void
 cp_hostconfig_init (struct cp_hostconfig *hc)
 {
   memset (hc, 0, sizeof *hc);
-  hc->cpus = xbitmap_alloc ();
+  hc->cpus = cp_bitmap_new ();
   hwloc_bitmap_fill (hc->cpus);
-  hc->reserved = xbitmap_alloc ();
+  hc->reserved = cp_bitmap_new ();
   cp_request_init (&hc->defaults);
   hc->state_dir = cp_xstrdup (CP_LEDGER_DEFAULT_DIR);
   hc->on_error = CP_ON_ERROR_ALLOW;

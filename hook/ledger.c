@@ -1,6 +1,7 @@
 /* cachepin: the ledger of placed containers (see ledger.h for the format). */
 #define _GNU_SOURCE
 #include "ledger.h"
+#include "../policy/bitmap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,24 +31,6 @@ struct cp_ledger
 
 /* ---------------------------------------------------------------- helpers */
 
-static hwloc_bitmap_t
-xbitmap_alloc (void)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
-  if (b == NULL)
-    abort ();
-  return b;
-}
-
-static hwloc_bitmap_t
-xbitmap_dup (hwloc_const_bitmap_t src)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_dup (src);
-  if (b == NULL)
-    abort ();
-  return b;
-}
-
 static void
 entry_clear (struct cp_ledger_entry *e)
 {
@@ -70,9 +53,9 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->pid = src->pid;
   dst->start_time = src->start_time;
   dst->mode = src->mode;
-  dst->cpus = xbitmap_dup (src->cpus);
-  dst->held = xbitmap_dup (src->held);
-  dst->mems = xbitmap_dup (src->mems);
+  dst->cpus = cp_bitmap_dup (src->cpus);
+  dst->held = cp_bitmap_dup (src->held);
+  dst->mems = cp_bitmap_dup (src->mems);
   dst->placed_at = src->placed_at;
 }
 
@@ -131,7 +114,7 @@ find_overlap (const struct cp_ledger *l, hwloc_const_bitmap_t held, ssize_t skip
 static char *
 overlap_text (hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
 {
-  hwloc_bitmap_t both = xbitmap_alloc ();
+  hwloc_bitmap_t both = cp_bitmap_new ();
   hwloc_bitmap_and (both, a, b);
   char *s = cp_cpulist_format (both);
   hwloc_bitmap_free (both);
@@ -333,7 +316,7 @@ json_cpulist (struct json_object *obj, const char *key, bool allow_empty, hwloc_
   const char *s;
   if (json_string (obj, key, &s, err) < 0)
     return -1;
-  *out = xbitmap_alloc ();
+  *out = cp_bitmap_new ();
   /* The parser quotes the list in its errors: quote only lists of our alphabet. */
   if (s[strspn (s, "0123456789,-")] != '\0')
     return cp_fail_input (err, "`%s`: a character other than digits, `,` and `-`", key);
@@ -398,7 +381,7 @@ check_entries (const struct cp_ledger *l, cp_error_t *err)
     if (strcmp (sorted[i - 1]->id, sorted[i]->id) == 0)
       return cp_fail_input (err, "id `%.64s` appears more than once", sorted[i]->id);
 
-  hwloc_bitmap_t all = xbitmap_alloc ();
+  hwloc_bitmap_t all = cp_bitmap_new ();
   int ret = 0;
   for (size_t i = 0; i < l->n && ret == 0; i++)
     {
@@ -619,7 +602,7 @@ void
 cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_ledger_usage *out)
 {
   memset (out, 0, sizeof *out);
-  out->held = xbitmap_alloc ();
+  out->held = cp_bitmap_new ();
   out->shared = cp_xcalloc (l->n, sizeof *out->shared);
   for (size_t i = 0; i < l->n; i++)
     {
@@ -629,7 +612,7 @@ cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_le
       if (e->mode == CP_MODE_EXCLUSIVE)
         hwloc_bitmap_or (out->held, out->held, e->held);
       else
-        out->shared[out->n_shared++] = xbitmap_dup (e->cpus);
+        out->shared[out->n_shared++] = cp_bitmap_dup (e->cpus);
     }
   out->usage.held = out->held;
   out->usage.shared = (const hwloc_const_bitmap_t *) out->shared;

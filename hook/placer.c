@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "placer.h"
+#include "../policy/bitmap.h"
 
 #include <string.h>
 #include <time.h>
@@ -10,14 +11,6 @@
 #include "ledger.h"
 #include "log.h"
 #include "sandbox.h"
-
-static void
-cleanup_bitmap_fn (hwloc_bitmap_t *b)
-{
-  if (*b)
-    hwloc_bitmap_free (*b);
-}
-#define cleanup_bitmap __attribute__ ((cleanup (cleanup_bitmap_fn)))
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -210,8 +203,8 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
                  struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_topo struct cp_topo *topo = NULL;
-  cleanup_bitmap hwloc_bitmap_t cpus = hwloc_bitmap_alloc ();
-  cleanup_bitmap hwloc_bitmap_t mems = hwloc_bitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t kept_mems = NULL;
   cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
@@ -223,7 +216,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   /* mems=keep: the ledger records what the cgroup has, which is what stays. */
   if (creq->mems_keep)
     {
-      kept_mems = hwloc_bitmap_alloc ();
+      kept_mems = cp_bitmap_new ();
       if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
         return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }

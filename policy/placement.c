@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "placement.h"
+#include "bitmap.h"
 #include "util.h"
 
 #include <limits.h>
@@ -25,15 +26,6 @@ struct view
   unsigned *pe0_cap;        /* per domain: cores free as a whole (PE0s on offer) */
   bool *in_set;             /* per domain: scratch membership for fill() */
 };
-
-static hwloc_bitmap_t
-xbitmap_alloc (void)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
-  if (b == NULL)
-    abort ();
-  return b;
-}
 
 static void
 view_clear (struct view *v)
@@ -70,12 +62,12 @@ view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allo
   v->req = req;
   v->usage = usage;
   v->level = req->align;
-  v->allowed = xbitmap_alloc ();
+  v->allowed = cp_bitmap_new ();
   hwloc_bitmap_and (v->allowed, allowed ? allowed : topo->allowed, topo->online);
-  v->held = xbitmap_alloc ();
+  v->held = cp_bitmap_new ();
   if (usage && usage->held)
     hwloc_bitmap_and (v->held, usage->held, v->allowed);
-  v->free = xbitmap_alloc ();
+  v->free = cp_bitmap_new ();
   hwloc_bitmap_andnot (v->free, v->allowed, v->held);
 
   v->pe0 = cp_xcalloc (topo->n_cores, sizeof *v->pe0);
@@ -345,7 +337,7 @@ static void
 compute_capacity (struct view *v)
 {
   unsigned nd = v->topo->n_domains[v->level];
-  hwloc_bitmap_t cpus = xbitmap_alloc (), held = xbitmap_alloc ();
+  hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
   for (unsigned d = 0; d < nd; d++)
     {
       if (v->req->mode == CP_MODE_SHARED)
@@ -377,7 +369,7 @@ fits_alone (struct view *v, unsigned d, unsigned need)
     return false;
   if (v->req->mode == CP_MODE_SHARED || v->req->smt != CP_SMT_CORES)
     return true;
-  hwloc_bitmap_t cpus = xbitmap_alloc (), held = xbitmap_alloc ();
+  hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
   mark_only (v, &d, 1);
   bool ok = fill (v, need, cpus, held) == need;
   hwloc_bitmap_free (cpus);
@@ -391,7 +383,7 @@ static void
 domain_load (const struct view *v, unsigned d, unsigned long *num, unsigned long *den)
 {
   const struct cp_domain *dom = &v->topo->domains[v->level][d];
-  hwloc_bitmap_t tmp = xbitmap_alloc ();
+  hwloc_bitmap_t tmp = cp_bitmap_new ();
   hwloc_bitmap_and (tmp, dom->cpus, v->held);
   unsigned long load = (unsigned long) hwloc_bitmap_weight (tmp);
   for (size_t i = 0; v->usage && i < v->usage->n_shared; i++)
@@ -515,7 +507,7 @@ plan_group (struct view *v, enum cp_level group_level, unsigned g, unsigned need
     {
       /* Adding domains only adds cores, so "exact with members[0..j]" is monotone
          in j: the whole group first, then a binary search for the fewest. */
-      hwloc_bitmap_t cpus = xbitmap_alloc (), held = xbitmap_alloc ();
+      hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
       size_t lo = k, hi = n - 1;
       mark_only (v, members, n);
       bool ok = fill (v, need, cpus, held) == need;
@@ -605,9 +597,9 @@ plan_new (enum cp_mode mode)
 {
   struct cp_plan *p = cp_xmalloc0 (sizeof *p);
   p->mode = mode;
-  p->cpus = xbitmap_alloc ();
-  p->held = xbitmap_alloc ();
-  p->mems = xbitmap_alloc ();
+  p->cpus = cp_bitmap_new ();
+  p->held = cp_bitmap_new ();
+  p->mems = cp_bitmap_new ();
   return p;
 }
 
@@ -641,7 +633,7 @@ record_domains (const struct view *v, struct cp_plan *plan, unsigned *doms, size
   for (size_t i = 0; i < n; i++)
     {
       const struct cp_domain *dom = &v->topo->domains[v->level][doms[i]];
-      hwloc_bitmap_t part = xbitmap_alloc ();
+      hwloc_bitmap_t part = cp_bitmap_new ();
       hwloc_bitmap_and (part, dom->cpus, plan->cpus);
       if (hwloc_bitmap_iszero (part))
         {
@@ -796,7 +788,7 @@ cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_const_
   cleanup_plan struct cp_plan *plan = plan_new (req->mode);
   if (shared)
     {
-      hwloc_bitmap_t part = xbitmap_alloc ();
+      hwloc_bitmap_t part = cp_bitmap_new ();
       for (size_t i = 0; i < n_doms; i++)
         {
           shared_cpus (&v, doms[i], part);

@@ -1,37 +1,12 @@
 #define _GNU_SOURCE
 #include "topo.h"
+#include "bitmap.h"
 #include "util.h"
 
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- small bitmap helpers ------------------------------------------------ */
-
-static hwloc_bitmap_t
-xbitmap_alloc (void)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_alloc ();
-  if (b == NULL)
-    abort ();
-  return b;
-}
-
-static hwloc_bitmap_t
-xbitmap_dup (hwloc_const_bitmap_t src)
-{
-  hwloc_bitmap_t b = hwloc_bitmap_dup (src);
-  if (b == NULL)
-    abort ();
-  return b;
-}
-
-static void
-cleanup_bitmap_fn (hwloc_bitmap_t *b)
-{
-  if (*b)
-    hwloc_bitmap_free (*b);
-}
-#define cleanup_bitmap __attribute__ ((cleanup (cleanup_bitmap_fn)))
+/* ---- hwloc cleanup --------------------------------------------------------- */
 
 static void
 cleanup_hwloc_fn (hwloc_topology_t *t)
@@ -118,7 +93,7 @@ add_core (struct core_sort **cores, unsigned *n, hwloc_topology_t t, hwloc_const
   struct core_sort *c = &(*cores)[(*n)++];
   memset (c, 0, sizeof *c);
   c->first_logical = pu ? pu->logical_index : (unsigned) first;
-  c->core.pus = xbitmap_dup (pus);
+  c->core.pus = cp_bitmap_dup (pus);
   c->core.first_pu = (unsigned) first;
   c->core.kind = -1;
 }
@@ -130,7 +105,7 @@ build_cores (struct cp_topo *topo, hwloc_topology_t t)
 {
   struct core_sort *cores = NULL;
   unsigned n = 0;
-  cleanup_bitmap hwloc_bitmap_t pus = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t pus = cp_bitmap_new ();
 
   for (hwloc_obj_t core = NULL; (core = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_CORE, core));)
     {
@@ -173,7 +148,7 @@ static void
 assign_kinds (struct cp_topo *topo, hwloc_topology_t t)
 {
   int nr = hwloc_cpukinds_get_nr (t, 0);
-  cleanup_bitmap hwloc_bitmap_t set = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t set = cp_bitmap_new ();
   for (int k = 0; k < nr; k++)
     {
       int efficiency = -1;
@@ -199,7 +174,7 @@ set_list_add (struct set_list *l, hwloc_const_bitmap_t set, bool fallback)
 {
   l->sets = cp_xrealloc (l->sets, (l->n + 1) * sizeof *l->sets);
   l->fallback = cp_xrealloc (l->fallback, (l->n + 1) * sizeof *l->fallback);
-  l->sets[l->n] = xbitmap_dup (set);
+  l->sets[l->n] = cp_bitmap_dup (set);
   l->fallback[l->n] = fallback;
   l->n++;
 }
@@ -219,7 +194,7 @@ static void
 collect_objects (hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_bitmap_t online,
                  struct set_list *out)
 {
-  cleanup_bitmap hwloc_bitmap_t set = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t set = cp_bitmap_new ();
   for (hwloc_obj_t o = NULL; (o = hwloc_get_next_obj_by_type (t, type, o));)
     {
       if (type == HWLOC_OBJ_NUMANODE && o->subtype && strcmp (o->subtype, "GPUMemory") == 0)
@@ -245,8 +220,8 @@ static void
 partition_level (struct cp_topo *topo, const struct set_list *candidates, enum cp_level parent,
                  struct set_list *out)
 {
-  cleanup_bitmap hwloc_bitmap_t covered = xbitmap_alloc ();
-  cleanup_bitmap hwloc_bitmap_t part = xbitmap_alloc ();
+  cleanup_bitmap hwloc_bitmap_t covered = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t part = cp_bitmap_new ();
   for (unsigned i = 0; i < candidates->n; i++)
     {
       hwloc_bitmap_andnot (part, candidates->sets[i], covered);
@@ -290,7 +265,7 @@ install_level (struct cp_topo *topo, enum cp_level level, const struct set_list 
           struct cp_domain *d = &domains[next++];
           d->level = level;
           d->index = (unsigned) order[s];
-          d->cpus = xbitmap_dup (sets->sets[s]);
+          d->cpus = cp_bitmap_dup (sets->sets[s]);
           d->fallback = sets->fallback[s];
         }
       struct cp_domain *d = &domains[order[s]];
@@ -356,7 +331,7 @@ build_nodes (struct cp_topo *topo, hwloc_topology_t t)
     {
       struct cp_node *node = &topo->nodes_info[i];
       node->os_index = o->os_index;
-      node->cpus = xbitmap_alloc ();
+      node->cpus = cp_bitmap_new ();
       hwloc_bitmap_and (node->cpus, o->cpuset, topo->online);
       node->cpu_memory = !(o->subtype && strcmp (o->subtype, "GPUMemory") == 0);
     }
@@ -368,11 +343,11 @@ cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out
 {
   struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
   topo->source = cp_xstrdup (source ? source : "host");
-  topo->online = xbitmap_dup (hwloc_topology_get_topology_cpuset (t));
-  topo->allowed = xbitmap_alloc ();
+  topo->online = cp_bitmap_dup (hwloc_topology_get_topology_cpuset (t));
+  topo->allowed = cp_bitmap_new ();
   hwloc_bitmap_and (topo->allowed, hwloc_topology_get_allowed_cpuset (t), topo->online);
-  topo->nodes = xbitmap_dup (hwloc_topology_get_topology_nodeset (t));
-  topo->allowed_nodes = xbitmap_alloc ();
+  topo->nodes = cp_bitmap_dup (hwloc_topology_get_topology_nodeset (t));
+  topo->allowed_nodes = cp_bitmap_new ();
   hwloc_bitmap_and (topo->allowed_nodes, hwloc_topology_get_allowed_nodeset (t), topo->nodes);
 
   if (hwloc_bitmap_iszero (topo->online) || hwloc_bitmap_weight (topo->online) < 0)
