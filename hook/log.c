@@ -39,6 +39,9 @@ cp_log_parse_level (const char *s, enum cp_log_level *out, cp_error_t *err)
   return cp_fail_input (err, "invalid value `%.64s` (expected error|warning|info|debug)", s);
 }
 
+static void vlog (enum cp_log_level level, bool to_stderr, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 3, 0)));
+
 static void
 vlog (enum cp_log_level level, bool to_stderr, const char *fmt, va_list ap)
 {

@@ -11,6 +11,9 @@ PACKAGES=(
 if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
   PACKAGES+=(qemu-system-x86 cpio gzip crun)
 fi
+if [ "${CACHEPIN_WITH_CHECKS:-1}" = 1 ]; then
+  PACKAGES+=(clang libclang-rt-14-dev llvm valgrind strace)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
-# Install, build and run every test (the README's second command; .ci/run calls it).
-#   CACHEPIN_TEST_LABELS="unit|cli" bash scripts/test.sh   to run a subset.
+# Install, build and run every test (the README's second command; .ci/run calls it):
+#   1. CTest: unit, cli, e2e (real runc and podman), stress-short, vm (QEMU: real
+#      kernels, runc and crun, cgroup v1 and v2);
+#   2. the unit and CLI tests again under ASan+UBSan (scripts/sanitize.sh);
+#   3. the unit tests under valgrind (scripts/valgrind.sh);
+#   4. a short libFuzzer run of every parser (scripts/fuzz.sh).
+# CACHEPIN_TEST_LABELS="unit|cli" bash scripts/test.sh runs only those CTest labels
+# and skips 2-4. The long runs have labels of their own: stress, fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "scripts/test.sh: run as root (the tests create cgroups and run runc)" >&2; exit 2; }
 bash scripts/deps.sh
 bash scripts/build.sh
-cd build
-labels="${CACHEPIN_TEST_LABELS:-}"
-if [ -n "$labels" ]; then
-  ctest --output-on-failure -L "$labels"
-else
-  ctest --output-on-failure
+
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|stress-short|vm}"
+(cd build && ctest --output-on-failure -L "$labels")
+if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
+  echo "== sanitizers (ASan+UBSan): unit and cli"
+  bash scripts/sanitize.sh
+  echo "== valgrind: unit"
+  bash scripts/valgrind.sh
+  echo "== fuzzing: every target, short"
+  bash scripts/fuzz.sh "${CACHEPIN_FUZZ_SECONDS:-15}"
 fi

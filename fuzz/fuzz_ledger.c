@@ -1,0 +1,198 @@
+/* Fuzz cp_ledger_parse(), the reader of ledger.json: a file every hook instance
+ * trusts to know who holds which CPUs.
+ *
+ * Invariants on a ledger that parses:
+ *   - every entry passes cp_ledger_entry_check(); ids are unique and find()
+ *     returns each entry; no CPU is held by two exclusive entries;
+ *   - serialize -> parse succeeds, gives the same entries in the same order, and
+ *     serializing that again gives the very same text (the hook never writes a
+ *     ledger it would refuse to read, and the format has one spelling);
+ *   - cp_ledger_usage() is the union of the exclusive helds and the list of
+ *     shared cpus, without the excluded entry;
+ *   - put() accepts what parse accepted: remove the first entry and put it back;
+ *     and refuses (CP_LEDGER_CONFLICT) an exclusive copy of it under another id.
+ * On failure: an input error with a printable one-line message. */
+#include <hwloc.h>
+
+#include "common.h"
+#include "hook/ledger.h"
+#include "policy/util.h"
+
+static bool
+entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
+{
+  return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
+         && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
+         && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus) && hwloc_bitmap_isequal (a->held, b->held)
+         && hwloc_bitmap_isequal (a->mems, b->mems) && a->placed_at == b->placed_at;
+}
+
+static void
+entry_dup (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
+{
+  *dst = *src;
+  dst->id = cp_xstrdup (src->id);
+  dst->cgroup_mount = cp_xstrdup (src->cgroup_mount);
+  dst->cgroup = cp_xstrdup (src->cgroup);
+  dst->cpus = hwloc_bitmap_dup (src->cpus);
+  dst->held = hwloc_bitmap_dup (src->held);
+  dst->mems = hwloc_bitmap_dup (src->mems);
+  if (dst->cpus == NULL || dst->held == NULL || dst->mems == NULL)
+    abort ();
+}
+
+static void
+entry_release (struct cp_ledger_entry *e)
+{
+  free (e->id);
+  free (e->cgroup_mount);
+  free (e->cgroup);
+  hwloc_bitmap_free (e->cpus);
+  hwloc_bitmap_free (e->held);
+  hwloc_bitmap_free (e->mems);
+}
+
+static void
+check_ledger (const struct cp_ledger *l)
+{
+  size_t n = cp_ledger_count (l);
+  FUZZ_CHECK (n <= CP_LEDGER_MAX_ENTRIES);
+  hwloc_bitmap_t all = hwloc_bitmap_alloc ();
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
+      cp_error_t err = NULL;
+      FUZZ_CHECK_MSG (cp_ledger_entry_check (e, &err) == 0, "entry %zu: %s", i, cp_error_message (err));
+      FUZZ_CHECK (cp_ledger_find (l, e->id) == e);
+      if (e->mode == CP_MODE_EXCLUSIVE)
+        {
+          FUZZ_CHECK (!hwloc_bitmap_intersects (all, e->held));
+          hwloc_bitmap_or (all, all, e->held);
+        }
+    }
+  hwloc_bitmap_free (all);
+}
+
+static void
+check_usage (const struct cp_ledger *l, const char *exclude)
+{
+  struct cp_ledger_usage u;
+  cp_ledger_usage (l, exclude, &u);
+  hwloc_bitmap_t held = hwloc_bitmap_alloc ();
+  size_t n_shared = 0;
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    {
+      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
+      if (exclude && strcmp (e->id, exclude) == 0)
+        continue;
+      if (e->mode == CP_MODE_EXCLUSIVE)
+        hwloc_bitmap_or (held, held, e->held);
+      else
+        {
+          FUZZ_CHECK (n_shared < u.n_shared && u.usage.shared[n_shared] != NULL);
+          FUZZ_CHECK (hwloc_bitmap_isequal (u.usage.shared[n_shared], e->cpus));
+          n_shared++;
+        }
+    }
+  FUZZ_CHECK (n_shared == u.n_shared && u.usage.n_shared == u.n_shared);
+  FUZZ_CHECK (u.usage.held == NULL ? hwloc_bitmap_iszero (held) : hwloc_bitmap_isequal (u.usage.held, held));
+  hwloc_bitmap_free (held);
+  cp_ledger_usage_release (&u);
+}
+
+/* Remove the first entry and put it back; put an exclusive copy under a new id. */
+static void
+check_put (struct cp_ledger *l)
+{
+  size_t n = cp_ledger_count (l);
+  if (n == 0)
+    return;
+  struct cp_ledger_entry first;
+  entry_dup (&first, cp_ledger_at (l, 0));
+  FUZZ_CHECK (cp_ledger_remove (l, first.id));
+  FUZZ_CHECK (cp_ledger_count (l) == n - 1 && cp_ledger_find (l, first.id) == NULL);
+  FUZZ_CHECK (!cp_ledger_remove (l, first.id));
+  cp_error_t err = NULL;
+  int r = cp_ledger_put (l, &first, &err);
+  FUZZ_CHECK_MSG (r == 0, "put back `%.64s`: %s", first.id, cp_error_message (err));
+  FUZZ_CHECK (cp_ledger_count (l) == n);
+  FUZZ_CHECK (entry_equal (cp_ledger_find (l, first.id), &first));
+  check_ledger (l);
+
+  /* The same entry again changes nothing; a changed one replaces it in place. */
+  FUZZ_CHECK (cp_ledger_put (l, &first, &err) == 0 && cp_ledger_count (l) == n);
+  struct cp_ledger_entry later = first;
+  later.placed_at = first.placed_at > 0 ? first.placed_at - 1 : 1;
+  r = cp_ledger_put (l, &later, &err);
+  FUZZ_CHECK_MSG (r == 0, "put `%.64s` placed earlier: %s", first.id, cp_error_message (err));
+  FUZZ_CHECK (cp_ledger_count (l) == n && cp_ledger_find (l, first.id)->placed_at == later.placed_at);
+  check_ledger (l);
+
+  if (first.mode == CP_MODE_EXCLUSIVE && strlen (first.id) < CP_LEDGER_MAX_ID)
+    {
+      struct cp_ledger_entry twin = first;
+      twin.id = cp_xasprintf ("%sx", first.id);
+      /* Whether twin.id is new or replaces another entry, FIRST still holds
+         twin.held (non-empty in exclusive mode). */
+      r = cp_ledger_put (l, &twin, &err);
+      FUZZ_CHECK_MSG (r == CP_LEDGER_CONFLICT, "put twin of `%.64s`: %d (%s)", first.id, r, cp_error_message (err));
+      FUZZ_CHECK (err != NULL && err->kind == CP_ERR_RUNTIME);
+      FUZZ_CHECK (cp_ledger_count (l) == n);
+      cp_error_free (&err);
+      free (twin.id);
+    }
+
+  char *text = cp_ledger_serialize (l);
+  struct cp_ledger *back = NULL;
+  r = cp_ledger_parse (text, strlen (text), &back, &err);
+  FUZZ_CHECK_MSG (r == 0, "after put: %s", cp_error_message (err));
+  FUZZ_CHECK (cp_ledger_count (back) == n);
+  cp_ledger_close (back);
+  free (text);
+  entry_release (&first);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  int r = cp_ledger_parse ((const char *) data, size, &l, &err);
+  if (r < 0)
+    {
+      fuzz_check_input_error (r, err, NULL);
+      FUZZ_CHECK (l == NULL);
+      cp_error_free (&err);
+      return 0;
+    }
+  FUZZ_CHECK (r == 0 && err == NULL && l != NULL);
+  check_ledger (l);
+
+  /* Round trip: the text we would write parses to the same ledger and is a
+     fixed point of serialize . parse. */
+  char *text = cp_ledger_serialize (l);
+  size_t len = strlen (text);
+  FUZZ_CHECK (len > 0 && text[len - 1] == '\n');
+  struct cp_ledger *back = NULL;
+  r = cp_ledger_parse (text, len, &back, &err);
+  FUZZ_CHECK_MSG (r == 0, "our own output does not parse: %s", cp_error_message (err));
+  FUZZ_CHECK (cp_ledger_count (back) == cp_ledger_count (l));
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    FUZZ_CHECK (entry_equal (cp_ledger_at (l, i), cp_ledger_at (back, i)));
+  char *text2 = cp_ledger_serialize (back);
+  FUZZ_CHECK_MSG (strcmp (text, text2) == 0, "serialize . parse is not a fixed point:\n%s\n---\n%s", text, text2);
+  free (text2);
+  cp_ledger_close (back);
+  free (text);
+
+  check_usage (l, NULL);
+  if (cp_ledger_count (l) > 0)
+    check_usage (l, cp_ledger_at (l, 0)->id);
+  check_put (l);
+
+  /* A detached ledger has no directory to be committed to. */
+  FUZZ_CHECK (cp_ledger_commit (l, &err) < 0 && err != NULL && err->kind == CP_ERR_RUNTIME);
+  cp_error_free (&err);
+  cp_ledger_close (l);
+  return 0;
+}
