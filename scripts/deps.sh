@@ -6,8 +6,10 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config python3
   libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
-  runc podman busybox-static jq util-linux procps
+  runc busybox-static jq util-linux procps
 )
+# podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
+WITH_RECOMMENDS=(podman)
 if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
   PACKAGES+=(qemu-system-x86 cpio gzip crun)
 fi
@@ -15,6 +17,7 @@ if [ "${CACHEPIN_WITH_CHECKS:-1}" = 1 ]; then
   PACKAGES+=(clang libclang-rt-14-dev llvm valgrind strace)
 fi
 
+updated=0
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,6 +25,13 @@ done
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "deps: installing ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt-get update -qq && updated=1
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+for p in "${WITH_RECOMMENDS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    echo "deps: installing $p"
+    [ "$updated" = 1 ] || { apt-get update -qq && updated=1; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$p" >/dev/null
+  fi
+done

@@ -29,7 +29,7 @@ for f in "$HERE"/../../deploy/hooks.d/*.json; do
 done
 # podman's default rlimits (nofile, nproc) exceed what this sandbox grants; unrelated to the hook.
 PODMAN=(podman --runtime runc --hooks-dir "$DIR/hooks")
-RUN=(run --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+RUN=(run --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 LEDGER="$DIR/state/ledger.json"
 
 out=$("${PODMAN[@]}" "${RUN[@]}" --rm "$IMAGE" grep Cpus_allowed_list /proc/self/status 2>&1)
