@@ -78,7 +78,7 @@ e2e_start () {
   b=$(e2e_bundle "$1" "$2" "sleep 600" "${3:-.}")
   timeout 60 "$RUNTIME" run -d --bundle "$b" "$1" >"$log" 2>&1 </dev/null
   E2E_RC=$?
-  E2E_OUT=$(cat "$log" "$b/hooks.stderr" 2>/dev/null)
+  E2E_OUT=$(cat "$log" "$b/hooks.stderr" 2>/dev/null || true)
   E2E_CONTAINERS+=("$1")
   return 0
 }
