@@ -40,6 +40,18 @@ cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_erro
 }
 
 int
+cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err)
+{
+  if (opt == ':')
+    return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
+  /* An unknown short option inside a cluster ("-qz") leaves optind on its word,
+     so argv[optind - 1] would name the previous argument. */
+  if (optopt > 0 && optopt < 0x100)
+    return cp_fail_input (err, "-%c: unknown option (see `cachepin %s --help`)", optopt, cmd);
+  return cp_fail_input (err, "%s: unknown option (see `cachepin %s --help`)", argv[optind - 1], cmd);
+}
+
+int
 cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp_error_t *err)
 {
   if (cp_cpulist_parse (arg, CP_CPULIST_ALLOW_EMPTY, out, err) < 0)

@@ -53,6 +53,10 @@ enum
 /* Apply one request option; returns 1 when OPT was one, 0 when not, < 0 on a bad value. */
 int cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_error_t *err);
 
+/* The error for what getopt_long returned that no case took: ':' (a value is
+   missing) or an unknown option.  CMD names the subcommand for the help hint. */
+int cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err);
+
 /* A strict cpulist option value, wrapped with the option's name. */
 int cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp_error_t *err);
 

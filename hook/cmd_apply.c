@@ -100,9 +100,8 @@ parse_args (int argc, char **argv, bool release, struct apply_args *a, cp_error_
           a->help = true;
           break;
         case ':':
-          return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
         default:
-          return cp_fail_input (err, "%s: unknown option (see `cachepin %s --help`)", argv[optind - 1], cmd);
+          return cp_cli_option_error (opt, argv, cmd, err);
         }
     }
   if (optind < argc)

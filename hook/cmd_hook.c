@@ -79,9 +79,8 @@ parse_args (int argc, char **argv, struct hook_args *a, cp_error_t *err)
         a->help = true;
         break;
       case ':':
-        return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
       default:
-        return cp_fail_input (err, "%s: unknown option (see `cachepin hook --help`)", argv[optind - 1]);
+        return cp_cli_option_error (opt, argv, "hook", err);
       }
   if (optind < argc && parse_stage (argv[optind++], &a->stage, err) < 0)
     return -1;

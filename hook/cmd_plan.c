@@ -77,13 +77,8 @@ parse_args (int argc, char **argv, struct plan_args *a, cp_error_t *err)
           a->help = true;
           break;
         case ':':
-          return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
         default:
-          /* An unknown short option inside a cluster ("-qz") leaves optind on its
-             word, so argv[optind - 1] would name the previous argument. */
-          if (optopt > 0 && optopt < 0x100)
-            return cp_fail_input (err, "-%c: unknown option (see `cachepin plan --help`)", optopt);
-          return cp_fail_input (err, "%s: unknown option (see `cachepin plan --help`)", argv[optind - 1]);
+          return cp_cli_option_error (opt, argv, "plan", err);
         }
     }
   if (optind < argc)
