@@ -15,24 +15,6 @@
 #define NAME CP_HOSTCONFIG_DEFAULT_PATH
 
 static void
-check_error (const char *name, int r, const cp_error_t *err, const char *expected)
-{
-  if (r >= 0)
-    fail_msg ("%s: succeeded, expected `%s`", name, expected);
-  if (strcmp (cp_error_message (*err), expected) != 0)
-    fail_msg ("%s:\n   got `%s`\nexpected `%s`", name, cp_error_message (*err), expected);
-}
-
-static void
-write_file (const char *path, const char *text)
-{
-  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || write (fd, text, strlen (text)) != (ssize_t) strlen (text))
-    fail_msg ("writing %s: %s", path, strerror (errno));
-  close (fd);
-}
-
-static void
 assert_defaults (const struct cp_hostconfig *hc)
 {
   assert_true (hwloc_bitmap_isfull (hc->cpus));
@@ -187,7 +169,7 @@ test_malformed (void **state)
       struct cp_hostconfig hc;
       cp_error_t err = NULL;
       int r = cp_hostconfig_parse (bad[i].text, strlen (bad[i].text), NAME, &hc, &err);
-      check_error (bad[i].name, r, &err, bad[i].error);
+      tu_check_error (bad[i].name, r, &err, bad[i].error);
       assert_int_equal (err->kind, CP_ERR_INPUT);
       assert_null (hc.state_dir); /* nothing left to free */
       cp_error_free (&err);
@@ -206,11 +188,12 @@ test_load (void **state)
 
   /* Given explicitly, a missing file is an error. */
   cleanup_free char *missing = cp_xasprintf ("%s: open: No such file or directory", path);
-  check_error ("explicit missing path", cp_hostconfig_load (path, &hc, &err), &err, missing);
+  tu_check_error ("explicit missing path", cp_hostconfig_load (path, &hc, &err), &err, missing);
   assert_int_equal (err->errnum, ENOENT);
   assert_null (hc.state_dir);
 
-  write_file (path, "{\"on_error\":\"deny\",\"lock_timeout_ms\":250}\n");
+  static const char deny[] = "{\"on_error\":\"deny\",\"lock_timeout_ms\":250}\n";
+  tu_write_file (path, deny, strlen (deny));
   if (cp_hostconfig_load (path, &hc, &err) < 0)
     fail_msg ("%s", cp_error_message (err));
   assert_int_equal (hc.on_error, CP_ON_ERROR_DENY);
@@ -227,21 +210,22 @@ test_load (void **state)
   cp_hostconfig_free (&hc);
 
   /* Errors name the file as given. */
-  write_file (path, "{\"on_error\":\"maybe\"}");
+  static const char maybe_json[] = "{\"on_error\":\"maybe\"}";
+  tu_write_file (path, maybe_json, strlen (maybe_json));
   cleanup_free char *maybe = cp_xasprintf ("%s: on_error: expected \"allow\" or \"deny\", got \"maybe\"", link);
-  check_error ("through the link", cp_hostconfig_load (link, &hc, &err), &err, maybe);
+  tu_check_error ("through the link", cp_hostconfig_load (link, &hc, &err), &err, maybe);
 
   /* Not a regular file, too large. */
   cleanup_free char *fifo = cp_xasprintf ("%s/fifo", dir);
   assert_int_equal (mkfifo (fifo, 0600), 0);
   cleanup_free char *not_regular = cp_xasprintf ("%s: not a regular file", fifo);
-  check_error ("a FIFO", cp_hostconfig_load (fifo, &hc, &err), &err, not_regular);
+  tu_check_error ("a FIFO", cp_hostconfig_load (fifo, &hc, &err), &err, not_regular);
   int fd = open (path, O_WRONLY | O_TRUNC | O_CLOEXEC);
   assert_true (fd >= 0);
   assert_int_equal (ftruncate (fd, CP_HOSTCONFIG_MAX_SIZE + 1), 0);
   close (fd);
   cleanup_free char *too_big = cp_xasprintf ("%s: larger than 1048576 bytes", path);
-  check_error ("too large", cp_hostconfig_load (path, &hc, &err), &err, too_big);
+  tu_check_error ("too large", cp_hostconfig_load (path, &hc, &err), &err, too_big);
   cp_error_free (&err);
 }
 

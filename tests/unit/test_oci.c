@@ -17,15 +17,6 @@
 #include "policy/util.h"
 
 /* Fails the test, naming the case, unless ERR holds exactly EXPECTED. */
-static void
-check_error (const char *name, int r, const cp_error_t *err, const char *expected)
-{
-  if (r >= 0)
-    fail_msg ("%s: succeeded, expected `%s`", name, expected);
-  if (strcmp (cp_error_message (*err), expected) != 0)
-    fail_msg ("%s:\n   got `%s`\nexpected `%s`", name, cp_error_message (*err), expected);
-}
-
 /* A fresh temporary directory; caller frees (the files are left for the OS). */
 static char *
 temp_dir (void)
@@ -34,15 +25,6 @@ temp_dir (void)
   if (mkdtemp (dir) == NULL)
     fail_msg ("mkdtemp: %s", strerror (errno));
   return dir;
-}
-
-static void
-write_file (const char *path, const char *text, size_t len)
-{
-  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || write (fd, text, len) != (ssize_t) len)
-    fail_msg ("writing %s: %s", path, strerror (errno));
-  close (fd);
 }
 
 /* ---- state -------------------------------------------------------------------- */
@@ -213,7 +195,7 @@ test_state_malformed (void **state)
       struct cp_oci_state st;
       cp_error_t err = NULL;
       int r = cp_oci_state_parse (bad_states[i].text, strlen (bad_states[i].text), &st, &err);
-      check_error (bad_states[i].name, r, &err, bad_states[i].error);
+      tu_check_error (bad_states[i].name, r, &err, bad_states[i].error);
       assert_int_equal (err->kind, CP_ERR_INPUT);
       assert_null (st.id); /* nothing left to free */
       cp_error_free (&err);
@@ -232,7 +214,7 @@ test_state_bounds (void **state)
   memset (id, 'a', sizeof id - 1);
   id[sizeof id - 1] = '\0';
   cleanup_free char *long_id = cp_xasprintf (STATE_ID ("\"%s\""), id);
-  check_error ("id too long", cp_oci_state_parse (long_id, strlen (long_id), &st, &err), &err,
+  tu_check_error ("id too long", cp_oci_state_parse (long_id, strlen (long_id), &st, &err), &err,
                "state: id: longer than 1024 bytes");
   id[sizeof id - 2] = '\0'; /* exactly 1024 */
   cleanup_free char *max_id = cp_xasprintf (STATE_ID ("\"%s\""), id);
@@ -241,7 +223,7 @@ test_state_bounds (void **state)
 
   /* A raw NUL after the object: json-c would stop there and report success. */
   static const char nul_tail[] = "{\"id\":\"a\"}\0{\"id\":\"b\"}";
-  check_error ("NUL byte after the object", cp_oci_state_parse (nul_tail, sizeof nul_tail - 1, &st, &err), &err,
+  tu_check_error ("NUL byte after the object", cp_oci_state_parse (nul_tail, sizeof nul_tail - 1, &st, &err), &err,
                "state: invalid JSON at byte 10: NUL byte");
 
   /* Too many annotations. */
@@ -252,7 +234,7 @@ test_state_bounds (void **state)
   for (int i = 0; i <= CP_ANNOTATIONS_MAX; i++)
     n += (size_t) snprintf (many + n, cap - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
   n += (size_t) snprintf (many + n, cap - n, "}}");
-  check_error ("too many annotations", cp_oci_state_parse (many, n, &st, &err), &err,
+  tu_check_error ("too many annotations", cp_oci_state_parse (many, n, &st, &err), &err,
                "state: annotations: 4097 annotations, more than the 4096 accepted");
 
   /* Our values are short; other annotations may be long. */
@@ -260,7 +242,7 @@ test_state_bounds (void **state)
   memset (value, '1', sizeof value - 1);
   value[sizeof value - 1] = '\0';
   cleanup_free char *long_ours = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"cachepin.io/align\":\"%s\"}"), value);
-  check_error ("cachepin.io value too long", cp_oci_state_parse (long_ours, strlen (long_ours), &st, &err), &err,
+  tu_check_error ("cachepin.io value too long", cp_oci_state_parse (long_ours, strlen (long_ours), &st, &err), &err,
                "state: annotations: cachepin.io/align: longer than 256 bytes");
   cleanup_free char *long_other = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"other\":\"%s\"}"), value);
   assert_int_equal (cp_oci_state_parse (long_other, strlen (long_other), &st, &err), 0);
@@ -270,7 +252,7 @@ test_state_bounds (void **state)
   memset (key, 'k', sizeof key - 1);
   key[sizeof key - 1] = '\0';
   cleanup_free char *long_key = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"%s\":\"v\"}"), key);
-  check_error ("annotation key too long", cp_oci_state_parse (long_key, strlen (long_key), &st, &err), &err,
+  tu_check_error ("annotation key too long", cp_oci_state_parse (long_key, strlen (long_key), &st, &err), &err,
                "state: annotations: key `kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...` longer "
                "than 1024 bytes");
   cp_error_free (&err);
@@ -301,7 +283,7 @@ test_state_read_fd (void **state)
   fputc ('}', f);
   fflush (f);
   lseek (fileno (f), 0, SEEK_SET);
-  check_error ("oversized state", cp_oci_state_read (fileno (f), &st, &err), &err,
+  tu_check_error ("oversized state", cp_oci_state_read (fileno (f), &st, &err), &err,
                "state: larger than 1048576 bytes");
   assert_int_equal (err->kind, CP_ERR_INPUT);
   fclose (f);
@@ -310,7 +292,7 @@ test_state_read_fd (void **state)
   int p[2];
   assert_int_equal (pipe (p), 0);
   close (p[1]);
-  check_error ("empty stdin", cp_oci_state_read (p[0], &st, &err), &err, "state: empty input");
+  tu_check_error ("empty stdin", cp_oci_state_read (p[0], &st, &err), &err, "state: empty input");
   close (p[0]);
   cp_error_free (&err);
 }
@@ -403,7 +385,7 @@ test_config_malformed (void **state)
       struct cp_oci_config cfg;
       cp_error_t err = NULL;
       int r = cp_oci_config_parse (bad_configs[i].text, strlen (bad_configs[i].text), &cfg, &err);
-      check_error (bad_configs[i].name, r, &err, bad_configs[i].error);
+      tu_check_error (bad_configs[i].name, r, &err, bad_configs[i].error);
       assert_int_equal (err->kind, CP_ERR_INPUT);
       assert_null (cfg.cpus);
       cp_error_free (&err);
@@ -422,10 +404,10 @@ test_config_load (void **state)
   assert_int_equal (mkdir (bundle, 0755), 0);
 
   cleanup_free char *missing = cp_xasprintf ("%s/config.json: open: No such file or directory", bundle);
-  check_error ("missing config.json", cp_oci_config_load (bundle, &cfg, &err), &err, missing);
+  tu_check_error ("missing config.json", cp_oci_config_load (bundle, &cfg, &err), &err, missing);
   assert_int_equal (err->errnum, ENOENT);
 
-  write_file (config, good_config, strlen (good_config));
+  tu_write_file (config, good_config, strlen (good_config));
   if (cp_oci_config_load (bundle, &cfg, &err) < 0)
     fail_msg ("%s", cp_error_message (err));
   tu_assert_set (cfg.cpus, "2-5,8");
@@ -444,16 +426,16 @@ test_config_load (void **state)
   cleanup_free char *other_config = cp_xasprintf ("%s/config.json", other);
   assert_int_equal (symlink (config, other_config), 0);
   cleanup_free char *is_link = cp_xasprintf ("%s/config.json: is a symbolic link", other);
-  check_error ("config.json a symlink", cp_oci_config_load (other, &cfg, &err), &err, is_link);
+  tu_check_error ("config.json a symlink", cp_oci_config_load (other, &cfg, &err), &err, is_link);
 
   /* A FIFO would block a plain open(); a directory is no file either. */
   assert_int_equal (unlink (other_config), 0);
   assert_int_equal (mkfifo (other_config, 0600), 0);
   cleanup_free char *not_regular = cp_xasprintf ("%s/config.json: not a regular file", other);
-  check_error ("config.json a FIFO", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
+  tu_check_error ("config.json a FIFO", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
   assert_int_equal (unlink (other_config), 0);
   assert_int_equal (mkdir (other_config, 0755), 0);
-  check_error ("config.json a directory", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
+  tu_check_error ("config.json a directory", cp_oci_config_load (other, &cfg, &err), &err, not_regular);
 
   /* Over the size cap (a sparse file). */
   int fd = open (config, O_WRONLY | O_TRUNC | O_CLOEXEC);
@@ -461,11 +443,11 @@ test_config_load (void **state)
   assert_int_equal (ftruncate (fd, CP_OCI_CONFIG_MAX_SIZE + 1), 0);
   close (fd);
   cleanup_free char *too_big = cp_xasprintf ("%s/config.json: larger than 4194304 bytes", bundle);
-  check_error ("config.json too large", cp_oci_config_load (bundle, &cfg, &err), &err, too_big);
+  tu_check_error ("config.json too large", cp_oci_config_load (bundle, &cfg, &err), &err, too_big);
 
   cleanup_free char *no_bundle = cp_xasprintf ("bundle %s/nope: open: No such file or directory", dir);
   cleanup_free char *nope = cp_xasprintf ("%s/nope", dir);
-  check_error ("missing bundle", cp_oci_config_load (nope, &cfg, &err), &err, no_bundle);
+  tu_check_error ("missing bundle", cp_oci_config_load (nope, &cfg, &err), &err, no_bundle);
   cp_error_free (&err);
 }
 
@@ -584,7 +566,7 @@ test_annotations_request (void **state)
       int r = cp_annotations_to_request (&cfg.annotations, c->defaults, &cfg, &out, &err);
       if (c->error)
         {
-          check_error (c->name, r, &err, c->error);
+          tu_check_error (c->name, r, &err, c->error);
           assert_int_equal (err->kind, CP_ERR_INPUT);
         }
       else
@@ -619,7 +601,7 @@ test_annotations_no_config (void **state)
   assert_int_equal (out.req.cpus, 0);
   assert_string_equal (out.cpus_source, CP_CPUS_SOURCE_SHARED);
   items[0].value = "exclusive";
-  check_error ("exclusive without config", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
+  tu_check_error ("exclusive without config", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
                "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota");
   cp_error_free (&err);
 }

@@ -1,5 +1,8 @@
 #include "testutil.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,4 +160,22 @@ void
 tu_topo_freep (struct cp_topo **t)
 {
   cp_topo_free (*t);
+}
+
+void
+tu_check_error (const char *name, int r, const cp_error_t *err, const char *expected)
+{
+  if (r >= 0)
+    fail_msg ("%s: succeeded, expected `%s`", name, expected);
+  if (strcmp (cp_error_message (*err), expected) != 0)
+    fail_msg ("%s:\n   got `%s`\nexpected `%s`", name, cp_error_message (*err), expected);
+}
+
+void
+tu_write_file (const char *path, const char *data, size_t len)
+{
+  int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0 || write (fd, data, len) != (ssize_t) len)
+    fail_msg ("writing %s: %s", path, strerror (errno));
+  close (fd);
 }

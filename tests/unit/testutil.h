@@ -54,4 +54,10 @@ void tu_topo_freep (struct cp_topo **t);
 #define tu_cleanup_bitmap __attribute__ ((cleanup (tu_bitmap_freep)))
 #define tu_cleanup_topo __attribute__ ((cleanup (tu_topo_freep)))
 
+/* Assert that R is a failure whose message is exactly EXPECTED; NAME labels the case. */
+void tu_check_error (const char *name, int r, const cp_error_t *err, const char *expected);
+
+/* Write LEN bytes of DATA to PATH (created 0644, truncated); fails the test on error. */
+void tu_write_file (const char *path, const char *data, size_t len);
+
 #endif
