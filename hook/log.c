@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "log.h"
+#include "../policy/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -49,10 +50,9 @@ vlog (enum cp_log_level level, bool to_stderr, const char *fmt, va_list ap)
     return;
   char line[2048];
   vsnprintf (line, sizeof line, fmt, ap);
-  /* One line per message, whatever the input put in it. */
-  for (char *p = line; *p; p++)
-    if ((unsigned char) *p < 0x20)
-      *p = '?';
+  /* One line per message a terminal shows as it is, whatever the input put in
+     it (policy/text.h); also where vsnprintf cut a sequence short. */
+  cp_text_sanitize (line);
   if (syslog_open)
     syslog (syslog_priority[level], "%s", line);
   if (to_stderr)

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "error.h"
+#include "text.h"
 #include "util.h"
 
 #include <stdarg.h>
@@ -17,14 +18,12 @@ vformat (const char *fmt, va_list ap)
   return s;
 }
 
-/* Messages must stay one line: a runtime shows the hook's stderr as is, and logs
- * are line-oriented.  Any control character coming from user input becomes '?'. */
+/* Messages must stay one line a terminal shows as it is: a runtime shows the
+ * hook's stderr as is, and logs are line-oriented (policy/text.h). */
 static void
 flatten (char *s)
 {
-  for (; *s; s++)
-    if ((unsigned char) *s < 0x20 || *s == 0x7f)
-      *s = '?';
+  cp_text_sanitize (s);
 }
 
 int
@@ -66,6 +65,25 @@ cp_error_wrap (cp_error_t *err, const char *fmt, ...)
   free ((*err)->msg);
   (*err)->msg = msg;
   return -1;
+}
+
+int
+cp_error_errno (cp_error_t err)
+{
+  return err ? err->errnum : 0;
+}
+
+enum cp_error_kind
+cp_error_kind (cp_error_t err)
+{
+  return err ? err->kind : CP_ERR_RUNTIME;
+}
+
+void
+cp_error_reclassify (cp_error_t err, enum cp_error_kind kind)
+{
+  if (err)
+    err->kind = kind;
 }
 
 const char *

@@ -26,9 +26,28 @@ typedef struct cp_error *cp_error_t;
 int cp_error_set (cp_error_t *err, enum cp_error_kind kind, int errnum, const char *fmt, ...)
     __attribute__ ((format (printf, 4, 5)));
 
-/* Shorthands: a runtime failure with errno appended, and an input error. */
+/* The constructors.  The kind is chosen where the error is made, from what failed:
+ *   cp_fail_errno    a system call failed (ERRNUM, never 0, is appended);
+ *   cp_fail_runtime  the system failed us without an errno (a kernel file's text
+ *                    we cannot read, a lock timeout, a short write);
+ *   cp_fail_input    the user's input is invalid (an option, annotation, config);
+ *   cp_fail_unsatisfiable  a valid request this host cannot meet. */
 #define cp_fail_errno(err, errnum, ...) cp_error_set ((err), CP_ERR_RUNTIME, (errnum), __VA_ARGS__)
+#define cp_fail_runtime(err, ...) cp_error_set ((err), CP_ERR_RUNTIME, 0, __VA_ARGS__)
 #define cp_fail_input(err, ...) cp_error_set ((err), CP_ERR_INPUT, 0, __VA_ARGS__)
+#define cp_fail_unsatisfiable(err, ...) cp_error_set ((err), CP_ERR_UNSATISFIABLE, 0, __VA_ARGS__)
+
+/* The errno the error carries (0: none, or no error). */
+int cp_error_errno (cp_error_t err);
+
+/* The error's kind (CP_ERR_RUNTIME for no error). */
+enum cp_error_kind cp_error_kind (cp_error_t err);
+
+/* Change the kind of an error after the fact.  One caller only: the hook's
+ * failure policy (hook/cmd_hook.c, hook_failure_kind()), which decides whose
+ * fault a failure is from the stage it happened at.  Everything else sets the
+ * kind where the error is made. */
+void cp_error_reclassify (cp_error_t err, enum cp_error_kind kind);
 
 /* Prefix the message with "context: "; returns -1. */
 int cp_error_wrap (cp_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));

@@ -1,0 +1,85 @@
+#include "text.h"
+
+#include <string.h>
+
+bool
+cp_text_unsafe_codepoint (unsigned cp)
+{
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)  /* C0, DEL, C1 (U+0085 NEL among them) */
+         || cp == 0x2028 || cp == 0x2029           /* line and paragraph separators */
+         || cp == 0x200e || cp == 0x200f || cp == 0x061c /* LRM, RLM, ALM */
+         || (cp >= 0x202a && cp <= 0x202e)         /* embeddings and overrides */
+         || (cp >= 0x2066 && cp <= 0x2069);        /* isolates */
+}
+
+/* The length (1..4) of the well-formed UTF-8 sequence at S (LEFT bytes available)
+ * and its code point, or 0 when it is not one. */
+static size_t
+decode (const unsigned char *s, size_t left, unsigned *out)
+{
+  unsigned c = s[0];
+  if (c < 0x80)
+    {
+      *out = c;
+      return 1;
+    }
+  size_t n;
+  unsigned cp, min;
+  if ((c & 0xe0) == 0xc0)
+    n = 1, cp = c & 0x1f, min = 0x80;
+  else if ((c & 0xf0) == 0xe0)
+    n = 2, cp = c & 0x0f, min = 0x800;
+  else if ((c & 0xf8) == 0xf0)
+    n = 3, cp = c & 0x07, min = 0x10000;
+  else
+    return 0;
+  if (left <= n)
+    return 0;
+  for (size_t k = 1; k <= n; k++)
+    {
+      if ((s[k] & 0xc0) != 0x80)
+        return 0;
+      cp = (cp << 6) | (s[k] & 0x3f);
+    }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  *out = cp;
+  return n + 1;
+}
+
+bool
+cp_text_valid (const char *s, size_t len)
+{
+  const unsigned char *u = (const unsigned char *) s;
+  for (size_t i = 0; i < len;)
+    {
+      unsigned cp;
+      size_t n = decode (u + i, len - i, &cp);
+      if (n == 0 || cp_text_unsafe_codepoint (cp))
+        return false;
+      i += n;
+    }
+  return true;
+}
+
+void
+cp_text_sanitize (char *s)
+{
+  unsigned char *u = (unsigned char *) s;
+  size_t len = strlen (s), out = 0;
+  for (size_t i = 0; i < len;)
+    {
+      unsigned cp;
+      size_t n = decode (u + i, len - i, &cp);
+      if (n == 0 || cp_text_unsafe_codepoint (cp))
+        {
+          u[out++] = '?';
+          i += n ? n : 1;
+          continue;
+        }
+      memmove (u + out, u + i, n);
+      out += n;
+      i += n;
+    }
+  u[out] = '\0';
+}

@@ -1,0 +1,28 @@
+/* cachepin: text that is safe to show on one line of a log or a terminal.
+ *
+ * Ids, paths, annotation keys and values come from users and end up in error
+ * lines, syslog and `cachepin status`.  A raw ESC can rewrite a terminal, a
+ * newline (or U+0085, U+2028, U+2029) can forge a log line, and U+202A..U+202E or
+ * U+2066..U+2069 can make a line read backwards.  One definition of "safe" serves
+ * every place that checks or cleans such text. */
+#ifndef CP_TEXT_H
+#define CP_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Is the code point CP one that must not reach a log line: C0 and C1 control
+ * characters, DEL, the line and paragraph separators, and the bidirectional
+ * formatting characters (embeddings, overrides, isolates, LRM, RLM, ALM)? */
+bool cp_text_unsafe_codepoint (unsigned cp);
+
+/* Whether S[0..LEN) is well-formed UTF-8 (no overlong forms, surrogates or values
+ * past U+10FFFF) without any unsafe code point. */
+bool cp_text_valid (const char *s, size_t len);
+
+/* Rewrite S in place so that cp_text_valid() holds: every unsafe code point and
+ * every byte that is not part of a well-formed sequence becomes '?'.  Never
+ * lengthens S. */
+void cp_text_sanitize (char *s);
+
+#endif
