@@ -103,6 +103,14 @@ struct child
 
 typedef void (*child_fn) (const struct child *c);
 
+static void
+reset_fatal_signals (void)
+{
+  static const int fatal[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS };
+  for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+    signal (fatal[i], SIG_DFL);
+}
+
 /* Fork, enter the sandbox in the child as the placer does and run FN there (it
  * returns by _exit); returns the child's wait status. */
 static int
@@ -114,6 +122,10 @@ run_sandboxed (child_fn fn)
   assert_true (pid >= 0);
   if (pid == 0)
     {
+      /* cmocka catches SIGSEGV and friends to report a failed test; in this forked
+         child its handler would go on running the remaining tests here.  The
+         parent judges the child by how it ended, so let signals end it. */
+      reset_fatal_signals ();
       struct child c;
       c.state_dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       c.cg_fd = open (G.cg, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -487,10 +499,43 @@ child_int80 (const struct child *c)
   _exit (3);
 }
 
+/* Whether this kernel takes 32-bit system calls at all: kernels built without
+   CONFIG_IA32_EMULATION, or booted with ia32_emulation=0 (the default of some
+   distribution and cloud kernels), answer int $0x80 with SIGSEGV before any
+   seccomp filter sees it.  Probed outside the sandbox. */
+static bool
+kernel_has_ia32 (void)
+{
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      long r;
+      __asm__ volatile ("int $0x80" : "=a"(r) : "a"(20L) : "memory");
+      _exit (r == (long) getpid () ? 0 : 3);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 0)
+    return true;
+  if (WIFSIGNALED (status) && WTERMSIG (status) == SIGSEGV)
+    return false;
+  fail_msg ("int $0x80 without the sandbox: unexpected wait status 0x%x", status);
+  return false;
+}
+
 static void
 test_other_abi_killed (void **state)
 {
   (void) state;
+  if (!kernel_has_ia32 ())
+    {
+      printf ("test_other_abi_killed: skipped: this kernel has no 32-bit system call entry "
+              "(int $0x80 raises SIGSEGV without the sandbox), so there is nothing to filter\n");
+      skip ();
+    }
   expect_sigsys (run_sandboxed (child_int80), "int $0x80");
 }
 #endif
@@ -508,6 +553,7 @@ test_empty_spec (void **state)
   assert_true (pid >= 0);
   if (pid == 0)
     {
+      reset_fatal_signals ();
       struct cp_sandbox sb = { .state_dirfd = -1, .cgroup_mountfd = -1, .pid = 0 };
       cp_error_t err = NULL;
       if (cp_sandbox_enter (&sb, &err) < 0)
