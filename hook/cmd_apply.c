@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
@@ -195,19 +194,6 @@ cp_cmd_apply (int argc, char **argv, cp_error_t *err)
   return ret;
 }
 
-/* Widen the cgroup back to what its parent allows: it is no longer placed. */
-static int
-widen (const struct cp_cgroup *cg, cp_error_t *err)
-{
-  hwloc_bitmap_t cpus = cp_bitmap_new (), mems = cp_bitmap_new ();
-  int ret = cp_cgroup_parent_limits (cg, cpus, mems, err);
-  if (ret == 0)
-    ret = cp_cgroup_write_cpuset (cg, cpus, mems, err);
-  hwloc_bitmap_free (cpus);
-  hwloc_bitmap_free (mems);
-  return ret;
-}
-
 int
 cp_cmd_release (int argc, char **argv, cp_error_t *err)
 {
@@ -232,8 +218,6 @@ cp_cmd_release (int argc, char **argv, cp_error_t *err)
       ret = cp_placer_release (&hc, id, cg, &found, err);
       if (ret == 0 && !found)
         ret = cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
-      if (ret == 0)
-        ret = widen (cg, err);
       if (ret == 0)
         printf ("%s%s: released\n", cg->mount, cg->path);
     }

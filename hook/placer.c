@@ -147,21 +147,35 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
   return cp_ledger_commit (l, err);
 }
 
-/* One cgroup, one holder: a target whose cgroup another entry holds is not what
- * it says it is (a state naming another container's process, an apply of a
- * placed container's cgroup).  Its placement would rewrite the other's cpuset. */
+static bool
+same_cgroup (const struct cp_ledger_entry *e, const struct cp_target *t)
+{
+  return strcmp (e->cgroup_mount, t->cgroup_mount) == 0 && strcmp (e->cgroup, t->cgroup_path) == 0;
+}
+
+/* One cgroup, one holder, and one cgroup per id.  A target whose cgroup another
+ * entry holds is not what it says it is (a state naming another container's
+ * process, an apply of a placed container's cgroup): its placement would rewrite
+ * the other's cpuset.  A target whose id a live entry holds for ANOTHER cgroup is
+ * a second container claiming a running one's id: replacing the entry would leave
+ * the first container on CPUs the ledger no longer counts.  (Reconcile has
+ * already dropped the entries whose container is gone, so a reused id of a dead
+ * container is not refused.)  Neither refusal touches the existing entry. */
 static int
-check_cgroup_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
 {
   if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
     return 0;
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      if (strcmp (e->id, t->id) != 0 && strcmp (e->cgroup_mount, t->cgroup_mount) == 0
-          && strcmp (e->cgroup, t->cgroup_path) == 0)
-        return cp_error_set (err, CP_ERR_RUNTIME, 0, "cgroup %s%s is already placed, for `%.128s`",
-                             t->cgroup_mount, t->cgroup_path, e->id);
+      bool same_id = strcmp (e->id, t->id) == 0;
+      if (!same_id && same_cgroup (e, t))
+        return cp_fail_runtime (err, "cgroup %s%s is already placed, for `%.128s`", t->cgroup_mount,
+                                t->cgroup_path, e->id);
+      if (same_id && !same_cgroup (e, t))
+        return cp_fail_runtime (err, "`%.128s` is already placed in cgroup %s%s; refusing to place the same id in %s%s",
+                                e->id, e->cgroup_mount, e->cgroup, t->cgroup_mount, t->cgroup_path);
     }
   return 0;
 }
@@ -172,7 +186,7 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
-  if (check_cgroup_unclaimed (l, t, err) < 0)
+  if (check_target_unclaimed (l, t, err) < 0)
     return -1;
   struct cp_ledger_usage usage;
   cp_ledger_usage (l, t->id, &usage);
@@ -240,16 +254,38 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   return 0;
 }
 
+/* Widen CG back to what its parent allows: it is no longer placed. */
+static int
+widen (const struct cp_cgroup *cg, cp_error_t *err)
+{
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
+  if (cp_cgroup_parent_limits (cg, cpus, mems, err) < 0 || cp_cgroup_write_cpuset (cg, cpus, mems, err) < 0)
+    return cp_error_wrap (err, "widen cgroup %s%s", cg->mount, cg->path);
+  return 0;
+}
+
 int
-cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *then, bool *found,
+cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *widen_cg, bool *found,
                    cp_error_t *err)
 {
   cleanup_ledger struct cp_ledger *l = NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  if (enter_sandbox (hc, l, then, 0, err) < 0)
+  if (enter_sandbox (hc, l, widen_cg, 0, err) < 0)
     return -1;
-  *found = cp_ledger_remove (l, id);
+  *found = cp_ledger_find (l, id) != NULL;
+  /* Widen under the lock, before the entry goes: a placement of the same cgroup
+     waiting for the lock then writes after us, never before (which would leave
+     the ledger saying it holds what the cgroup no longer is).  A failed write
+     keeps the entry, and its CPUs held, so that a retry can find it. */
+  if (*found && widen_cg)
+    {
+      FAULT (CP_PLACER_FAULT_WIDENING);
+      if (widen (widen_cg, err) < 0)
+        return -1;
+    }
+  cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
   return 0;

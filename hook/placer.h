@@ -44,7 +44,7 @@ int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **ou
 
 /* The decision under the ledger lock: plan TARGET within CPUS and MEMS against the
  * other holders in L (refused, CP_ERR_RUNTIME, when another id already holds
- * TARGET's cgroup), then record and commit it (KEPT_MEMS, when not NULL, is
+ * TARGET's cgroup or TARGET's id holds another cgroup), then record and commit it (KEPT_MEMS, when not NULL, is
  * recorded as its mems: mems=keep).  On a refusal any earlier entry of the same
  * id is dropped.  cp_placer_place() is this plus loading the topology, reading
  * the parent cgroup's limits and writing the cgroup. */
@@ -54,9 +54,11 @@ int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_con
                       struct cp_plan **plan_out, cp_error_t *err);
 
 /* Forget ID in the ledger (and drop entries whose container is gone).  *FOUND
- * says whether ID was there.  THEN (may be NULL) is the cgroup the caller still
- * writes afterwards (the sandbox leaves its hierarchy writable). */
-int cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *then, bool *found,
+ * says whether ID was there.  WIDEN (may be NULL): when ID was there, this cgroup
+ * is widened back to what its parent allows while the ledger is still locked, so
+ * that no placement of it can come in between (`cachepin release`); the entry is
+ * removed only once that write succeeded. */
+int cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *widen, bool *found,
                        cp_error_t *err);
 
 #ifdef CACHEPIN_FAULT_INJECTION
@@ -68,6 +70,7 @@ enum cp_placer_fault_point
   CP_PLACER_FAULT_LOCKED,     /* cp_placer_open_ledger: ledger locked and read, not reconciled */
   CP_PLACER_FAULT_RECONCILED, /* cp_placer_open_ledger: reconciled, nothing written */
   CP_PLACER_FAULT_RECORDED,   /* cp_placer_decide: entry put in memory, commit not started */
+  CP_PLACER_FAULT_WIDENING,   /* cp_placer_release: about to widen the released cgroup */
 };
 typedef void (*cp_placer_fault_fn) (enum cp_placer_fault_point point, void *data);
 void cp_placer_set_fault_hook (cp_placer_fault_fn fn, void *data);
