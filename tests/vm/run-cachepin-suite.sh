@@ -57,7 +57,7 @@ if [ -n "$missing" ]; then
   exit 77
 fi
 
-# The kernels (fetched once with apt-get download, then cached in work/kernels).
+# The kernels (fetched once with apt-get download, then cached in /var/cache/cachepin/vm/kernels).
 custom_kernel=0
 for a in "${PASS_ON[@]}"; do case $a in --kernel-dir|--kernel-pkg) custom_kernel=1 ;; esac; done
 if [ $custom_kernel = 0 ]; then

@@ -38,6 +38,9 @@ set -euo pipefail
 
 VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 WORK=${CPVM_WORK:-$VM_DIR/work}
+# Kernels live outside the clone, keyed by image package (its version is in the
+# name), so that a fresh clone (CI's) reuses them and a fresh machine fetches them.
+KCACHE=${CPVM_KERNEL_CACHE:-/var/cache/cachepin/vm/kernels}
 
 SMP=""
 NUMA=()
@@ -158,24 +161,24 @@ mkdir -p "$WORK"
 # kernel_fetch PKG: print a directory holding boot/vmlinuz-* for Debian package
 # PKG (a meta package such as linux-image-6.12-amd64 is resolved to the image it
 # depends on). Downloads with apt-get download and unpacks ./boot only, cached in
-# $WORK/kernels/<image-package>/. Offline, the last image cached for PKG is used.
+# $KCACHE/<image-package>/. Offline, the last image cached for PKG is used.
 kernel_fetch() {
   local pkg=$1 image dir tmp deb
   # A meta package depends on the image; an image depends on no other image.
   image=$(apt-cache depends "$pkg" 2>/dev/null | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }') || true
   if [ -z "$image" ] && apt-cache show "$pkg" >/dev/null 2>&1; then image=$pkg; fi
   if [ -z "$image" ]; then
-    if [ -e "$WORK/kernels/$pkg.latest" ]; then
-      note "cannot resolve $pkg with apt-cache (run apt-get update?); using the cached $(readlink "$WORK/kernels/$pkg.latest")"
-      echo "$WORK/kernels/$(readlink "$WORK/kernels/$pkg.latest")"
+    if [ -e "$KCACHE/$pkg.latest" ]; then
+      note "cannot resolve $pkg with apt-cache (run apt-get update?); using the cached $(readlink "$KCACHE/$pkg.latest")"
+      echo "$KCACHE/$(readlink "$KCACHE/$pkg.latest")"
       return 0
     fi
     die "cannot resolve kernel package $pkg (run apt-get update, or pass --kernel-dir)"
   fi
-  dir=$WORK/kernels/$image
+  dir=$KCACHE/$image
   if ! compgen -G "$dir/boot/vmlinuz-*" >/dev/null; then
     note "fetching $image (for $pkg)"
-    tmp=$(mktemp -d "$WORK/kernels/.fetch.XXXXXX")
+    tmp=$(mktemp -d "$KCACHE/.fetch.XXXXXX")
     (cd "$tmp" && apt-get -q -o APT::Sandbox::User=root download "$image" >download.log 2>&1) ||
       { cat "$tmp/download.log" >&2; rm -rf "$tmp"; die "apt-get download $image failed"; }
     deb=$(echo "$tmp"/*.deb)
@@ -185,7 +188,7 @@ kernel_fetch() {
     mv -T "$tmp/k" "$dir" 2>/dev/null || true   # a parallel run may have won the race
     rm -rf "$tmp"
   fi
-  [ "$pkg" = "$image" ] || ln -sfn "$image" "$WORK/kernels/$pkg.latest"
+  [ "$pkg" = "$image" ] || ln -sfn "$image" "$KCACHE/$pkg.latest"
   echo "$dir"
 }
 
@@ -195,7 +198,7 @@ if [ -z "$KERNEL_DIR" ]; then
     # (CONFIG_CPUSETS_V1 and CONFIG_MEMCG_V1 are off), so v1 runs on 6.1.
     if [ "$CGROUP" = v1 ]; then KERNEL_PKG=linux-image-amd64; else KERNEL_PKG=linux-image-6.12-amd64; fi
   fi
-  mkdir -p "$WORK/kernels"
+  mkdir -p "$KCACHE"
   KERNEL_DIR=$(kernel_fetch "$KERNEL_PKG")
 fi
 VMLINUZ=$(compgen -G "$KERNEL_DIR/boot/vmlinuz-*" | head -1 || true)
