@@ -59,11 +59,14 @@ cp_cgroup_has_token (const char *list, size_t len, const char *token, char sep)
   return false;
 }
 
-/* P is a path or component-wise prefix of PREFIX?  "/a" is a prefix of "/a" and
- * "/a/b", not of "/ab"; "/" is a prefix of every absolute path. */
+/* PREFIX is P or a component-wise prefix of it?  "/a" is a prefix of "/a" and
+ * "/a/b", not of "/ab"; "/" is a prefix of every absolute path; a PREFIX that is
+ * not absolute (an empty mountinfo field) is a prefix of nothing. */
 static bool
 path_has_prefix (const char *p, const char *prefix)
 {
+  if (prefix[0] != '/')
+    return false;
   if (strcmp (prefix, "/") == 0)
     return p[0] == '/';
   size_t n = strlen (prefix);
@@ -101,11 +104,11 @@ cp_cgroup_path_problem (const char *p)
     }
 }
 
-/* A mount point we can use: absolute, not too long. */
+/* A mount point we can use: absolute, not too long, no empty, "." or ".." component. */
 static bool
 usable_mount_point (const char *m)
 {
-  return m[0] == '/' && strlen (m) <= CP_CGROUP_MAX_PATH;
+  return m[0] == '/' && strlen (m) <= CP_CGROUP_MAX_PATH && cp_cgroup_path_problem (m + 1) == NULL;
 }
 
 /* ---- /proc/self/mountinfo ----------------------------------------------------- */

@@ -625,6 +625,29 @@ resolve_fails (const char *mountinfo, const char *self, const char *path, enum c
   assert_null (w.mount);
 }
 
+/* Fields the kernel never prints but a hostile or broken mountinfo can hold (found
+ * by fuzz/fuzz_cgroup.c): an empty root or mount point field is not a prefix of
+ * every path, and a mount point with a `..` component is not one to open. */
+static void
+test_locate_odd_mountinfo_fields (void **state)
+{
+  (void) state;
+  /* Empty root (two blanks): before, it "showed" every cgroup, as if it were "/". */
+  locate_fails ("27 23 0:26  /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "0::/a\n",
+                "no mount of the cgroup v2 hierarchy holding cpuset shows `/a`");
+  /* A mount point that leaves itself. */
+  locate_fails ("27 23 0:26 / /sys/fs/cgroup/../../etc rw - cgroup2 cgroup2 rw\n", "0::/a\n",
+                "unusable mount point `/sys/fs/cgroup/../../etc`");
+  locate_fails ("27 23 0:26 / /sys//fs rw - cgroup2 cgroup2 rw\n", "0::/a\n", "unusable mount point");
+  /* An empty mount point field of another filesystem does not hold the user's path. */
+  char *mi = cp_xasprintf ("%s40 1 0:50 /  rw - tmpfs tmpfs rw\n", hybrid_mountinfo);
+  resolve_ok (mi, "3:cpuset:/\n0::/\n", "/batch/job1", 1, "/sys/fs/cgroup/cpuset", "/batch/job1");
+  free (mi);
+  /* The same empty mount point for the cpuset hierarchy itself. */
+  resolve_fails ("34 31 0:31 /  rw - cgroup cgroup rw,cpuset\n", "3:cpuset:/\n", "/batch/job1", CP_ERR_RUNTIME,
+                 "unusable mount point ``");
+}
+
 static void
 test_resolve_text (void **state)
 {
@@ -1494,6 +1517,7 @@ main (void)
     cmocka_unit_test (test_locate_v1_comounted),
     cmocka_unit_test (test_locate_mount_roots),
     cmocka_unit_test (test_locate_refusals),
+    cmocka_unit_test (test_locate_odd_mountinfo_fields),
     cmocka_unit_test (test_resolve_text),
     cmocka_unit_test (test_open_dir_both_ways),
     cmocka_unit_test (test_from_pid_v1),
