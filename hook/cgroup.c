@@ -116,9 +116,9 @@ cp_cgroup_from_pid_for (pid_t pid, const char *controller, struct cp_cgroup **ou
     return cp_error_wrap (err, "%s cgroup of pid %d", controller, (int) pid);
   if (strcmp (w.path, "/") == 0)
     return cp_fail_runtime (err,
-                          "pid %d is in the root %s cgroup (%s): no cgroup of its own to write "
-                          "(on cgroup v1 a process that has exited shows the root)",
-                          (int) pid, controller, w.mount);
+                            "pid %d is in the root %s cgroup (%s): no cgroup of its own to write "
+                            "(on cgroup v1 a process that has exited shows the root)",
+                            (int) pid, controller, w.mount);
   if (cp_cgroup_open_where (&w, out, err) < 0)
     return cp_error_wrap (err, "%s cgroup of pid %d", controller, (int) pid);
   return 0;
@@ -271,9 +271,9 @@ cp_cgroup_enable_controller (const struct cp_cgroup *cg, const char *controller,
           size_t len = strcspn (text, "\n");
           if (!cp_cgroup_has_token (text, len, controller, ' '))
             return cp_fail_runtime (err,
-                                  "%s is not in %s/cgroup.controllers (`%.*s`): it is bound to a cgroup v1 "
-                                  "hierarchy, or disabled",
-                                  controller, name, (int) len, text);
+                                    "%s is not in %s/cgroup.controllers (`%.*s`): it is bound to a cgroup v1 "
+                                    "hierarchy, or disabled",
+                                    controller, name, (int) len, text);
           free (text);
           text = NULL;
         }

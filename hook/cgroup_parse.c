@@ -272,13 +272,13 @@ pick_mount (const struct mount_table *t, int version, const char *controller, co
     }
   if (any == NULL)
     return cp_fail_runtime (err, "the cgroup v%d hierarchy holding %s is not mounted (no %s in /proc/self/mountinfo)",
-                          version, controller, version == 1 ? "cgroup mount with that controller" : "cgroup2 mount");
+                            version, controller, version == 1 ? "cgroup mount with that controller" : "cgroup2 mount");
   if (best == NULL)
     return cp_fail_runtime (err, "no mount of the cgroup v%d hierarchy holding %s shows `%s` (%s shows only `%s`)",
-                          version, controller, hier_path, any->mount_point, any->root);
+                            version, controller, hier_path, any->mount_point, any->root);
   if (version == 1 && cp_cgroup_has_token (best->super_opts, strlen (best->super_opts), "noprefix", ','))
     return cp_fail_runtime (err, "the %s hierarchy at %s is mounted with noprefix, which is not supported", controller,
-                          best->mount_point);
+                            best->mount_point);
   if (!usable_mount_point (best->mount_point))
     return cp_fail_runtime (err, "unusable mount point `%s`", best->mount_point);
   *out = best;
@@ -342,7 +342,7 @@ find_hierarchy (const char *text, const char *what, const char *controller, int 
     }
   else
     return cp_fail_runtime (err, "%s lists neither a cgroup v1 hierarchy with %s nor the unified hierarchy", what,
-                          controller);
+                            controller);
   if (*path == NULL)
     abort ();
   return 0;

@@ -1,4 +1,4 @@
-/* The cgroup module (hook/cgroup.c).
+/* The cgroup module (hook/cgroup.c, cgroup_open.c, cgroup_parse.c).
  *
  * Two kinds of tests:
  *  - on texts of /proc/self/mountinfo and /proc/<pid>/cgroup for v1, v2, hybrid and
@@ -993,7 +993,7 @@ test_dir_exists (void **state)
 
 /* A cgroup name with a blank: ours reads it whole; libcgroup stops at the blank.
  * Also where libcgroup does serve (a plain name on this hybrid host) it must agree
- * with us: the reason cgroup.c does not use it is documented there. */
+ * with us: the reason we do not use it is documented in cgroup_parse.c. */
 static void
 test_blank_in_name_and_libcgroup (void **state)
 {
