@@ -16,7 +16,9 @@
  *     agree on where a cgroup is);
  *   - resolved: never the mount's root, and it is what the user named: mount +
  *     path (an absolute path under the mount) or mount root + path (a path in
- *     the hierarchy).
+ *     the hierarchy);
+ *   - cp_cgroup_path_problem() finds a problem in the user's path exactly when a
+ *     reference split on '/' does.
  * On failure: the output untouched, an error without errno (nothing was read),
  * one printable line; runtime for the kernel's texts, and for resolve input or
  * runtime.  No crash, no leak, no UB on any input. */
@@ -26,13 +28,30 @@
 
 static const char *const CONTROLLERS[] = { "cpuset", "hugetlb", "cpu", "memory" };
 
+/* The reference for cp_cgroup_path_problem(): every '/'-separated component of P
+ * (no leading '/') is non-empty, not "." nor "..", at most 255 bytes. */
+static bool
+components_ok (const char *p)
+{
+  if (*p == '\0')
+    return true;
+  for (;;)
+    {
+      size_t n = strcspn (p, "/");
+      if (n == 0 || n > 255 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+        return false;
+      if (p[n] == '\0')
+        return true;
+      p += n + 1;
+    }
+}
+
 static void
 check_clean (const char *p, bool root_ok)
 {
   FUZZ_CHECK_MSG (p != NULL && p[0] == '/', "`%s` is not absolute", p ? p : "(null)");
   FUZZ_CHECK (strlen (p) <= CP_CGROUP_MAX_PATH);
-  const char *problem = cp_cgroup_path_problem (p + 1);
-  FUZZ_CHECK_MSG (problem == NULL, "`%s`: %s", p, problem);
+  FUZZ_CHECK_MSG (components_ok (p + 1), "`%s` has an empty, `.`, `..` or too long component", p);
   if (!root_ok)
     FUZZ_CHECK_MSG (strcmp (p, "/") != 0, "the root");
 }
@@ -152,6 +171,9 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
       p += strlen (p) + 1;
     }
   const char *mountinfo = parts[0], *proc_cgroup = parts[1], *path = parts[2];
+  const char *rel = path[0] == '/' ? path + 1 : path;
+  FUZZ_CHECK_MSG ((cp_cgroup_path_problem (rel) == NULL) == components_ok (rel), "`%s`: %s", rel,
+                  cp_cgroup_path_problem (rel) ? cp_cgroup_path_problem (rel) : "(no problem)");
   fuzz_locate (mountinfo, proc_cgroup, controller);
   fuzz_resolve (mountinfo, proc_cgroup, controller, path);
   free (text);
