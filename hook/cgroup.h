@@ -20,25 +20,18 @@
  * refused, the mount point must be the cgroup filesystem mountinfo lists there, and
  * every read is bounded.  The only files ever written are the cgroup's own
  * cpuset.cpus and cpuset.mems and, on v2 only, the ancestors' cgroup.subtree_control
- * (to enable the cpuset controller down to the cgroup). */
+ * (to enable the cpuset controller down to the cgroup).
+ *
+ * The module's files: cgroup_parse.c (the kernel's texts, no file access),
+ * cgroup_open.c (opening directories), cgroup.c (finding the cgroup, reading and
+ * writing its files); cgroup_internal.h has what the unit tests use beyond this. */
 #ifndef CP_CGROUP_H
 #define CP_CGROUP_H
 
 #include <hwloc.h>
-#include <stdbool.h>
 #include <sys/types.h>
 
-#include "../policy/cpulist.h"
 #include "../policy/error.h"
-
-/* Longest mount point and longest cgroup path we accept (PATH_MAX - 1, as the ledger). */
-#define CP_CGROUP_MAX_PATH 4095
-/* Bounds on what we read: a cgroup file (a cpulist and its newline), /proc/<pid>/cgroup
- * (one line per hierarchy, each path up to PATH_MAX), /proc/self/mountinfo (hosts
- * running thousands of containers have tens of thousands of mounts). */
-#define CP_CGROUP_FILE_MAX (CP_CPULIST_MAX_LEN + 2)
-#define CP_CGROUP_PROC_CGROUP_MAX (256 * 1024)
-#define CP_CGROUP_MOUNTINFO_MAX (16 * 1024 * 1024)
 
 struct cp_cgroup
 {
@@ -85,67 +78,15 @@ int cp_cgroup_enable_cpuset (const struct cp_cgroup *cg, cp_error_t *err);
 int cp_cgroup_write_cpuset (const struct cp_cgroup *cg, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
                             cp_error_t *err);
 
-/* For the ledger: is MOUNT + PATH still a cgroup directory?  Opened the same careful
- * way as above; false for anything but a directory on a cgroup filesystem. */
-bool cp_cgroup_dir_exists (const char *mount, const char *path);
-
-/* The same with "could not tell" kept apart: 1 it exists, 0 it is gone (ENOENT or
- * ENOTDIR on the way, or an invalid PATH), -1 anything else (mount not a cgroup
- * filesystem, EACCES, EMFILE, ...).  A reconcile keeps an entry on -1. */
+/* For the ledger's reconcile: is MOUNT + PATH still a cgroup directory?  Opened the
+ * same careful way as above.  1 it exists, 0 it is gone (ENOENT or ENOTDIR on the
+ * way, or an invalid PATH), -1 could not tell (mount not a cgroup filesystem,
+ * EACCES, EMFILE, ...): a reconcile keeps an entry on -1. */
 int cp_cgroup_dir_state (const char *mount, const char *path);
 
 void cp_cgroup_free (struct cp_cgroup *cg);
 
 #define cleanup_cgroup __attribute__ ((cleanup (cp_cgroup_freep)))
 void cp_cgroup_freep (struct cp_cgroup **cg);
-
-/* ---- internals, exported for the unit tests ------------------------------- */
-
-/* Where a cgroup is, as mountinfo and /proc/<pid>/cgroup tell it. */
-struct cp_cgroup_where
-{
-  int version;
-  char *mount;      /* mount point */
-  char *mount_root; /* what the mount shows of the hierarchy: "/" but for a mount of a subtree */
-  char *path;       /* below the mount point, starting with "/" ("/" for the mount's root) */
-  dev_t dev;        /* the mount's device number, checked against what we open */
-};
-
-void cp_cgroup_where_clear (struct cp_cgroup_where *w);
-
-/* From the texts of /proc/self/mountinfo and /proc/<pid>/cgroup: where the cgroup
- * holding CONTROLLER ("cpuset" but for tests) of that process is.  Runtime errors
- * (CP_ERR_RUNTIME) for what the kernel text says: removed, outside our namespace,
- * hierarchy not mounted, malformed text.  Touches no file. */
-int cp_cgroup_locate_from_text (const char *mountinfo, const char *proc_cgroup, const char *controller,
-                                struct cp_cgroup_where *out, cp_error_t *err);
-
-/* From the texts of /proc/self/mountinfo and /proc/self/cgroup (which says whether
- * CONTROLLER is on v1 or v2): where the user's PATH (see cp_cgroup_from_path())
- * points.  CP_ERR_INPUT for a bad PATH.  Touches no file. */
-int cp_cgroup_resolve_from_text (const char *mountinfo, const char *self_cgroup, const char *controller,
-                                 const char *path, struct cp_cgroup_where *out, cp_error_t *err);
-
-/* Open W: the mount point (no symlinks on the way, device and filesystem type as W
- * says), then W->path beneath it. */
-int cp_cgroup_open_where (const struct cp_cgroup_where *w, struct cp_cgroup **out, cp_error_t *err);
-
-/* cp_cgroup_from_pid() for any controller: lets the tests use a real v2 hierarchy on
- * a host where cpuset is on v1. */
-int cp_cgroup_from_pid_for (pid_t pid, const char *controller, struct cp_cgroup **out, cp_error_t *err);
-
-/* cp_cgroup_enable_cpuset() for any controller (v1: nothing to do). */
-int cp_cgroup_enable_controller (const struct cp_cgroup *cg, const char *controller, cp_error_t *err);
-
-enum cp_cgroup_open_flags
-{
-  CP_CGROUP_OPEN_NO_OPENAT2 = 1 << 0, /* take the openat() walk even where openat2 exists */
-  CP_CGROUP_OPEN_SAME_MOUNT = 1 << 1, /* refuse to cross into another mount (RESOLVE_NO_XDEV) */
-};
-
-/* Open the directory REL beneath DIRFD (REL absolute: from "/", DIRFD unused) with
- * O_PATH|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC and no symlink, "..", "." or empty
- * component anywhere.  DIRNAME names DIRFD in messages.  Returns the fd or -1. */
-int cp_cgroup_open_dir (int dirfd, const char *dirname, const char *rel, unsigned flags, cp_error_t *err);
 
 #endif

@@ -49,7 +49,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "hook/cgroup.h"
+#include "hook/cgroup_internal.h"
 #include "hook/ledger.h"
 #include "hook/sandbox.h"
 #include "policy/util.h"

@@ -1,0 +1,243 @@
+/* cachepin: opening cgroup directories without following anything (see
+ * cgroup.h, "Safety", and cgroup_internal.h). */
+#define _GNU_SOURCE
+#include "cgroup_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "../policy/util.h"
+
+#ifndef SYS_openat2
+#define SYS_openat2 437 /* the same number on every architecture */
+#endif
+
+#define OPEN_DIR_FLAGS (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Hand-off of an fd held by a cleanup_close variable. */
+static int
+steal_fd (int *fd)
+{
+  int r = *fd;
+  *fd = -1;
+  return r;
+}
+
+/* Opening TARGET failed with errno E.  With CP_CGROUP_OPEN_USER_PATH, what says
+ * the user named something that is not a cgroup directory is the user's error. */
+static int
+open_dir_error (int e, const char *target, unsigned flags, cp_error_t *err)
+{
+  bool not_a_cgroup = e == ENOENT || e == ENOTDIR || e == ELOOP || e == EXDEV;
+  enum cp_error_kind kind = (flags & CP_CGROUP_OPEN_USER_PATH) && not_a_cgroup ? CP_ERR_INPUT : CP_ERR_RUNTIME;
+  if (e == ELOOP || e == ENOTDIR)
+    return cp_error_set (err, kind, e,
+                         "open %s (not a directory, or a symlink on the way: symlinks are not followed)", target);
+  if (e == EXDEV)
+    return cp_error_set (err, kind, e, "open %s (it leaves the cgroup filesystem)", target);
+  return cp_error_set (err, kind, e, "open %s", target);
+}
+
+/* openat2 beneath DIRFD (or from "/"): the fd, or -1 with errno set. */
+static int
+open_dir_openat2 (int dirfd, const char *rel, unsigned flags)
+{
+  bool absolute = rel[0] == '/';
+  const char *comps = absolute ? rel + 1 : rel;
+  struct open_how how = {
+    .flags = OPEN_DIR_FLAGS,
+    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+  };
+  if (!absolute)
+    how.resolve |= RESOLVE_BENEATH;
+  if (flags & CP_CGROUP_OPEN_SAME_MOUNT)
+    how.resolve |= RESOLVE_NO_XDEV;
+  const char *arg = *comps ? rel : absolute ? "/" : ".";
+  return (int) syscall (SYS_openat2, absolute ? AT_FDCWD : dirfd, arg, &how, sizeof how);
+}
+
+/* The same, one openat(O_NOFOLLOW) per component, for kernels without openat2. */
+static int
+open_dir_walk (int dirfd, const char *base, const char *rel, const char *target, unsigned flags, cp_error_t *err)
+{
+  bool absolute = rel[0] == '/';
+  cleanup_close int cur = absolute ? open ("/", OPEN_DIR_FLAGS) : fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
+  if (cur < 0)
+    return cp_fail_errno (err, errno, "open %s", absolute ? "/" : base);
+  struct stat st0;
+  if ((flags & CP_CGROUP_OPEN_SAME_MOUNT) && fstat (cur, &st0) < 0)
+    return cp_fail_errno (err, errno, "stat %s", absolute ? "/" : base);
+  const char *p = absolute ? rel + 1 : rel;
+  while (*p)
+    {
+      const char *slash = strchr (p, '/');
+      size_t n = slash ? (size_t) (slash - p) : strlen (p);
+      char name[NAME_MAX + 1];
+      memcpy (name, p, n); /* n <= NAME_MAX: cp_cgroup_path_problem() checked */
+      name[n] = '\0';
+      int next = openat (cur, name, OPEN_DIR_FLAGS);
+      if (next < 0)
+        return open_dir_error (errno, target, flags, err);
+      close (cur);
+      cur = next;
+      if (flags & CP_CGROUP_OPEN_SAME_MOUNT)
+        {
+          struct stat st;
+          if (fstat (cur, &st) < 0)
+            return cp_fail_errno (err, errno, "stat %s", target);
+          if (st.st_dev != st0.st_dev)
+            return open_dir_error (EXDEV, target, flags, err);
+        }
+      p = slash ? slash + 1 : p + n;
+    }
+  return steal_fd (&cur);
+}
+
+int
+cp_cgroup_open_dir (int dirfd, const char *dirname, const char *rel, unsigned flags, cp_error_t *err)
+{
+  bool absolute = rel[0] == '/';
+  const char *base = dirname ? dirname : ".";
+  cleanup_free char *target = NULL;
+  if (absolute || *rel == '\0')
+    target = cp_xstrdup (absolute ? rel : base);
+  else
+    target = cp_xasprintf ("%s/%s", strcmp (base, "/") == 0 ? "" : base, rel);
+  const char *problem = cp_cgroup_path_problem (absolute ? rel + 1 : rel);
+  if (problem && (flags & CP_CGROUP_OPEN_USER_PATH))
+    return cp_fail_input (err, "`%s`: %s", target, problem);
+  if (problem)
+    return cp_fail_runtime (err, "`%s`: %s", target, problem);
+
+  if (!(flags & CP_CGROUP_OPEN_NO_OPENAT2))
+    {
+      int fd = open_dir_openat2 (dirfd, rel, flags);
+      if (fd >= 0)
+        return fd;
+      /* ENOSYS: a kernel before 5.6.  EPERM: a seccomp filter that does not know
+         openat2 (O_PATH opens have no other reason to answer EPERM).  The walk
+         is as strict, one component at a time. */
+      if (errno != ENOSYS && errno != EPERM)
+        return open_dir_error (errno, target, flags, err);
+    }
+  return open_dir_walk (dirfd, base, rel, target, flags, err);
+}
+
+static bool
+is_cgroup_magic (int version, long type)
+{
+  if (version == 1)
+    return type == (long) CGROUP_SUPER_MAGIC;
+  return type == (long) CGROUP2_SUPER_MAGIC;
+}
+
+int
+cp_cgroup_open_where_flags (const struct cp_cgroup_where *w, unsigned flags, struct cp_cgroup **out,
+                            cp_error_t *err)
+{
+  if (w->version != 1 && w->version != 2)
+    return cp_fail_runtime (err, "cgroup version %d is neither 1 nor 2", w->version);
+  if (w->mount == NULL || w->mount[0] != '/' || strlen (w->mount) > CP_CGROUP_MAX_PATH)
+    return cp_fail_runtime (err, "unusable mount point `%s`", w->mount ? w->mount : "");
+  if (w->path == NULL || w->path[0] != '/' || strlen (w->path) > CP_CGROUP_MAX_PATH)
+    return cp_fail_runtime (err, "unusable cgroup path `%s`", w->path ? w->path : "");
+  if (strcmp (w->path, "/") == 0)
+    return cp_fail_runtime (err, "%s is the root of the cgroup mount, not a container's cgroup", w->mount);
+
+  cleanup_close int mountfd = cp_cgroup_open_dir (AT_FDCWD, NULL, w->mount, 0, err);
+  if (mountfd < 0)
+    return -1;
+  struct stat st;
+  struct statfs sfs;
+  if (fstat (mountfd, &st) < 0)
+    return cp_fail_errno (err, errno, "stat %s", w->mount);
+  if (fstatfs (mountfd, &sfs) < 0)
+    return cp_fail_errno (err, errno, "statfs %s", w->mount);
+  if (st.st_dev != w->dev || !is_cgroup_magic (w->version, (long) sfs.f_type))
+    return cp_fail_runtime (err,
+                            "%s is not the cgroup v%d filesystem /proc/self/mountinfo lists there "
+                            "(device %u:%u, expected %u:%u; mounted over?)",
+                            w->mount, w->version, major (st.st_dev), minor (st.st_dev), major (w->dev),
+                            minor (w->dev));
+  cleanup_close int dirfd
+      = cp_cgroup_open_dir (mountfd, w->mount, w->path + 1, CP_CGROUP_OPEN_SAME_MOUNT | flags, err);
+  if (dirfd < 0)
+    return -1;
+
+  struct cp_cgroup *cg = cp_xmalloc0 (sizeof *cg);
+  cg->version = w->version;
+  cg->mount = cp_xstrdup (w->mount);
+  cg->path = cp_xstrdup (w->path);
+  cg->dirfd = steal_fd (&dirfd);
+  cg->mountfd = steal_fd (&mountfd);
+  *out = cg;
+  return 0;
+}
+
+int
+cp_cgroup_open_where (const struct cp_cgroup_where *w, struct cp_cgroup **out, cp_error_t *err)
+{
+  return cp_cgroup_open_where_flags (w, 0, out, err);
+}
+
+/* ---- existence, freeing --------------------------------------------------------------- */
+
+static int
+state_of (cp_error_t e)
+{
+  int n = cp_error_errno (e);
+  return n == ENOENT || n == ENOTDIR ? 0 : -1;
+}
+
+int
+cp_cgroup_dir_state (const char *mount, const char *path)
+{
+  if (mount == NULL || path == NULL || mount[0] != '/' || path[0] != '/' || strlen (mount) > CP_CGROUP_MAX_PATH
+      || strlen (path) > CP_CGROUP_MAX_PATH)
+    return 0;
+  if (cp_cgroup_path_problem (path + 1))
+    return 0;
+  cleanup_error cp_error_t err = NULL;
+  cleanup_close int mountfd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, &err);
+  if (mountfd < 0)
+    return state_of (err);
+  struct statfs sfs;
+  if (fstatfs (mountfd, &sfs) < 0
+      || !(is_cgroup_magic (1, (long) sfs.f_type) || is_cgroup_magic (2, (long) sfs.f_type)))
+    return -1;
+  cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
+  if (fd < 0)
+    return state_of (err);
+  return 1;
+}
+
+void
+cp_cgroup_free (struct cp_cgroup *cg)
+{
+  if (cg == NULL)
+    return;
+  if (cg->dirfd >= 0)
+    close (cg->dirfd);
+  if (cg->mountfd >= 0)
+    close (cg->mountfd);
+  free (cg->mount);
+  free (cg->path);
+  free (cg);
+}
+
+void
+cp_cgroup_freep (struct cp_cgroup **cg)
+{
+  cp_cgroup_free (*cg);
+  *cg = NULL;
+}
