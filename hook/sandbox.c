@@ -214,7 +214,7 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   if (sb->state_dirfd >= 0 && RULE (ctx, allow, "openat", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->state_dirfd)) < 0)
     return -1;
   /* openat2's flags are behind a pointer seccomp cannot read: say the kernel has
-     none, and cgroup.c walks the path with openat instead. */
+     none, and cgroup_open.c walks the path with openat instead. */
   if (rule (ctx, SCMP_ACT_ERRNO (ENOSYS), "openat2", 0, NULL, err) < 0)
     return -1;
   /* malloc's mappings, never executable: nothing is loaded after this point
@@ -222,7 +222,7 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   if (RULE (ctx, allow, "mmap", SCMP_A2 (SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)) < 0
       || RULE (ctx, allow, "mmap2", SCMP_A2 (SCMP_CMP_MASKED_EQ, PROT_EXEC, 0)) < 0)
     return -1;
-  /* cgroup.c duplicates the mount's fd to walk from it. */
+  /* cgroup_open.c duplicates the mount's fd to walk from it. */
   if (RULE (ctx, allow, "fcntl", SCMP_A1 (SCMP_CMP_EQ, F_DUPFD_CLOEXEC)) < 0
       || RULE (ctx, allow, "fcntl64", SCMP_A1 (SCMP_CMP_EQ, F_DUPFD_CLOEXEC)) < 0)
     return -1;

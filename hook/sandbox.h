@@ -35,7 +35,7 @@
  * address (syslog's send() on the socket openlog(LOG_NDELAY) connected),
  * clock_gettime, getpid, gettid, rt_sigprocmask, rt_sigreturn, restart_syscall,
  * exit, exit_group, and tgkill to this process only (raise(): abort() still
- * dumps core).  openat2 answers ENOSYS (cgroup.c then walks with openat).
+ * dumps core).  openat2 answers ENOSYS (cgroup_open.c then walks with openat).
  * Everything else, socket() and connect() included (syslog(3) reconnecting
  * after a syslogd restart), answers EPERM. */
 #ifndef CP_SANDBOX_H
