@@ -712,16 +712,89 @@ largest_domain (const struct view *v)
   return best;
 }
 
+/* "2", "1 or 2", "2, 4 or 8": the widths W[0..N-1] for a message. */
+static char *
+widths_text (const unsigned *w, size_t n)
+{
+  char *text = cp_xasprintf ("%u", w[0]);
+  for (size_t i = 1; i < n; i++)
+    {
+      char *next = cp_xasprintf ("%s%s%u", text, i + 1 == n ? " or " : ", ", w[i]);
+      free (text);
+      text = next;
+    }
+  return text;
+}
+
+/* smt=cores takes whole cores, so NEED must be a sum of the allowed thread counts
+ * ("widths") of some set of cores, whatever is free: otherwise no host state could
+ * ever meet the request and it is malformed for this machine (1 CPU on SMT2), an
+ * input error.  Hybrid parts mix widths (P-cores of 2, E-cores of 1), and an allowed
+ * set that cuts a core makes it narrower, so the test is a subset sum over all
+ * allowed cores: the multiset of widths, few distinct ones, counted. */
+static int
+check_core_widths (const struct view *v, unsigned need, cp_error_t *err)
+{
+  const struct cp_topo *topo = v->topo;
+  unsigned max_w = 0;
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    {
+      unsigned w = allowed_threads (v, c);
+      max_w = w > max_w ? w : max_w;
+    }
+  cleanup_free unsigned *count = cp_xcalloc (max_w + 1, sizeof *count);
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    count[allowed_threads (v, c)]++;
+  cleanup_free unsigned *widths = cp_xcalloc (max_w + 1, sizeof *widths);
+  size_t n_widths = 0;
+  unsigned g = 0;
+  cleanup_free bool *reach = cp_xcalloc ((size_t) need + 1, sizeof *reach);
+  reach[0] = true;
+  for (unsigned w = 1; w <= max_w; w++)
+    {
+      if (count[w] == 0)
+        continue;
+      widths[n_widths++] = w;
+      for (unsigned a = w; a;)
+        {
+          unsigned r = g % a;
+          g = a;
+          a = r;
+        }
+      /* COUNT[W] cores of width W, as items of 1, 2, 4, ... cores (binary split) */
+      for (unsigned left = count[w], k = 1; left > 0; k *= 2)
+        {
+          unsigned take = k < left ? k : left;
+          left -= take;
+          unsigned long item = (unsigned long) take * w;
+          for (unsigned long s = need; s >= item && item > 0; s--)
+            reach[s] = reach[s] || reach[s - item];
+        }
+    }
+  if (n_widths == 0 || reach[need])
+    return 0;
+  cleanup_free char *text = widths_text (widths, n_widths);
+  if (need % g != 0)
+    return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: %u CPUs is not a multiple of %u", text,
+                          need, g);
+  return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: no set of them has exactly %u CPUs",
+                        text, need);
+}
+
+/* Malformed requests are input errors; requests this host cannot meet, however
+ * well formed (more CPUs than it allows), are unsatisfiable. */
 static int
 validate (const struct view *v, cp_error_t *err)
 {
   unsigned allowed = (unsigned) hwloc_bitmap_weight (v->allowed);
-  if (allowed == 0)
-    return cp_fail_input (err, "no allowed CPU is online in this topology");
   if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->cpus == 0)
     return cp_fail_input (err, "cpus: a number from 1 to %u is required in exclusive mode", allowed);
+  if (allowed == 0)
+    return cp_fail_unsatisfiable (err, "no allowed CPU is online in this topology");
   if (v->req->cpus > allowed)
-    return cp_fail_input (err, "cpus: %u is more than the %u allowed CPUs", v->req->cpus, allowed);
+    return cp_fail_unsatisfiable (err, "cpus: %u is more than the %u allowed CPUs", v->req->cpus, allowed);
+  if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->smt == CP_SMT_CORES)
+    return check_core_widths (v, v->req->cpus, err);
   return 0;
 }
 
@@ -774,8 +847,13 @@ cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_const_
           unsigned long total = 0;
           for (unsigned d = 0; d < topo->n_domains[v.level]; d++)
             total += v.cap[d];
-          ret = unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): only %lu usable CPUs are free", need,
-                               cp_smt_name (req->smt), cp_mode_name (req->mode), total);
+          if (total >= need) /* smt=cores: enough threads, but no exact set of whole cores */
+            ret = unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): no set of wholly free cores has exactly "
+                                 "%u CPUs (%lu CPUs are free in whole cores)", need, cp_smt_name (req->smt),
+                                 cp_mode_name (req->mode), need, total);
+          else
+            ret = unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): only %lu usable CPUs are free", need,
+                                 cp_smt_name (req->smt), cp_mode_name (req->mode), total);
           view_clear (&v);
           return ret;
         }
