@@ -29,6 +29,16 @@ is_regular_file (const char *path)
   return stat (path, &st) == 0 && S_ISREG (st.st_mode);
 }
 
+/* hwloc failed us: with its errno when it set one, which it does not always. */
+static int
+fail_hwloc (cp_error_t *err, const char *what)
+{
+  int e = errno;
+  if (e != 0)
+    return cp_fail_errno (err, e, "%s", what);
+  return cp_fail_runtime (err, "%s", what);
+}
+
 /* Every way an XML file can be refused, whichever parser hwloc uses: with its
    libxml2 plugin (libhwloc-plugins) hwloc_topology_set_xml*() already fails on
    garbage, with its built-in parser only hwloc_topology_load() does.  Both are
@@ -134,8 +144,9 @@ cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
   cleanup_free char *normalized = NULL;
   cleanup_free char *xml = NULL;
 
+  errno = 0;
   if (hwloc_topology_init (&topology) < 0)
-    return cp_fail_errno (err, errno, "hwloc_topology_init");
+    return fail_hwloc (err, "hwloc_topology_init");
   /* The hook runs in the runtime's cgroup, not the container's: see everything
      and let the caller decide what is allowed. */
   hwloc_topology_set_flags (topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
@@ -143,8 +154,9 @@ cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
   if (source == NULL || strcmp (source, "host") == 0)
     {
       normalized = cp_xstrdup ("host");
+      errno = 0;
       if (hwloc_topology_load (topology) < 0)
-        return cp_fail_errno (err, errno, "hwloc could not discover this host's topology");
+        return fail_hwloc (err, "hwloc could not discover this host's topology");
     }
   else if (is_regular_file (source))
     {
@@ -451,10 +463,17 @@ build_nodes (struct cp_topo *topo, hwloc_topology_t t)
   topo->n_nodes = i;
 }
 
+static void
+cleanup_topo_fn (struct cp_topo **topo)
+{
+  cp_topo_free (*topo);
+}
+#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
+
 int
 cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out, cp_error_t *err)
 {
-  struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
+  cleanup_topo struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
   topo->source = cp_xstrdup (source ? source : "host");
   topo->online = cp_bitmap_dup (hwloc_topology_get_topology_cpuset (t));
   topo->allowed = cp_bitmap_new ();
@@ -464,21 +483,15 @@ cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out
   hwloc_bitmap_and (topo->allowed_nodes, hwloc_topology_get_allowed_nodeset (t), topo->nodes);
 
   if (hwloc_bitmap_iszero (topo->online) || hwloc_bitmap_weight (topo->online) < 0)
-    {
-      cp_topo_free (topo);
-      return cp_fail_input (err, "topology `%s`: no online CPUs", source);
-    }
+    return cp_fail_input (err, "topology `%s`: no online CPUs", source);
   if (hwloc_bitmap_last (topo->online) > 65535)
-    {
-      cp_topo_free (topo);
-      return cp_fail_input (err, "topology `%s`: CPU numbers above 65535", source);
-    }
+    return cp_fail_input (err, "topology `%s`: CPU numbers above 65535", source);
 
   build_cores (topo, t);
   assign_kinds (topo, t);
   build_domains (topo, t);
   build_nodes (topo, t);
-  *out = topo;
+  *out = cp_steal_pointer (&topo);
   return 0;
 }
 
