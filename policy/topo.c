@@ -131,6 +131,8 @@ set_synthetic (hwloc_topology_t topology, const char *source, char **normalized,
   if (hwloc_topology_set_synthetic (topology, synthetic) < 0)
     return cp_fail_input (err, "`%s` is neither \"host\", a readable XML file, nor an hwloc synthetic description",
                           source);
+  /* after hwloc's own parse, which only reads the string (5000000 cores: 10 ms):
+     the walk then sees only descriptions hwloc's grammar accepted */
   if (check_synthetic_size (source, synthetic, err) < 0)
     return -1;
   *normalized = cp_xasprintf ("synthetic:%s", synthetic);
