@@ -193,12 +193,12 @@ cmp_core_sort (const void *a, const void *b)
   return (x->first_logical > y->first_logical) - (x->first_logical < y->first_logical);
 }
 
+/* CORES has room for every Core and PU object (build_cores). */
 static void
-add_core (struct core_sort **cores, unsigned *n, const unsigned *pu_logical, hwloc_const_bitmap_t pus)
+add_core (struct core_sort *cores, unsigned *n, const unsigned *pu_logical, hwloc_const_bitmap_t pus)
 {
   int first = hwloc_bitmap_first (pus);
-  *cores = cp_xrealloc (*cores, (*n + 1) * sizeof **cores);
-  struct core_sort *c = &(*cores)[(*n)++];
+  struct core_sort *c = &cores[(*n)++];
   memset (c, 0, sizeof *c);
   c->first_logical = pu_logical[first];
   c->core.pus = cp_bitmap_dup (pus);
@@ -213,7 +213,8 @@ add_core (struct core_sort **cores, unsigned *n, const unsigned *pu_logical, hwl
 static void
 build_cores (struct cp_topo *topo, hwloc_topology_t t)
 {
-  struct core_sort *cores = NULL;
+  int n_objects = hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_CORE) + hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_PU);
+  struct core_sort *cores = cp_xcalloc ((size_t) (n_objects > 0 ? n_objects : 1), sizeof *cores);
   unsigned n = 0;
   cleanup_bitmap hwloc_bitmap_t pus = cp_bitmap_new ();
 
@@ -230,14 +231,14 @@ build_cores (struct cp_topo *topo, hwloc_topology_t t)
     {
       hwloc_bitmap_and (pus, core->cpuset, topo->online);
       if (!hwloc_bitmap_iszero (pus))
-        add_core (&cores, &n, pu_logical, pus);
+        add_core (cores, &n, pu_logical, pus);
     }
   for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_PU, pu));)
     if (hwloc_get_ancestor_obj_by_type (t, HWLOC_OBJ_CORE, pu) == NULL
         && hwloc_bitmap_isset (topo->online, pu->os_index))
       {
         hwloc_bitmap_only (pus, pu->os_index);
-        add_core (&cores, &n, pu_logical, pus);
+        add_core (cores, &n, pu_logical, pus);
       }
   qsort (cores, n, sizeof *cores, cmp_core_sort);
 
