@@ -306,6 +306,22 @@ set_list_clear (struct set_list *l)
   free (l->fallback);
 }
 
+struct sized_set
+{
+  int weight;
+  unsigned pos;
+  hwloc_bitmap_t set;
+};
+
+static int
+cmp_sized_set (const void *a, const void *b)
+{
+  const struct sized_set *x = a, *y = b;
+  if (x->weight != y->weight)
+    return x->weight < y->weight ? -1 : 1;
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
 /* The cpusets of every object of TYPE, online part only, smallest first so that
    partition_level() keeps the finest grouping when objects nest. */
 static void
@@ -321,13 +337,14 @@ collect_objects (hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_bitmap_t
       if (!hwloc_bitmap_iszero (set))
         set_list_add (out, set, false);
     }
-  for (unsigned i = 1; i < out->n; i++)
-    for (unsigned j = i; j > 0 && hwloc_bitmap_weight (out->sets[j]) < hwloc_bitmap_weight (out->sets[j - 1]); j--)
-      {
-        hwloc_bitmap_t tmp = out->sets[j];
-        out->sets[j] = out->sets[j - 1];
-        out->sets[j - 1] = tmp;
-      }
+  /* stable: equal sizes keep topology order (an insertion sort did this in
+     quadratic time, which a file of many objects could make slow) */
+  cleanup_free struct sized_set *sized = cp_xcalloc (out->n ? out->n : 1, sizeof *sized);
+  for (unsigned i = 0; i < out->n; i++)
+    sized[i] = (struct sized_set) { hwloc_bitmap_weight (out->sets[i]), i, out->sets[i] };
+  qsort (sized, out->n, sizeof *sized, cmp_sized_set);
+  for (unsigned i = 0; i < out->n; i++)
+    out->sets[i] = sized[i].set;
 }
 
 /* Turn candidate sets into a partition of the online CPUs: overlapping parts go
