@@ -16,7 +16,6 @@
 #include "util.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
