@@ -1,15 +1,147 @@
+/* The placement engine: cp_place() is a pipeline of four named stages,
+ *
+ *   view_init + validate   what is allowed, free and held, per core and per domain;
+ *                          refuse malformed or oversized requests
+ *   choose_domains         which align-level domains: one (best fit / least loaded)
+ *                          or the fewest inside the tightest group (spill)
+ *   fill_plan              which CPUs inside them, following the smt option
+ *   explain                the plan's one-line reason
+ *
+ * Every choice between candidates (cores, domains, groups) is made by one ordered
+ * key, struct rank, compared by rank_cmp() alone; the keys are listed together
+ * below ("the tie-break order") and in docs/placement.md. */
 #define _GNU_SOURCE
 #include "placement.h"
 #include "bitmap.h"
 #include "util.h"
 
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Per-request view of the machine: what is allowed and free, each core's PE0
-   among the allowed CPUs, and the order cores are taken in. */
+/* ---- the tie-break order ------------------------------------------------------------ */
+
+/* A candidate's key: fields compared in order, the smaller first.  Each field is a
+ * fraction (NUM/DEN, DEN > 0) so shared mode's load compares exactly; the other
+ * fields are whole numbers (DEN 1).  "Larger first" is written as a bound minus the
+ * value.  Every key ends on a position, so no two candidates tie. */
+#define RANK_FIELDS 5
+struct rank
+{
+  unsigned long num[RANK_FIELDS];
+  unsigned long den[RANK_FIELDS];
+  unsigned n;
+};
+
+static void
+rank_add (struct rank *r, unsigned long num, unsigned long den)
+{
+  r->num[r->n] = num;
+  r->den[r->n] = den ? den : 1;
+  r->n++;
+}
+
+static int
+rank_cmp (const struct rank *a, const struct rank *b)
+{
+  for (unsigned i = 0; i < a->n && i < b->n; i++)
+    {
+      unsigned long x = a->num[i] * b->den[i], y = b->num[i] * a->den[i];
+      if (x != y)
+        return x < y ? -1 : 1;
+    }
+  return 0;
+}
+
+struct ranked
+{
+  struct rank rank;
+  unsigned id;
+};
+
+static int
+cmp_ranked (const void *a, const void *b)
+{
+  return rank_cmp (&((const struct ranked *) a)->rank, &((const struct ranked *) b)->rank);
+}
+
+/* The keys, one per kind of choice:
+ *
+ *   cores, in the order they are taken:   fastest CPU kind first, then topology order
+ *   the one domain (exclusive):           under pe0-first, fits on PE0s of free cores
+ *                                         first; then best fit (fewest usable CPUs
+ *                                         left over); then lowest index
+ *   the one domain (shared):              least loaded; then lowest index
+ *   domains inside a spill group:         most capacity first; then lowest index
+ *   the remainder's domain in a group:    least capacity that holds the remainder;
+ *                                         then lowest index
+ *   the spill group:                      fewest domains; then fewest CPUs (the
+ *                                         tightest group); then smaller level; then
+ *                                         fullest (least capacity left over); then
+ *                                         lowest index */
+
+static struct rank
+rank_core (const struct cp_topo *topo, unsigned c)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, (unsigned long) ((long) INT_MAX - topo->cores[c].kind), 1);
+  rank_add (&r, c, 1);
+  return r;
+}
+
+static struct rank
+rank_single_exclusive (bool pe0_short, unsigned long left_over, unsigned d)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, pe0_short, 1);
+  rank_add (&r, left_over, 1);
+  rank_add (&r, d, 1);
+  return r;
+}
+
+static struct rank
+rank_single_shared (unsigned long load, unsigned long usable, unsigned d)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, load, usable);
+  rank_add (&r, d, 1);
+  return r;
+}
+
+static struct rank
+rank_group_member (unsigned cap, unsigned d)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, (unsigned long) UINT_MAX - cap, 1);
+  rank_add (&r, d, 1);
+  return r;
+}
+
+static struct rank
+rank_remainder (unsigned cap, unsigned d)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, cap, 1);
+  rank_add (&r, d, 1);
+  return r;
+}
+
+static struct rank
+rank_group (size_t n_domains, unsigned size, enum cp_level level, unsigned long left_over, unsigned g)
+{
+  struct rank r = { .n = 0 };
+  rank_add (&r, n_domains, 1);
+  rank_add (&r, size, 1);
+  rank_add (&r, level, 1);
+  rank_add (&r, left_over, 1);
+  rank_add (&r, g, 1);
+  return r;
+}
+
+/* ---- the view: one request's look at the machine --------------------------------------- */
+
+/* What is allowed and free, each core's PE0 among the allowed CPUs, the order cores
+   are taken in, and each align-level domain's capacity for this request. */
 struct view
 {
   const struct cp_topo *topo;
@@ -21,10 +153,10 @@ struct view
   hwloc_bitmap_t free;      /* allowed minus held */
   int *pe0;                 /* per core: lowest allowed PU, -1 when none */
   bool *whole_free;         /* per core: has allowed PUs and none is held */
-  unsigned *order;          /* core positions: fastest kind first, then topology order */
+  unsigned *order;          /* core positions in the order they are taken (rank_core) */
   unsigned *cap;            /* per domain of `level`: CPUs this request could get there */
   unsigned *pe0_cap;        /* per domain: cores free as a whole (PE0s on offer) */
-  bool *in_set;             /* per domain: scratch membership for fill() */
+  bool *in_set;             /* per domain: the domains fill() may take from */
 };
 
 static void
@@ -40,24 +172,24 @@ view_clear (struct view *v)
   free (v->pe0_cap);
   free (v->in_set);
 }
+#define cleanup_view __attribute__ ((cleanup (view_clear)))
 
-static const struct cp_topo *sort_topo;
-
-static int
-cmp_core_order (const void *a, const void *b)
+static void
+order_cores (struct view *v)
 {
-  unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
-  int kx = sort_topo->cores[x].kind, ky = sort_topo->cores[y].kind;
-  if (kx != ky)
-    return ky - kx;
-  return (x > y) - (x < y);
+  unsigned n = v->topo->n_cores;
+  cleanup_free struct ranked *cores = cp_xcalloc (n, sizeof *cores);
+  for (unsigned c = 0; c < n; c++)
+    cores[c] = (struct ranked) { rank_core (v->topo, c), c };
+  qsort (cores, n, sizeof *cores, cmp_ranked);
+  for (unsigned i = 0; i < n; i++)
+    v->order[i] = cores[i].id;
 }
 
 static void
-view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allowed,
-           const struct cp_usage *usage, const struct cp_request *req)
+view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allowed, const struct cp_usage *usage,
+           const struct cp_request *req)
 {
-  memset (v, 0, sizeof *v);
   v->topo = topo;
   v->req = req;
   v->usage = usage;
@@ -81,12 +213,8 @@ view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allo
          allowed set: a container in another parent cgroup running on the sibling
          would take the core out of single-thread mode all the same. */
       v->whole_free[c] = v->pe0[c] >= 0 && !(usage && usage->held && hwloc_bitmap_intersects (core->pus, usage->held));
-      v->order[c] = c;
     }
-  /* qsort is not stable, but the comparison ends on the position, so the
-     order is total and deterministic. */
-  sort_topo = topo;
-  qsort (v->order, topo->n_cores, sizeof *v->order, cmp_core_order);
+  order_cores (v);
 
   unsigned nd = topo->n_domains[v->level];
   v->cap = cp_xcalloc (nd, sizeof *v->cap);
@@ -94,7 +222,114 @@ view_init (struct view *v, const struct cp_topo *topo, hwloc_const_bitmap_t allo
   v->in_set = cp_xcalloc (nd, sizeof *v->in_set);
 }
 
-/* ---- filling ---------------------------------------------------------------- */
+static unsigned
+allowed_threads (const struct view *v, unsigned c)
+{
+  unsigned threads = 0;
+  int pu;
+  hwloc_bitmap_foreach_begin (pu, v->topo->cores[c].pus)
+    threads += hwloc_bitmap_isset (v->allowed, (unsigned) pu);
+  hwloc_bitmap_foreach_end ();
+  return threads;
+}
+
+/* ---- validating ------------------------------------------------------------------------ */
+
+/* "2", "1 or 2", "2, 4 or 8": the widths W[0..N-1] for a message. */
+static char *
+widths_text (const unsigned *w, size_t n)
+{
+  char *text = cp_xasprintf ("%u", w[0]);
+  for (size_t i = 1; i < n; i++)
+    {
+      char *next = cp_xasprintf ("%s%s%u", text, i + 1 == n ? " or " : ", ", w[i]);
+      free (text);
+      text = next;
+    }
+  return text;
+}
+
+/* smt=cores takes whole cores, so NEED must be a sum of the allowed thread counts
+ * ("widths") of some set of cores, whatever is free: otherwise no host state could
+ * ever meet the request and it is malformed for this machine (1 CPU on SMT2), an
+ * input error.  Hybrid parts mix widths (P-cores of 2, E-cores of 1), and an allowed
+ * set that cuts a core makes it narrower, so the test is a subset sum over all
+ * allowed cores: the multiset of widths, few distinct ones, counted. */
+static int
+check_core_widths (const struct view *v, unsigned need, cp_error_t *err)
+{
+  const struct cp_topo *topo = v->topo;
+  unsigned max_w = 0;
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    {
+      unsigned w = allowed_threads (v, c);
+      max_w = w > max_w ? w : max_w;
+    }
+  cleanup_free unsigned *count = cp_xcalloc (max_w + 1, sizeof *count);
+  for (unsigned c = 0; c < topo->n_cores; c++)
+    count[allowed_threads (v, c)]++;
+  cleanup_free unsigned *widths = cp_xcalloc (max_w + 1, sizeof *widths);
+  size_t n_widths = 0;
+  unsigned g = 0;
+  cleanup_free bool *reach = cp_xcalloc ((size_t) need + 1, sizeof *reach);
+  reach[0] = true;
+  for (unsigned w = 1; w <= max_w; w++)
+    {
+      if (count[w] == 0)
+        continue;
+      widths[n_widths++] = w;
+      for (unsigned a = w; a;)
+        {
+          unsigned r = g % a;
+          g = a;
+          a = r;
+        }
+      /* COUNT[W] cores of width W, as items of 1, 2, 4, ... cores (binary split) */
+      for (unsigned left = count[w], k = 1; left > 0; k *= 2)
+        {
+          unsigned take = k < left ? k : left;
+          left -= take;
+          unsigned long item = (unsigned long) take * w;
+          for (unsigned long s = need; s >= item && item > 0; s--)
+            reach[s] = reach[s] || reach[s - item];
+        }
+    }
+  if (n_widths == 0 || reach[need])
+    return 0;
+  cleanup_free char *text = widths_text (widths, n_widths);
+  if (need % g != 0)
+    return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: %u CPUs is not a multiple of %u", text,
+                          need, g);
+  return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: no set of them has exactly %u CPUs",
+                        text, need);
+}
+
+/* Malformed requests are input errors; requests this host cannot meet, however
+ * well formed (more CPUs than it allows), are unsatisfiable. */
+static int
+validate (const struct view *v, cp_error_t *err)
+{
+  unsigned allowed = (unsigned) hwloc_bitmap_weight (v->allowed);
+  if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->cpus == 0)
+    return cp_fail_input (err, "cpus: a number from 1 to %u is required in exclusive mode", allowed);
+  if (allowed == 0)
+    return cp_fail_unsatisfiable (err, "no allowed CPU is online in this topology");
+  if (v->req->cpus > allowed)
+    return cp_fail_unsatisfiable (err, "cpus: %u is more than the %u allowed CPUs", v->req->cpus, allowed);
+  if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->smt == CP_SMT_CORES)
+    return check_core_widths (v, v->req->cpus, err);
+  return 0;
+}
+
+/* ---- filling: which CPUs inside the marked domains ------------------------------------- */
+
+static void
+mark_only (struct view *v, const unsigned *doms, size_t n)
+{
+  memset (v->in_set, 0, v->topo->n_domains[v->level] * sizeof *v->in_set);
+  for (size_t i = 0; i < n; i++)
+    v->in_set[doms[i]] = true;
+}
 
 static bool
 core_in_set (const struct view *v, unsigned c)
@@ -122,6 +357,7 @@ take_pus (const struct view *v, unsigned c, unsigned got, unsigned need, hwloc_b
   return got;
 }
 
+/* The core's allowed PUs into HELD (smt=pe0's idle siblings, smt=cores' whole cores). */
 static void
 hold_core (const struct view *v, unsigned c, hwloc_bitmap_t held)
 {
@@ -130,17 +366,6 @@ hold_core (const struct view *v, unsigned c, hwloc_bitmap_t held)
     if (hwloc_bitmap_isset (v->allowed, (unsigned) pu))
       hwloc_bitmap_set (held, (unsigned) pu);
   hwloc_bitmap_foreach_end ();
-}
-
-static unsigned
-allowed_threads (const struct view *v, unsigned c)
-{
-  unsigned threads = 0;
-  int pu;
-  hwloc_bitmap_foreach_begin (pu, v->topo->cores[c].pus)
-    threads += hwloc_bitmap_isset (v->allowed, (unsigned) pu);
-  hwloc_bitmap_foreach_end ();
-  return threads;
 }
 
 /* smt=cores when the greedy pass misses: cores with different numbers of allowed
@@ -153,8 +378,8 @@ static unsigned
 fill_cores_exact (const struct view *v, unsigned need, hwloc_bitmap_t cpus)
 {
   const struct cp_topo *topo = v->topo;
-  unsigned *cand = cp_xcalloc (topo->n_cores, sizeof *cand);
-  unsigned *threads = cp_xcalloc (topo->n_cores, sizeof *threads);
+  cleanup_free unsigned *cand = cp_xcalloc (topo->n_cores, sizeof *cand);
+  cleanup_free unsigned *threads = cp_xcalloc (topo->n_cores, sizeof *threads);
   size_t m = 0;
   for (unsigned i = 0; i < topo->n_cores; i++)
     {
@@ -178,14 +403,10 @@ fill_cores_exact (const struct view *v, unsigned need, hwloc_bitmap_t cpus)
         a = r;
       }
   if (g == 0 || need % g != 0)
-    {
-      free (cand);
-      free (threads);
-      return 0;
-    }
+    return 0;
   /* reach bit (i, s): candidates i.. can make exactly s threads */
   size_t row = (size_t) need + 1;
-  unsigned char *reach = cp_xcalloc (((m + 1) * row + 7) / 8, 1);
+  cleanup_free unsigned char *reach = cp_xcalloc (((m + 1) * row + 7) / 8, 1);
 #define REACH(i, s) ((reach[((i) * row + (s)) / 8] >> (((i) * row + (s)) % 8)) & 1)
 #define SET_REACH(i, s) (reach[((i) * row + (s)) / 8] |= (unsigned char) (1u << (((i) * row + (s)) % 8)))
   SET_REACH (m, 0);
@@ -203,14 +424,12 @@ fill_cores_exact (const struct view *v, unsigned need, hwloc_bitmap_t cpus)
     }
 #undef REACH
 #undef SET_REACH
-  free (reach);
-  free (cand);
-  free (threads);
   return got;
 }
 
 /* Fill CPUS (and HELD) with up to NEED CPUs from the domains marked in v->in_set,
-   following the smt option.  Returns how many were taken. */
+   following the smt option; cores in v->order.  Returns how many were taken.
+   NEED = UINT_MAX measures a domain's capacity. */
 static unsigned
 fill (const struct view *v, unsigned need, hwloc_bitmap_t cpus, hwloc_bitmap_t held)
 {
@@ -287,12 +506,14 @@ fill (const struct view *v, unsigned need, hwloc_bitmap_t cpus, hwloc_bitmap_t h
   return got;
 }
 
-static void
-mark_only (struct view *v, const unsigned *doms, size_t n)
+/* Would fill() take exactly NEED from DOMS[0..N-1] alone? */
+static bool
+fills_exactly (struct view *v, const unsigned *doms, size_t n, unsigned need)
 {
-  memset (v->in_set, 0, v->topo->n_domains[v->level] * sizeof *v->in_set);
-  for (size_t i = 0; i < n; i++)
-    v->in_set[doms[i]] = true;
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_new ();
+  mark_only (v, doms, n);
+  return fill (v, need, cpus, held) == need;
 }
 
 /* The shared-mode CPUs of a domain: its free PUs; PE0s only under smt=pe0; the
@@ -332,12 +553,14 @@ shared_cpus (const struct view *v, unsigned d, hwloc_bitmap_t out)
     }
 }
 
-/* Capacity of each align-level domain for this request. */
+/* Capacity of each align-level domain for this request: what fill() (exclusive)
+   or shared_cpus() (shared) would give there with no limit. */
 static void
 compute_capacity (struct view *v)
 {
   unsigned nd = v->topo->n_domains[v->level];
-  hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_new ();
   for (unsigned d = 0; d < nd; d++)
     {
       if (v->req->mode == CP_MODE_SHARED)
@@ -354,11 +577,27 @@ compute_capacity (struct view *v)
       for (unsigned i = 0; i < dom->n_cores; i++)
         v->pe0_cap[d] += v->whole_free[dom->cores[i]];
     }
-  hwloc_bitmap_free (cpus);
-  hwloc_bitmap_free (held);
 }
 
-/* ---- choosing domains ---------------------------------------------------------- */
+/* ---- choosing domains ---------------------------------------------------------------- */
+
+/* The outcome of choose_domains(): the align-level domains to fill. */
+struct choice
+{
+  unsigned *doms;
+  size_t n;
+  bool spilled;              /* no single domain held the request */
+  enum cp_level group_level; /* spilled: the group the domains were taken in */
+  unsigned group;
+  unsigned long left_over;   /* spilled: the group's capacity beyond the request */
+};
+
+static void
+choice_clear (struct choice *c)
+{
+  free (c->doms);
+}
+#define cleanup_choice __attribute__ ((cleanup (choice_clear)))
 
 /* Does NEED fit in domain D alone?  Under smt=cores the count must also come out
    exact, which only a trial fill can tell. */
@@ -369,12 +608,7 @@ fits_alone (struct view *v, unsigned d, unsigned need)
     return false;
   if (v->req->mode == CP_MODE_SHARED || v->req->smt != CP_SMT_CORES)
     return true;
-  hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
-  mark_only (v, &d, 1);
-  bool ok = fill (v, need, cpus, held) == need;
-  hwloc_bitmap_free (cpus);
-  hwloc_bitmap_free (held);
-  return ok;
+  return fills_exactly (v, &d, 1, need);
 }
 
 /* Load of a domain for shared mode, as a fraction: CPUs held there plus the
@@ -383,7 +617,7 @@ static void
 domain_load (const struct view *v, unsigned d, unsigned long *num, unsigned long *den)
 {
   const struct cp_domain *dom = &v->topo->domains[v->level][d];
-  hwloc_bitmap_t tmp = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t tmp = cp_bitmap_new ();
   hwloc_bitmap_and (tmp, dom->cpus, v->held);
   unsigned long load = (unsigned long) hwloc_bitmap_weight (tmp);
   for (size_t i = 0; v->usage && i < v->usage->n_shared; i++)
@@ -395,202 +629,196 @@ domain_load (const struct view *v, unsigned d, unsigned long *num, unsigned long
   hwloc_bitmap_and (tmp, dom->cpus, v->allowed);
   *num = load;
   *den = (unsigned long) hwloc_bitmap_weight (tmp);
-  hwloc_bitmap_free (tmp);
 }
 
-/* Pick the single domain for NEED, or -1.
- *
- * Exclusive: best fit, the domain left with the fewest free CPUs after this
- * request, so that large empty domains stay whole for large requests later.
- * Under pe0-first a domain where the request fits on PE0s alone beats one
- * where it would need siblings.  Shared: the least loaded domain.  Ties go to
- * the lowest index. */
+/* The single domain for NEED, or -1: the lowest-ranked domain that holds it alone
+   (rank_single_exclusive: best fit; rank_single_shared: least loaded). */
 static int
 choose_single (struct view *v, unsigned need)
 {
   int best = -1;
-  unsigned long best_key[2] = { 0, 0 };
-  unsigned long best_num = 0, best_den = 1;
+  struct rank best_rank = { .n = 0 };
   for (unsigned d = 0; d < v->topo->n_domains[v->level]; d++)
     {
       if (!fits_alone (v, d, need))
         continue;
+      struct rank r;
       if (v->req->mode == CP_MODE_SHARED)
         {
           unsigned long num, den;
           domain_load (v, d, &num, &den);
-          if (best < 0 || num * best_den < best_num * den)
-            {
-              best = (int) d;
-              best_num = num;
-              best_den = den;
-            }
-          continue;
+          r = rank_single_shared (num, den, d);
         }
-      unsigned long key[2];
-      key[0] = v->req->smt == CP_SMT_PE0_FIRST && v->pe0_cap[d] < need;
-      key[1] = v->cap[d] - need;
-      if (best < 0 || key[0] < best_key[0] || (key[0] == best_key[0] && key[1] < best_key[1]))
+      else
+        r = rank_single_exclusive (v->req->smt == CP_SMT_PE0_FIRST && v->pe0_cap[d] < need, v->cap[d] - need, d);
+      if (best < 0 || rank_cmp (&r, &best_rank) < 0)
         {
           best = (int) d;
-          best_key[0] = key[0];
-          best_key[1] = key[1];
+          best_rank = r;
         }
     }
   return best;
 }
 
-struct spill
-{
-  enum cp_level group_level;
-  unsigned group;
-  unsigned *doms;
-  size_t n;
-  unsigned long leftover;
-};
-
-static const struct view *sort_view;
-
-static int
-cmp_cap_desc (const void *a, const void *b)
-{
-  unsigned x = *(const unsigned *) a, y = *(const unsigned *) b;
-  if (sort_view->cap[x] != sort_view->cap[y])
-    return sort_view->cap[x] < sort_view->cap[y] ? 1 : -1;
-  return (x > y) - (x < y);
-}
-
 /* The fewest align-level domains inside group G (a domain of GROUP_LEVEL) that
  * hold NEED: the largest first (whole free domains come first that way), then
- * for the remainder the smallest domain that still holds it.  Under smt=cores
- * the capacities may add up without an exact count of whole cores among them
- * (cores of 2 threads for 3 CPUs); then the next domains are added until one
- * exists.  Returns false when the group cannot hold NEED at all. */
+ * for the remainder the smallest domain that still holds it, so it stays next to
+ * the others.  Under smt=cores the capacities may add up without an exact count of
+ * whole cores among them (cores of 2 threads for 3 CPUs); then the next domains
+ * are added until one exists.  Returns false when the group cannot hold NEED. */
 static bool
-plan_group (struct view *v, enum cp_level group_level, unsigned g, unsigned need, struct spill *out)
+plan_group (struct view *v, enum cp_level group_level, unsigned g, unsigned need, struct choice *out)
 {
   const struct cp_domain *group = &v->topo->domains[group_level][g];
   unsigned nd = v->topo->n_domains[v->level];
-  unsigned *members = cp_xcalloc (nd, sizeof *members);
+  cleanup_free struct ranked *members = cp_xcalloc (nd, sizeof *members);
   size_t n = 0;
   unsigned long total = 0;
   for (unsigned d = 0; d < nd; d++)
     if (v->cap[d] > 0 && hwloc_bitmap_isincluded (v->topo->domains[v->level][d].cpus, group->cpus))
       {
-        members[n++] = d;
+        members[n++] = (struct ranked) { rank_group_member (v->cap[d], d), d };
         total += v->cap[d];
       }
   if (total < need)
-    {
-      free (members);
-      return false;
-    }
-  sort_view = v;
-  qsort (members, n, sizeof *members, cmp_cap_desc);
+    return false;
+  qsort (members, n, sizeof *members, cmp_ranked);
+  cleanup_free unsigned *doms = cp_xcalloc (n, sizeof *doms);
+  for (size_t i = 0; i < n; i++)
+    doms[i] = members[i].id;
 
+  /* doms[0..k-1] are taken whole; the remainder NEED-GOT goes to the best-ranked
+     (rank_remainder) of the rest that holds it, swapped into doms[k]. */
   size_t k = 0;
   unsigned long got = 0;
-  while (got + v->cap[members[k]] < need)
-    got += v->cap[members[k++]];
-  /* members[0..k-1] are taken whole; the remainder NEED-GOT goes to the smallest
-     of the rest that holds it, the lowest index among equals (members is sorted
-     by capacity descending, then index), so it stays next to the others. */
+  while (got + v->cap[doms[k]] < need)
+    got += v->cap[doms[k++]];
   size_t last = k;
+  struct rank last_rank = rank_remainder (v->cap[doms[k]], doms[k]);
   for (size_t i = k + 1; i < n; i++)
-    if (v->cap[members[i]] >= need - got && v->cap[members[i]] < v->cap[members[last]])
-      last = i;
-  unsigned tmp = members[k];
-  members[k] = members[last];
-  members[last] = tmp;
+    {
+      struct rank r = rank_remainder (v->cap[doms[i]], doms[i]);
+      if (v->cap[doms[i]] >= need - got && rank_cmp (&r, &last_rank) < 0)
+        {
+          last = i;
+          last_rank = r;
+        }
+    }
+  unsigned tmp = doms[k];
+  doms[k] = doms[last];
+  doms[last] = tmp;
 
   if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->smt == CP_SMT_CORES)
     {
-      /* Adding domains only adds cores, so "exact with members[0..j]" is monotone
+      /* Adding domains only adds cores, so "exact with doms[0..j]" is monotone
          in j: the whole group first, then a binary search for the fewest. */
-      hwloc_bitmap_t cpus = cp_bitmap_new (), held = cp_bitmap_new ();
+      if (!fills_exactly (v, doms, n, need))
+        return false;
       size_t lo = k, hi = n - 1;
-      mark_only (v, members, n);
-      bool ok = fill (v, need, cpus, held) == need;
-      while (ok && lo < hi)
+      while (lo < hi)
         {
           size_t mid = lo + (hi - lo) / 2;
-          mark_only (v, members, mid + 1);
-          if (fill (v, need, cpus, held) == need)
+          if (fills_exactly (v, doms, mid + 1, need))
             hi = mid;
           else
             lo = mid + 1;
         }
-      hwloc_bitmap_free (cpus);
-      hwloc_bitmap_free (held);
-      if (!ok)
-        {
-          free (members);
-          return false;
-        }
       k = lo;
     }
 
+  out->doms = cp_steal_pointer (&doms);
+  out->n = k + 1;
+  out->spilled = true;
   out->group_level = group_level;
   out->group = g;
-  out->doms = members;
-  out->n = k + 1;
-  out->leftover = total - need;
+  out->left_over = total - need;
   return true;
 }
 
-static int
-group_size (const struct view *v, const struct spill *s)
+static struct rank
+rank_spill (const struct view *v, const struct choice *s)
 {
-  return hwloc_bitmap_weight (v->topo->domains[s->group_level][s->group].cpus);
+  unsigned size = (unsigned) hwloc_bitmap_weight (v->topo->domains[s->group_level][s->group].cpus);
+  return rank_group (s->n, size, s->group_level, s->left_over, s->group);
 }
 
-/* Is A a better spill than B?  Fewer domains; then the tighter group (a NUMA
-   node inside a package, a package; where a NUMA node spans packages the
-   package is tighter, so it is size that decides, not the level's name); then
-   the fullest group; then topology order. */
+/* Spill over: the best-ranked group (rank_group) among the domains of every
+   larger level that holds NEED. */
 static bool
-spill_better (const struct view *v, const struct spill *a, const struct spill *b)
-{
-  if (a->n != b->n)
-    return a->n < b->n;
-  int sa = group_size (v, a), sb = group_size (v, b);
-  if (sa != sb)
-    return sa < sb;
-  if (a->group_level != b->group_level)
-    return a->group_level < b->group_level;
-  return a->leftover < b->leftover;
-}
-
-/* Spill over: the fewest domains, inside the tightest group that holds them. */
-static bool
-choose_spill (struct view *v, unsigned need, struct spill *best)
+choose_spill (struct view *v, unsigned need, struct choice *best)
 {
   bool found = false;
+  struct rank best_rank = { .n = 0 };
   for (int gl = (int) v->level + 1; gl < CP_LEVEL_COUNT; gl++)
     {
       if (v->level == CP_LEVEL_L2 && gl == CP_LEVEL_LLC && v->topo->llc_depth == 2)
         continue; /* the LLC is the L2 there: nothing to group */
       for (unsigned g = 0; g < v->topo->n_domains[gl]; g++)
         {
-          struct spill s = { 0 };
+          cleanup_choice struct choice s = { 0 };
           if (!plan_group (v, (enum cp_level) gl, g, need, &s))
             continue;
-          bool better = !found || spill_better (v, &s, best);
-          if (better)
-            {
-              if (found)
-                free (best->doms);
-              *best = s;
-              found = true;
-            }
-          else
-            free (s.doms);
+          struct rank r = rank_spill (v, &s);
+          if (found && rank_cmp (&r, &best_rank) >= 0)
+            continue;
+          choice_clear (best);
+          *best = s;
+          s.doms = NULL;
+          best_rank = r;
+          found = true;
         }
     }
   return found;
 }
 
-/* ---- the plan ---------------------------------------------------------------- */
+static unsigned
+largest_domain (const struct view *v)
+{
+  unsigned best = 0;
+  for (unsigned d = 1; d < v->topo->n_domains[v->level]; d++)
+    if (v->cap[d] > v->cap[best])
+      best = d;
+  return best;
+}
+
+/* One domain when one holds NEED, else (not strict, not align=none) the fewest
+   inside the tightest group; CP_ERR_UNSATISFIABLE when neither exists. */
+static int
+choose_domains (struct view *v, unsigned need, struct choice *out, cp_error_t *err)
+{
+  int single = choose_single (v, need);
+  if (single >= 0)
+    {
+      out->doms = cp_xcalloc (1, sizeof *out->doms);
+      out->doms[0] = (unsigned) single;
+      out->n = 1;
+      return 0;
+    }
+
+  const struct cp_request *req = v->req;
+  const char *label = cp_topo_level_label (v->topo, v->level);
+  unsigned big = largest_domain (v);
+  if (req->strict || v->level == CP_LEVEL_MACHINE)
+    return cp_fail_unsatisfiable (err,
+                                  "cannot place %u CPUs (smt=%s) inside one %s: the most any has free is %u (%s#%u)%s",
+                                  need, cp_smt_name (req->smt), label, v->cap[big], label, big,
+                                  req->strict ? " and the request is strict" : "");
+  if (choose_spill (v, need, out))
+    return 0;
+
+  unsigned long total = 0;
+  for (unsigned d = 0; d < v->topo->n_domains[v->level]; d++)
+    total += v->cap[d];
+  if (total >= need) /* smt=cores: enough threads, but no exact set of whole cores */
+    return cp_fail_unsatisfiable (err,
+                                  "cannot place %u CPUs (smt=%s, mode=%s): no set of wholly free cores has exactly "
+                                  "%u CPUs (%lu CPUs are free in whole cores)",
+                                  need, cp_smt_name (req->smt), cp_mode_name (req->mode), need, total);
+  return cp_fail_unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): only %lu usable CPUs are free", need,
+                                cp_smt_name (req->smt), cp_mode_name (req->mode), total);
+}
+
+/* ---- the plan ------------------------------------------------------------------------- */
 
 static struct cp_plan *
 plan_new (enum cp_mode mode)
@@ -625,6 +853,7 @@ cmp_unsigned (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* The plan's domains, in index order, each with the plan's CPUs in it. */
 static void
 record_domains (const struct view *v, struct cp_plan *plan, unsigned *doms, size_t n)
 {
@@ -633,17 +862,14 @@ record_domains (const struct view *v, struct cp_plan *plan, unsigned *doms, size
   for (size_t i = 0; i < n; i++)
     {
       const struct cp_domain *dom = &v->topo->domains[v->level][doms[i]];
-      hwloc_bitmap_t part = cp_bitmap_new ();
+      cleanup_bitmap hwloc_bitmap_t part = cp_bitmap_new ();
       hwloc_bitmap_and (part, dom->cpus, plan->cpus);
       if (hwloc_bitmap_iszero (part))
-        {
-          hwloc_bitmap_free (part);
-          continue;
-        }
+        continue;
       struct cp_plan_domain *pd = &plan->domains[plan->n_domains++];
       pd->level = v->level;
       pd->index = dom->index;
-      pd->cpus = part;
+      pd->cpus = cp_steal_pointer (&part);
     }
   plan->split = plan->n_domains > 1;
 }
@@ -663,6 +889,30 @@ compute_mems (const struct cp_topo *topo, hwloc_const_bitmap_t allowed_mems, str
   hwloc_bitmap_and (plan->mems, plan->mems, fallback);
   if (hwloc_bitmap_iszero (plan->mems))
     hwloc_bitmap_copy (plan->mems, fallback);
+}
+
+/* The CPUs (and held set) of the plan inside the chosen domains: shared mode takes
+   each domain's shared CPUs whole; exclusive mode fills NEED in smt order across
+   all of them (under pe0-first every PE0 before any sibling). */
+static int
+fill_plan (struct view *v, const struct choice *ch, unsigned need, struct cp_plan *plan, cp_error_t *err)
+{
+  if (v->req->mode == CP_MODE_SHARED)
+    {
+      cleanup_bitmap hwloc_bitmap_t part = cp_bitmap_new ();
+      for (size_t i = 0; i < ch->n; i++)
+        {
+          shared_cpus (v, ch->doms[i], part);
+          hwloc_bitmap_or (plan->cpus, plan->cpus, part);
+        }
+      return 0;
+    }
+  mark_only (v, ch->doms, ch->n);
+  unsigned got = fill (v, need, plan->cpus, plan->held);
+  if (got != need)
+    return cp_fail_unsatisfiable (err, "cannot place %u CPUs with smt=%s: only %u whole cores' worth fit exactly", need,
+                                  cp_smt_name (v->req->smt), got);
+  return 0;
 }
 
 static const char *
@@ -687,142 +937,56 @@ smt_summary (const struct view *v, const struct cp_plan *plan, char *buf, size_t
   return buf;
 }
 
-static int
-unsatisfiable (cp_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
-
-static int
-unsatisfiable (cp_error_t *err, const char *fmt, ...)
+/* The plan's one-line reason: where, why there, how the threads were used. */
+static char *
+explain (const struct view *v, const struct choice *ch, const struct cp_plan *plan, unsigned need)
 {
-  va_list ap;
-  va_start (ap, fmt);
-  cleanup_free char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
-  va_end (ap);
-  return cp_error_set (err, CP_ERR_UNSATISFIABLE, 0, "%s", msg);
-}
+  const struct cp_topo *topo = v->topo;
+  const char *label = cp_topo_level_label (topo, v->level);
+  bool shared = v->req->mode == CP_MODE_SHARED;
+  cleanup_free char *why = NULL;
+  if (ch->spilled)
+    {
+      unsigned big = largest_domain (v);
+      why = cp_xasprintf ("no single %s holds %u (most free: %u in %s#%u); fewest %ss within %s#%u", label, need,
+                          v->cap[big], label, big, label, cp_topo_level_label (topo, ch->group_level), ch->group);
+    }
+  else if (shared)
+    why = cp_xasprintf ("the least loaded %s with room for %u", label, need);
+  else
+    why = cp_xasprintf ("best fit: %u of its %u usable CPUs free before", need, v->cap[ch->doms[0]]);
 
-static unsigned
-largest_domain (const struct view *v)
-{
-  unsigned best = 0;
-  for (unsigned d = 1; d < v->topo->n_domains[v->level]; d++)
-    if (v->cap[d] > v->cap[best])
-      best = d;
-  return best;
-}
-
-static int
-validate (const struct view *v, cp_error_t *err)
-{
-  unsigned allowed = (unsigned) hwloc_bitmap_weight (v->allowed);
-  if (allowed == 0)
-    return cp_fail_input (err, "no allowed CPU is online in this topology");
-  if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->cpus == 0)
-    return cp_fail_input (err, "cpus: a number from 1 to %u is required in exclusive mode", allowed);
-  if (v->req->cpus > allowed)
-    return cp_fail_input (err, "cpus: %u is more than the %u allowed CPUs", v->req->cpus, allowed);
-  return 0;
+  cleanup_free char *where = NULL;
+  if (plan->n_domains == 1)
+    where = cp_xasprintf ("%s#%u", label, plan->domains[0].index);
+  else
+    where = cp_xasprintf ("%zu %ss", plan->n_domains, label);
+  char smt[128];
+  return cp_xasprintf ("%s %u CPUs on %s (%s); %s", shared ? "shared:" : "exclusive:",
+                       (unsigned) hwloc_bitmap_weight (plan->cpus), where, why, smt_summary (v, plan, smt, sizeof smt));
 }
 
 int
 cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t allowed_mems,
           const struct cp_usage *usage, const struct cp_request *req, struct cp_plan **out, cp_error_t *err)
 {
-  struct view v;
+  cleanup_view struct view v = { 0 };
   view_init (&v, topo, allowed, usage, req);
-  int ret = validate (&v, err);
-  if (ret < 0)
-    {
-      view_clear (&v);
-      return ret;
-    }
+  if (validate (&v, err) < 0)
+    return -1;
   compute_capacity (&v);
 
-  const char *label = cp_topo_level_label (topo, v.level);
-  bool shared = req->mode == CP_MODE_SHARED;
   unsigned need = req->cpus ? req->cpus : 1;
-  unsigned *doms = NULL;
-  size_t n_doms = 0;
-  char why[256];
-
-  int single = choose_single (&v, need);
-  if (single >= 0)
-    {
-      doms = cp_xcalloc (1, sizeof *doms);
-      doms[0] = (unsigned) single;
-      n_doms = 1;
-      if (shared)
-        snprintf (why, sizeof why, "the least loaded %s with room for %u", label, need);
-      else
-        snprintf (why, sizeof why, "best fit: %u of its %u usable CPUs free before", need, v.cap[single]);
-    }
-  else
-    {
-      unsigned big = largest_domain (&v);
-      if (req->strict || v.level == CP_LEVEL_MACHINE)
-        {
-          ret = unsatisfiable (err, "cannot place %u CPUs (smt=%s) inside one %s: the most any has free is %u (%s#%u)%s",
-                               need, cp_smt_name (req->smt), label, v.cap[big], label, big,
-                               req->strict ? " and the request is strict" : "");
-          view_clear (&v);
-          return ret;
-        }
-      struct spill s = { 0 };
-      if (!choose_spill (&v, need, &s))
-        {
-          unsigned long total = 0;
-          for (unsigned d = 0; d < topo->n_domains[v.level]; d++)
-            total += v.cap[d];
-          ret = unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): only %lu usable CPUs are free", need,
-                               cp_smt_name (req->smt), cp_mode_name (req->mode), total);
-          view_clear (&v);
-          return ret;
-        }
-      doms = s.doms;
-      n_doms = s.n;
-      snprintf (why, sizeof why, "no single %s holds %u (most free: %u in %s#%u); fewest %ss within %s#%u", label,
-                need, v.cap[big], label, big, label, cp_topo_level_label (topo, s.group_level), s.group);
-    }
+  cleanup_choice struct choice ch = { 0 };
+  if (choose_domains (&v, need, &ch, err) < 0)
+    return -1;
 
   cleanup_plan struct cp_plan *plan = plan_new (req->mode);
-  if (shared)
-    {
-      hwloc_bitmap_t part = cp_bitmap_new ();
-      for (size_t i = 0; i < n_doms; i++)
-        {
-          shared_cpus (&v, doms[i], part);
-          hwloc_bitmap_or (plan->cpus, plan->cpus, part);
-        }
-      hwloc_bitmap_free (part);
-    }
-  else
-    {
-      mark_only (&v, doms, n_doms);
-      unsigned got = fill (&v, need, plan->cpus, plan->held);
-      if (got != need)
-        {
-          free (doms);
-          ret = unsatisfiable (err, "cannot place %u CPUs with smt=%s: only %u whole cores' worth fit exactly", need,
-                               cp_smt_name (req->smt), got);
-          view_clear (&v);
-          return ret;
-        }
-    }
-  record_domains (&v, plan, doms, n_doms);
-  free (doms);
+  if (fill_plan (&v, &ch, need, plan, err) < 0)
+    return -1;
+  record_domains (&v, plan, ch.doms, ch.n);
   compute_mems (topo, allowed_mems, plan);
-
-  char smt[128];
-  cleanup_free char *where = NULL;
-  if (plan->n_domains == 1)
-    where = cp_xasprintf ("%s#%u", label, plan->domains[0].index);
-  else
-    where = cp_xasprintf ("%zu %ss", plan->n_domains, label);
-  plan->reason = cp_xasprintf ("%s %u CPUs on %s (%s); %s", shared ? "shared:" : "exclusive:",
-                               (unsigned) hwloc_bitmap_weight (plan->cpus), where, why,
-                               smt_summary (&v, plan, smt, sizeof smt));
-  view_clear (&v);
+  plan->reason = explain (&v, &ch, plan, need);
   *out = cp_steal_pointer (&plan);
   return 0;
 }

@@ -44,9 +44,14 @@ struct cp_plan
 
 /* Compute a plan.  ALLOWED (NULL: the topology's allowed CPUs) bounds every choice;
  * ALLOWED_MEMS (NULL: the topology's allowed nodes) is the fallback for mems.
- * Fails with CP_ERR_INPUT when the request is malformed for this host (cpus 0 in
- * exclusive mode, more than allowed) and CP_ERR_UNSATISFIABLE when the free CPUs
- * cannot meet it (or, with strict, not inside one domain). */
+ * The error's kind is final (callers need not, and must not, change it):
+ *   CP_ERR_INPUT          the request is malformed: cpus 0 in exclusive mode, or
+ *                         smt=cores with a count no set of whole allowed cores has
+ *                         (1 CPU where every core has 2 threads), whatever is free;
+ *   CP_ERR_UNSATISFIABLE  a well-formed request this host cannot meet: more CPUs than
+ *                         it allows (or none of the allowed online), not enough free,
+ *                         no exact set of wholly free cores, or, with strict, not
+ *                         inside one domain. */
 int cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t allowed_mems,
               const struct cp_usage *usage, const struct cp_request *req, struct cp_plan **out,
               cp_error_t *err);

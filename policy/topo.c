@@ -2,7 +2,11 @@
 #include "topo.h"
 #include "bitmap.h"
 #include "util.h"
+#include "../oci/io.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -25,28 +29,112 @@ is_regular_file (const char *path)
   return stat (path, &st) == 0 && S_ISREG (st.st_mode);
 }
 
-/* Point TOPOLOGY at SOURCE and record how we understood it in *KIND_OUT. */
+/* hwloc failed us: with its errno when it set one, which it does not always. */
 static int
-set_source (hwloc_topology_t topology, const char *source, char **normalized, cp_error_t *err)
+fail_hwloc (cp_error_t *err, const char *what)
 {
-  if (source == NULL || strcmp (source, "host") == 0)
+  int e = errno;
+  if (e != 0)
+    return cp_fail_errno (err, e, "%s", what);
+  return cp_fail_runtime (err, "%s", what);
+}
+
+/* Every way an XML file can be refused, whichever parser hwloc uses: with its
+   libxml2 plugin (libhwloc-plugins) hwloc_topology_set_xml*() already fails on
+   garbage, with its built-in parser only hwloc_topology_load() does.  Both are
+   the file's fault, and both say so the same way. */
+static int
+fail_xml (cp_error_t *err, const char *path)
+{
+  return cp_fail_input (err, "`%s`: not a usable hwloc XML file", path);
+}
+
+/* We read the file ourselves, bounded (CP_TOPO_XML_MAX), and hand hwloc the
+   buffer: a read error is then ours to report (with its errno), and the parser,
+   whichever it is, only ever sees bytes.  *XML must outlive the load. */
+static int
+set_xml (hwloc_topology_t topology, const char *path, char **xml, cp_error_t *err)
+{
+  size_t len = 0;
+  if (cp_io_read_at (AT_FDCWD, path, 0, path, CP_TOPO_XML_MAX, CP_IO_INPUT, xml, &len, err) < 0)
+    return -1;
+  /* the size hwloc wants counts the terminating NUL */
+  if (hwloc_topology_set_xmlbuffer (topology, *xml, (int) len + 1) < 0)
+    return fail_xml (err, path);
+  return 0;
+}
+
+/* Walk a synthetic description the way hwloc's parser does (hwloc/topology-synthetic.c:
+   an optional "(root attributes)", then levels "type:count" or "count", each with
+   optional "(attributes)", memory children "[...]" between them; counts as strtoul
+   base 0 reads them), only to bound its size before hwloc builds it.  Anything this
+   walk does not follow is left to hwloc, which refuses it. */
+static int
+check_synthetic_size (const char *source, const char *desc, cp_error_t *err)
+{
+  const char *pos = desc;
+  unsigned long long pus = 1;
+  if (*pos == '(' && (pos = strchr (pos, ')')) == NULL)
+    return 0;
+  if (pos != desc)
+    pos++;
+  while (*pos)
     {
-      *normalized = cp_xstrdup ("host");
-      return 0;
+      while (*pos == ' ')
+        pos++;
+      if (*pos == '\0')
+        break;
+      const char *close = NULL;
+      if (*pos == '[')
+        {
+          if ((close = strchr (pos, ']')) == NULL)
+            return 0;
+          pos = close + 1;
+          continue;
+        }
+      const char *level = pos;
+      if (*pos < '0' || *pos > '9')
+        {
+          if ((pos = strchr (pos, ':')) == NULL)
+            return 0;
+          pos++;
+        }
+      char *end = NULL;
+      unsigned long long arity = strtoull (pos, &end, 0);
+      if (end == pos)
+        return 0;
+      int level_len = (int) strcspn (level, " (");
+      if (arity > CP_TOPO_SYNTHETIC_MAX_ARITY)
+        return cp_fail_input (err, "`%s`: level `%.*s` has %llu objects under each parent, more than the %u a synthetic "
+                              "topology may have", source, level_len, level, arity, CP_TOPO_SYNTHETIC_MAX_ARITY);
+      pus *= arity; /* <= 8192 * 512: no overflow */
+      if (pus > CP_TOPO_SYNTHETIC_MAX_PUS)
+        return cp_fail_input (err, "`%s`: describes more than the %u PUs a synthetic topology may have", source,
+                              CP_TOPO_SYNTHETIC_MAX_PUS);
+      pos = end;
+      if (*pos == '(')
+        {
+          if ((close = strchr (pos, ')')) == NULL)
+            return 0;
+          pos = close + 1;
+        }
     }
-  if (is_regular_file (source))
-    {
-      if (hwloc_topology_set_xml (topology, source) < 0)
-        return cp_fail_input (err, "`%s`: not a usable hwloc XML file", source);
-      *normalized = cp_xstrdup (source);
-      return 0;
-    }
+  return 0;
+}
+
+static int
+set_synthetic (hwloc_topology_t topology, const char *source, char **normalized, cp_error_t *err)
+{
   const char *synthetic = source;
   if (strncmp (synthetic, "synthetic:", 10) == 0)
     synthetic += 10;
   if (hwloc_topology_set_synthetic (topology, synthetic) < 0)
     return cp_fail_input (err, "`%s` is neither \"host\", a readable XML file, nor an hwloc synthetic description",
                           source);
+  /* after hwloc's own parse, which only reads the string (5000000 cores: 10 ms):
+     the walk then sees only descriptions hwloc's grammar accepted */
+  if (check_synthetic_size (source, synthetic, err) < 0)
+    return -1;
   *normalized = cp_xasprintf ("synthetic:%s", synthetic);
   return 0;
 }
@@ -56,16 +144,37 @@ cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
 {
   cleanup_hwloc hwloc_topology_t topology = NULL;
   cleanup_free char *normalized = NULL;
+  cleanup_free char *xml = NULL;
 
+  errno = 0;
   if (hwloc_topology_init (&topology) < 0)
-    return cp_fail_errno (err, errno, "hwloc_topology_init");
+    return fail_hwloc (err, "hwloc_topology_init");
   /* The hook runs in the runtime's cgroup, not the container's: see everything
      and let the caller decide what is allowed. */
   hwloc_topology_set_flags (topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
-  if (set_source (topology, source, &normalized, err) < 0)
-    return -1;
-  if (hwloc_topology_load (topology) < 0)
-    return cp_fail_errno (err, errno, "topology `%s`: hwloc could not load it", normalized);
+
+  if (source == NULL || strcmp (source, "host") == 0)
+    {
+      normalized = cp_xstrdup ("host");
+      errno = 0;
+      if (hwloc_topology_load (topology) < 0)
+        return fail_hwloc (err, "hwloc could not discover this host's topology");
+    }
+  else if (is_regular_file (source))
+    {
+      if (set_xml (topology, source, &xml, err) < 0)
+        return -1;
+      if (hwloc_topology_load (topology) < 0)
+        return fail_xml (err, source);
+      normalized = cp_xstrdup (source);
+    }
+  else
+    {
+      if (set_synthetic (topology, source, &normalized, err) < 0)
+        return -1;
+      if (hwloc_topology_load (topology) < 0)
+        return cp_fail_input (err, "`%s`: hwloc could not build this synthetic topology", source);
+    }
   return cp_topo_from_hwloc (topology, normalized, out, err);
 }
 
@@ -84,41 +193,52 @@ cmp_core_sort (const void *a, const void *b)
   return (x->first_logical > y->first_logical) - (x->first_logical < y->first_logical);
 }
 
+/* CORES has room for every Core and PU object (build_cores). */
 static void
-add_core (struct core_sort **cores, unsigned *n, hwloc_topology_t t, hwloc_const_bitmap_t pus)
+add_core (struct core_sort *cores, unsigned *n, const unsigned *pu_logical, hwloc_const_bitmap_t pus)
 {
   int first = hwloc_bitmap_first (pus);
-  hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index (t, (unsigned) first);
-  *cores = cp_xrealloc (*cores, (*n + 1) * sizeof **cores);
-  struct core_sort *c = &(*cores)[(*n)++];
+  struct core_sort *c = &cores[(*n)++];
   memset (c, 0, sizeof *c);
-  c->first_logical = pu ? pu->logical_index : (unsigned) first;
+  c->first_logical = pu_logical[first];
   c->core.pus = cp_bitmap_dup (pus);
   c->core.first_pu = (unsigned) first;
   c->core.kind = -1;
 }
 
 /* Cores in topology order.  A PU that hwloc shows without a Core object (some
-   synthetic or partial topologies) is a core of its own. */
+   synthetic or partial topologies) is a core of its own.  Runs after pu_limit is
+   known; every lookup by CPU number goes through a table built once (a search per
+   PU, hwloc_get_pu_obj_by_os_index(), made this quadratic in the PUs). */
 static void
 build_cores (struct cp_topo *topo, hwloc_topology_t t)
 {
-  struct core_sort *cores = NULL;
+  int n_objects = hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_CORE) + hwloc_get_nbobjs_by_type (t, HWLOC_OBJ_PU);
+  struct core_sort *cores = cp_xcalloc ((size_t) (n_objects > 0 ? n_objects : 1), sizeof *cores);
   unsigned n = 0;
   cleanup_bitmap hwloc_bitmap_t pus = cp_bitmap_new ();
+
+  int last = hwloc_bitmap_last (topo->online);
+  topo->pu_limit = last < 0 ? 0 : (unsigned) last + 1;
+  cleanup_free unsigned *pu_logical = cp_xcalloc (topo->pu_limit, sizeof *pu_logical);
+  for (unsigned i = 0; i < topo->pu_limit; i++)
+    pu_logical[i] = i;
+  for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_PU, pu));)
+    if (pu->os_index < topo->pu_limit)
+      pu_logical[pu->os_index] = pu->logical_index;
 
   for (hwloc_obj_t core = NULL; (core = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_CORE, core));)
     {
       hwloc_bitmap_and (pus, core->cpuset, topo->online);
       if (!hwloc_bitmap_iszero (pus))
-        add_core (&cores, &n, t, pus);
+        add_core (cores, &n, pu_logical, pus);
     }
   for (hwloc_obj_t pu = NULL; (pu = hwloc_get_next_obj_by_type (t, HWLOC_OBJ_PU, pu));)
     if (hwloc_get_ancestor_obj_by_type (t, HWLOC_OBJ_CORE, pu) == NULL
         && hwloc_bitmap_isset (topo->online, pu->os_index))
       {
         hwloc_bitmap_only (pus, pu->os_index);
-        add_core (&cores, &n, t, pus);
+        add_core (cores, &n, pu_logical, pus);
       }
   qsort (cores, n, sizeof *cores, cmp_core_sort);
 
@@ -128,8 +248,6 @@ build_cores (struct cp_topo *topo, hwloc_topology_t t)
     topo->cores[i] = cores[i].core;
   free (cores);
 
-  int last = hwloc_bitmap_last (topo->online);
-  topo->pu_limit = last < 0 ? 0 : (unsigned) last + 1;
   topo->core_of_pu = cp_xcalloc (topo->pu_limit, sizeof *topo->core_of_pu);
   for (unsigned i = 0; i < topo->pu_limit; i++)
     topo->core_of_pu[i] = -1;
@@ -188,6 +306,22 @@ set_list_clear (struct set_list *l)
   free (l->fallback);
 }
 
+struct sized_set
+{
+  int weight;
+  unsigned pos;
+  hwloc_bitmap_t set;
+};
+
+static int
+cmp_sized_set (const void *a, const void *b)
+{
+  const struct sized_set *x = a, *y = b;
+  if (x->weight != y->weight)
+    return x->weight < y->weight ? -1 : 1;
+  return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
 /* The cpusets of every object of TYPE, online part only, smallest first so that
    partition_level() keeps the finest grouping when objects nest. */
 static void
@@ -203,13 +337,14 @@ collect_objects (hwloc_topology_t t, hwloc_obj_type_t type, hwloc_const_bitmap_t
       if (!hwloc_bitmap_iszero (set))
         set_list_add (out, set, false);
     }
-  for (unsigned i = 1; i < out->n; i++)
-    for (unsigned j = i; j > 0 && hwloc_bitmap_weight (out->sets[j]) < hwloc_bitmap_weight (out->sets[j - 1]); j--)
-      {
-        hwloc_bitmap_t tmp = out->sets[j];
-        out->sets[j] = out->sets[j - 1];
-        out->sets[j - 1] = tmp;
-      }
+  /* stable: equal sizes keep topology order (an insertion sort did this in
+     quadratic time, which a file of many objects could make slow) */
+  cleanup_free struct sized_set *sized = cp_xcalloc (out->n ? out->n : 1, sizeof *sized);
+  for (unsigned i = 0; i < out->n; i++)
+    sized[i] = (struct sized_set) { hwloc_bitmap_weight (out->sets[i]), i, out->sets[i] };
+  qsort (sized, out->n, sizeof *sized, cmp_sized_set);
+  for (unsigned i = 0; i < out->n; i++)
+    out->sets[i] = sized[i].set;
 }
 
 /* Turn candidate sets into a partition of the online CPUs: overlapping parts go
@@ -250,13 +385,23 @@ install_level (struct cp_topo *topo, enum cp_level level, const struct set_list 
   struct cp_domain *domains = cp_xcalloc (sets->n, sizeof *domains);
   unsigned next = 0;
 
+  /* which set each CPU is in, built once: the sets are a partition */
+  cleanup_free unsigned *set_of = cp_xcalloc (topo->pu_limit, sizeof *set_of);
+  for (unsigned i = 0; i < topo->pu_limit; i++)
+    set_of[i] = sets->n;
+  for (unsigned s = 0; s < sets->n; s++)
+    {
+      int pu;
+      hwloc_bitmap_foreach_begin (pu, sets->sets[s])
+        if ((unsigned) pu < topo->pu_limit && set_of[pu] == sets->n)
+          set_of[pu] = s;
+      hwloc_bitmap_foreach_end ();
+    }
+
   for (unsigned c = 0; c < topo->n_cores; c++)
     {
       struct cp_core *core = &topo->cores[c];
-      unsigned s;
-      for (s = 0; s < sets->n; s++)
-        if (hwloc_bitmap_isset (sets->sets[s], core->first_pu))
-          break;
+      unsigned s = set_of[core->first_pu];
       if (s == sets->n)
         abort (); /* partition_level() covers every online CPU */
       if (order[s] < 0)
@@ -338,10 +483,17 @@ build_nodes (struct cp_topo *topo, hwloc_topology_t t)
   topo->n_nodes = i;
 }
 
+static void
+cleanup_topo_fn (struct cp_topo **topo)
+{
+  cp_topo_free (*topo);
+}
+#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
+
 int
 cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out, cp_error_t *err)
 {
-  struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
+  cleanup_topo struct cp_topo *topo = cp_xmalloc0 (sizeof *topo);
   topo->source = cp_xstrdup (source ? source : "host");
   topo->online = cp_bitmap_dup (hwloc_topology_get_topology_cpuset (t));
   topo->allowed = cp_bitmap_new ();
@@ -351,21 +503,15 @@ cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out
   hwloc_bitmap_and (topo->allowed_nodes, hwloc_topology_get_allowed_nodeset (t), topo->nodes);
 
   if (hwloc_bitmap_iszero (topo->online) || hwloc_bitmap_weight (topo->online) < 0)
-    {
-      cp_topo_free (topo);
-      return cp_fail_input (err, "topology `%s`: no online CPUs", source);
-    }
+    return cp_fail_input (err, "topology `%s`: no online CPUs", source);
   if (hwloc_bitmap_last (topo->online) > 65535)
-    {
-      cp_topo_free (topo);
-      return cp_fail_input (err, "topology `%s`: CPU numbers above 65535", source);
-    }
+    return cp_fail_input (err, "topology `%s`: CPU numbers above 65535", source);
 
   build_cores (topo, t);
   assign_kinds (topo, t);
   build_domains (topo, t);
   build_nodes (topo, t);
-  *out = topo;
+  *out = cp_steal_pointer (&topo);
   return 0;
 }
 

@@ -62,8 +62,25 @@ struct cp_topo
   unsigned pu_limit;        /* size of core_of_pu: highest online CPU number + 1 */
 };
 
+/* Bounds on what a topology source may ask hwloc to build, checked before it does.
+ * hwloc builds a synthetic level in time that grows with its PUs times the level's
+ * width ("pu:8192", 8192 PUs under one parent, takes hwloc 7 to 10 s; the same
+ * 8192 PUs as "pack:16 l3cache:8 core:32 pu:2" take 0.3 s): 8192 PUs is Linux's
+ * largest NR_CPUS (CPU numbers up to CP_CPULIST_MAX), and no real machine has more
+ * than a few hundred objects under one parent (288 cores in a package).  An XML file
+ * is read into memory first: 32 MiB is about five times the export of an 8192-PU
+ * machine with its caches (a 384-PU Zen 4 is 310 KiB). */
+#define CP_TOPO_SYNTHETIC_MAX_PUS 8192u
+#define CP_TOPO_SYNTHETIC_MAX_ARITY 512u
+#define CP_TOPO_XML_MAX ((size_t) 32 << 20)
+
 /* Where a topology comes from: "host" (or NULL), an existing XML file, or an hwloc
- * synthetic description such as "package:2 l3cache:4 core:4 pu:2(indexes=core)". */
+ * synthetic description such as "package:2 l3cache:4 core:4 pu:2(indexes=core)".
+ * Error kinds: a host hwloc cannot discover is a runtime error (errno kept); a file
+ * we cannot read is what cp_io_read_at() says (too big: input); anything wrong with
+ * the source's content, whichever XML parser hwloc has, is CP_ERR_INPUT with one
+ * message per cause ("`FILE`: not a usable hwloc XML file", "`DESC` is neither ...",
+ * the size bounds above). */
 int cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err);
 
 /* Build the model from a loaded hwloc topology; SOURCE is only recorded. */

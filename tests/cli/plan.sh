@@ -100,6 +100,54 @@ else
   bad "strict unsatisfiable: exit $rc, $(cat "$TMP/out" "$TMP/err")"
 fi
 
+# smt=cores takes whole cores: on SMT2 an odd count can never be met, whatever is
+# free; that is the request's fault (exit 2, naming the option and the width), not
+# the host's capacity (it said "only 32 usable CPUs are free", exit 3).
+expect_usage_error "--smt cores --cpus 1 on SMT2" "smt=cores takes whole cores, of 2 threads here: 1 CPUs is not a multiple of 2" \
+  plan --topology "$SYN" --cpus 1 --smt cores
+expect_usage_error "--smt cores --cpus 3 on SMT2, strict" "is not a multiple of 2" \
+  plan --topology "$SYN" --cpus 3 --smt cores --strict
+# ... while an allowed set that cuts a core makes a core of 1 thread: 1 is well formed
+run plan --topology "$SYN" --cpus 1 --smt cores --allowed 1-31 --json
+if [ "$rc" -eq 0 ] && [ "$(field cpus)" = "1" ]; then
+  ok "--smt cores --cpus 1 with core 0 cut to {1} -> cpus 1"
+else
+  bad "--smt cores --cpus 1, core 0 cut: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+# ... and when that one core is held, it is the capacity that fails: exit 3
+run plan --topology "$SYN" --cpus 1 --smt cores --allowed 1-31 --occupied 1
+if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "cannot place 1 CPUs (smt=cores" "$TMP/err"; then
+  ok "--smt cores --cpus 1, the 1-thread core held -> exit 3: $(cat "$TMP/err")"
+else
+  bad "--smt cores --cpus 1, the 1-thread core held: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+# valid and within the allowed count, but not free: exit 3
+run plan --topology "$SYN" --cpus 8 --occupied 0-27
+if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -s "$TMP/out" ]; then
+  ok "8 CPUs with 4 free -> exit 3: $(cat "$TMP/err")"
+else
+  bad "8 CPUs with 4 free: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+
+# hybrid (P-cores of 2 threads, E-cores of 1): an odd count is well formed there
+RPL=${TOPOLOGIES:+$TOPOLOGIES/hwloc/x86-Intel-RaptorLake-Corei7-1370P.xml}
+if [ -z "$TOPOLOGIES" ] || [ ! -f "$RPL" ]; then
+  echo "SKIP hybrid smt=cores: no captured topology at '${RPL:-\$CACHEPIN_TOPOLOGIES unset}'"
+else
+  run plan --topology "$RPL" --cpus 3 --smt cores --json
+  if [ "$rc" -eq 0 ] && [ ! -s "$TMP/err" ]; then
+    ok "Raptor Lake --smt cores --cpus 3 -> cpus $(field cpus)"
+  else
+    bad "Raptor Lake --smt cores --cpus 3: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+  fi
+  run plan --topology "$RPL" --cpus 1 --smt cores --occupied 12-19
+  if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ]; then
+    ok "Raptor Lake --smt cores --cpus 1, E-cores held -> exit 3: $(cat "$TMP/err")"
+  else
+    bad "Raptor Lake --smt cores --cpus 1, E-cores held: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+  fi
+fi
+
 # ---- the issue's done criteria on a captured Zen 4 ------------------------------------------
 ZEN4=${TOPOLOGIES:+$TOPOLOGIES/hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml}
 if [ -z "$TOPOLOGIES" ] || [ ! -f "$ZEN4" ]; then

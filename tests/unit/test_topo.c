@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "policy/cpulist.h"
 #include "policy/util.h"
@@ -349,6 +350,115 @@ test_load_errors (void **state)
   cp_topo_free (t);
 }
 
+/* A file hwloc cannot use is refused the same way whatever stage of hwloc refuses
+   it: set_xml with its libxml2 plugin, load with its built-in parser (this process
+   has whichever is installed; tests/cli/hostile_topology.sh runs both).  Before the
+   fix the built-in parser's failure came out as "hwloc could not load it: Invalid
+   argument", a runtime error (exit 1). */
+static void
+test_xml_errors (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *what, *text;
+    size_t len;
+  } cases[] = {
+    { "truncated inside a tag", "<?xml version=\"1.0\"?>\n<topology><object type=", 0 },
+    { "empty", "", 0 },
+    { "not XML", "hello\n", 0 },
+    { "binary", "\x7f" "ELF\x02\x01\x01\0\0\0", 10 },
+    { "another root", "<?xml version=\"1.0\"?>\n<foo/>\n", 0 },
+    { "an hwloc root, nothing inside", "<?xml version=\"1.0\"?>\n<topology version=\"2.0\"></topology>\n", 0 },
+    { "truncated after an object", "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n <object type=\"Machine\" "
+                                   "os_index=\"0\" cpuset=\"0x00000003\">\n", 0 },
+  };
+  char dir[] = "/tmp/cachepin-test-topo.XXXXXX";
+  assert_non_null (mkdtemp (dir));
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      char *path = cp_xasprintf ("%s/case%zu.xml", dir, i);
+      tu_write_file (path, cases[i].text, cases[i].len ? cases[i].len : strlen (cases[i].text));
+      struct cp_topo *t = NULL;
+      cp_error_t err = NULL;
+      int r = cp_topo_load (path, &t, &err);
+      assert_null (t);
+      char *want = cp_xasprintf ("`%s`: not a usable hwloc XML file", path);
+      tu_check_error (cases[i].what, r, &err, want);
+      if (cp_error_kind (err) != CP_ERR_INPUT)
+        fail_msg ("%s: kind %d, not an input error", cases[i].what, cp_error_kind (err));
+      cp_error_free (&err);
+      free (want);
+      unlink (path);
+      free (path);
+    }
+  /* Larger than CP_TOPO_XML_MAX: refused before hwloc reads it (sparse, so cheap). */
+  char *big = cp_xasprintf ("%s/big.xml", dir);
+  tu_write_file (big, "<?xml", 5);
+  assert_int_equal (truncate (big, (off_t) CP_TOPO_XML_MAX + 1), 0);
+  struct cp_topo *t = NULL;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_topo_load (big, &t, &err), -1);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  tu_assert_contains (cp_error_message (err), "larger than 33554432 bytes");
+  cp_error_free (&err);
+  unlink (big);
+  free (big);
+  assert_int_equal (rmdir (dir), 0);
+}
+
+/* Synthetic descriptions are bounded before hwloc builds them: "pu:100000" ran
+   unbounded inside hwloc, and "pu:8192" (8192 PUs under one parent) takes hwloc
+   7-10 s.  The bounds are the total PUs and the objects under one parent. */
+static void
+test_synthetic_bounds (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *desc, *msg;
+  } refused[] = {
+    { "pu:100000", "`pu:100000`: level `pu:100000` has 100000 objects under each parent, more than the 512 a "
+                   "synthetic topology may have" },
+    { "pu:8192", "`pu:8192`: level `pu:8192` has 8192 objects under each parent, more than the 512 a synthetic "
+                 "topology may have" },
+    { "synthetic:pack:2 core:513(memory=1GB) pu:1", "`synthetic:pack:2 core:513(memory=1GB) pu:1`: level "
+                                                    "`core:513` has 513 objects under each parent, more than the "
+                                                    "512 a synthetic topology may have" },
+    { "pack:17 l3cache:8 core:32 pu:2", "`pack:17 l3cache:8 core:32 pu:2`: describes more than the 8192 PUs a "
+                                        "synthetic topology may have" },
+    /* counts as hwloc reads them: base 0 (0x2001 = 8193), attributes and memory children skipped */
+    { "pu:0x201", "`pu:0x201`: level `pu:0x201` has 513 objects under each parent, more than the 512 a synthetic "
+                  "topology may have" },
+    { "(memory=1GB) pack:2 [numa(memory=1GB)] l3cache:64(size=32MB) core:64 pu:2(indexes=core)",
+      "`(memory=1GB) pack:2 [numa(memory=1GB)] l3cache:64(size=32MB) core:64 pu:2(indexes=core)`: describes more "
+      "than the 8192 PUs a synthetic topology may have" },
+    { "64 128 2", "`64 128 2`: describes more than the 8192 PUs a synthetic topology may have" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (refused); i++)
+    {
+      struct cp_topo *t = NULL;
+      cp_error_t err = NULL;
+      int r = cp_topo_load (refused[i].desc, &t, &err);
+      assert_null (t);
+      tu_check_error (refused[i].desc, r, &err, refused[i].msg);
+      assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+      cp_error_free (&err);
+    }
+  /* at the bounds: accepted */
+  static const char *const accepted[] = { "pack:16 l3cache:8 core:32 pu:2", "pack:16 pu:512",
+                                          "(memory=1GB) pack:2 [numa(memory=1GB)] l3cache:32(size=32MB) core:64 pu:2(indexes=core)",
+                                          "64 64 2" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (accepted); i++)
+    {
+      struct cp_topo *t = NULL;
+      cp_error_t err = NULL;
+      if (cp_topo_load (accepted[i], &t, &err) < 0)
+        fail_msg ("%s: %s", accepted[i], cp_error_message (err));
+      cp_topo_free (t);
+    }
+}
+
 /* ---- captured topologies ------------------------------------------------------------ */
 
 static hwloc_topology_t
@@ -650,6 +760,8 @@ main (void)
     cmocka_unit_test (test_numa),
     cmocka_unit_test (test_allowed_smaller_than_online),
     cmocka_unit_test (test_load_errors),
+    cmocka_unit_test (test_xml_errors),
+    cmocka_unit_test (test_synthetic_bounds),
     cmocka_unit_test (test_lassen),
     cmocka_unit_test (test_offline_cpu0_node0),
     cmocka_unit_test (test_strix_point_uneven_l3),

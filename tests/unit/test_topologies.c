@@ -291,6 +291,26 @@ core_inside (const struct scene *s, unsigned c, hwloc_const_bitmap_t dom)
   return hwloc_bitmap_isincluded (s->h->cores[c], dom);
 }
 
+/* Could any set of allowed cores, free or not, make exactly NEED threads?  When
+   none could, smt=cores with NEED is malformed for this machine (an input error),
+   not a matter of capacity.  (subset sum, one core at a time) */
+static bool
+cores_could_ever (const struct scene *s, unsigned need)
+{
+  bool *can = cp_xcalloc (need + 1, sizeof *can);
+  can[0] = true;
+  for (unsigned c = 0; c < s->h->n_cores; c++)
+    {
+      unsigned t = threads_of (s, c);
+      for (unsigned v = need; v >= t && t > 0; v--)
+        if (can[v - t])
+          can[v] = true;
+    }
+  bool ok = can[need];
+  free (can);
+  return ok;
+}
+
 /* Can whole free cores of DOM make exactly NEED threads?  (subset sum) */
 static bool
 cores_exact (const struct scene *s, hwloc_const_bitmap_t dom, unsigned need)
@@ -596,13 +616,19 @@ run_exclusive (const struct scene *s, const struct cp_topo *topo, const struct c
       unsigned n_allowed = (unsigned) hwloc_bitmap_weight (s->allowed);
       check (plan == NULL, "a plan with an error");
       check (strchr (cp_error_message (err), '\n') == NULL, "multi-line message");
+      /* input: malformed for this machine (no cpus, or smt=cores with a count no
+         set of whole allowed cores has); unsatisfiable: well formed, but more than
+         the host allows or has free */
+      bool malformed = r->cpus == 0
+                       || (r->smt == CP_SMT_CORES && r->cpus <= n_allowed && !cores_could_ever (s, r->cpus));
       if (err->kind == CP_ERR_INPUT)
-        check (r->cpus == 0 || r->cpus > n_allowed, "input error for a valid request: %s", cp_error_message (err));
+        check (malformed, "input error for a well-formed request: %s", cp_error_message (err));
       else
         {
           check (err->kind == CP_ERR_UNSATISFIABLE, "error kind %d: %s", err->kind, cp_error_message (err));
-          check (r->cpus <= n_allowed, "unsatisfiable instead of an input error");
-          check (failure_justified (s, r), "refused although there is room: %s", cp_error_message (err));
+          check (!malformed, "unsatisfiable instead of an input error");
+          check (r->cpus > n_allowed || failure_justified (s, r), "refused although there is room: %s",
+                 cp_error_message (err));
         }
       cp_error_free (&err);
       return NULL;
