@@ -112,9 +112,8 @@ target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const 
   hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
   hwloc_bitmap_and (cpus, cpus, topo->online);
   if (hwloc_bitmap_iszero (cpus))
-    return cp_error_set (err, CP_ERR_UNSATISFIABLE, 0,
-                         "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
-                         "configured `cpus` or inside `reserved`");
+    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
+                                       "configured `cpus` or inside `reserved`");
   return 0;
 }
 
@@ -194,10 +193,6 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
   cp_ledger_usage_release (&usage);
   if (ret < 0)
     {
-      /* A well-formed request that is too big for this host (more CPUs than the
-         parent allows) is one the host cannot meet, not a malformed input. */
-      if (*err && (*err)->kind == CP_ERR_INPUT)
-        (*err)->kind = CP_ERR_UNSATISFIABLE;
       /* Keep what reconcile dropped, and forget any earlier placement of this id:
          it is not where the container is going now. */
       cp_error_t ignored = NULL;
