@@ -1,0 +1,48 @@
+/* cachepin: what the ledger's modules share with each other and with the tests,
+ * and nobody else: the ledger's insides (ledger.c the model, ledger_codec.c its
+ * text, ledger_store.c its files) and the test-only fault points. */
+#ifndef CP_LEDGER_INTERNAL_H
+#define CP_LEDGER_INTERNAL_H
+
+#include "ledger.h"
+
+struct cp_ledger
+{
+  char *dir;  /* the state directory, for messages; NULL when detached */
+  int dirfd;  /* -1 when detached (cp_ledger_parse) */
+  int lockfd; /* holds the flock; -1 when detached */
+  struct cp_ledger_entry *entries;
+  size_t n, cap;
+  bool dirty;      /* changed since read or last commit */
+  char *recovered; /* why ledger.json was set aside, or NULL */
+};
+
+/* An empty, detached ledger. */
+struct cp_ledger *cp_ledger_new (void);
+
+/* A new zeroed entry at the end (the caller fills it, or the ledger's close frees
+ * what it got so far). */
+struct cp_ledger_entry *cp_ledger_append (struct cp_ledger *l);
+
+/* Ids unique, no CPU held by two exclusive entries (CP_ERR_INPUT).  O(n log n):
+ * the entries come from a file someone may have written to hurt us. */
+int cp_ledger_check_entries (const struct cp_ledger *l, cp_error_t *err);
+
+/* Whether S (NUL-terminated) is short and clean enough to be quoted in a message. */
+bool cp_ledger_quotable (const char *s);
+
+#ifdef CACHEPIN_FAULT_INJECTION
+/* Test builds only (-DCACHEPIN_FAULT_INJECTION for the whole build): a function
+ * called at each step of cp_ledger_commit().  It may _exit() to simulate a kill
+ * there, or return an errno value (non-zero) to make the commit fail there. */
+enum cp_ledger_fault_point
+{
+  CP_LEDGER_FAULT_TMP_WRITTEN, /* ledger.json.tmp written, not yet fsync'ed */
+  CP_LEDGER_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
+  CP_LEDGER_FAULT_RENAMED,     /* renamed over ledger.json, directory not yet fsync'ed */
+};
+typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);
+void cp_ledger_set_fault_hook (cp_ledger_fault_fn fn, void *data);
+#endif
+
+#endif
