@@ -73,11 +73,10 @@ open_state_dir (const char *state_dir, cp_error_t *err)
     return cp_fail_errno (err, errno, "stat state directory `%s`", path);
   if (st.st_uid != geteuid ())
     return cp_fail_runtime (err, "state directory `%s` is owned by uid %u, not %u; refusing it", path,
-                         (unsigned) st.st_uid, (unsigned) geteuid ());
+                            (unsigned) st.st_uid, (unsigned) geteuid ());
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return cp_error_set (err, CP_ERR_RUNTIME, 0,
-                         "state directory `%s` is writable by group or others (mode %04o); refusing it", path,
-                         (unsigned) (st.st_mode & 07777));
+    return cp_fail_runtime (err, "state directory `%s` is writable by group or others (mode %04o); refusing it", path,
+                            (unsigned) (st.st_mode & 07777));
   /* The umask may have taken bits we want (it cannot have added any). */
   if (created && (st.st_mode & 07777) != 0700 && fchmod (fd, 0700) < 0)
     return cp_fail_errno (err, errno, "chmod state directory `%s`", path);

@@ -377,7 +377,7 @@ test_lock_timeout (void **state)
   assert_int_equal (cp_ledger_open (t.state, 200, &l, &err), -1);
   long long took = now_ms () - t0;
   assert_null (l);
-  assert_int_equal (err->kind, CP_ERR_RUNTIME);
+  assert_int_equal (cp_error_kind (err), CP_ERR_RUNTIME);
   expect_contains (cp_error_message (err), "timed out after");
   expect_contains (cp_error_message (err), "limit 200 ms");
   expect_contains (cp_error_message (err), CP_LEDGER_LOCK_FILE);
@@ -639,7 +639,7 @@ test_corruption (void **state)
       cp_error_t err = NULL;
       if (cp_ledger_parse (b->text, len, &l, &err) == 0)
         fail_msg ("%s: parsed", b->what);
-      assert_int_equal (err->kind, CP_ERR_INPUT);
+      assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
       if (strstr (cp_error_message (err), b->needle) == NULL)
         fail_msg ("%s: `%s` does not contain `%s`", b->what, cp_error_message (err), b->needle);
       cp_error_free (&err);
@@ -765,7 +765,7 @@ test_put_refuses (void **state)
 
   struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "4-7", "4-8");
   assert_int_equal (cp_ledger_put (l, &b, &err), CP_LEDGER_CONFLICT);
-  assert_int_equal (err->kind, CP_ERR_RUNTIME);
+  assert_int_equal (cp_error_kind (err), CP_ERR_RUNTIME);
   expect_contains (cp_error_message (err), "CPUs 8 are already held by `a`");
   cp_error_free (&err);
   assert_null (cp_ledger_find (l, "b"));
@@ -808,7 +808,7 @@ test_put_refuses (void **state)
       spoil (&e, i);
       if (cp_ledger_put (l, &e, &err) != -1)
         fail_msg ("%s: accepted", bad[i].what);
-      assert_int_equal (err->kind, CP_ERR_INPUT);
+      assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
       expect_contains (cp_error_message (err), bad[i].needle);
       cp_error_free (&err);
       entry_free (&e);
@@ -1273,7 +1273,7 @@ test_reconcile_real_process (void **state)
   assert_int_equal (wait_status (child), 128 + SIGKILL);
   assert_int_equal (cp_ledger_pid_start_time (child, &again, NULL), 0);
   assert_int_equal (cp_proc_start_time (child, &again, NULL, &err), -1);
-  assert_int_equal (err->errnum, ENOENT);
+  assert_int_equal (cp_error_errno (err), ENOENT);
   cp_error_free (&err);
   expect_ok (cp_ledger_reconcile (l, &real, &dropped, &err), err);
   assert_int_equal (dropped, 1);
