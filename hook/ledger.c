@@ -263,8 +263,8 @@ cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_error_t 
       if (other >= 0)
         {
           cleanup_free char *cpus = overlap_text (e->held, l->entries[other].held);
-          cp_fail_runtime (err, "ledger entry `%.64s`: CPUs %s are already held by `%.64s`", e->id,
-                        cpus, l->entries[other].id);
+          cp_fail_runtime (err, "ledger entry `%.64s`: CPUs %s are already held by `%.64s`", e->id, cpus,
+                           l->entries[other].id);
           return CP_LEDGER_CONFLICT;
         }
     }
@@ -279,7 +279,7 @@ cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_error_t 
     {
       if (l->n >= CP_LEDGER_MAX_ENTRIES)
         return cp_fail_runtime (err, "ledger entry `%.64s`: the ledger is full (%d entries)", e->id,
-                             CP_LEDGER_MAX_ENTRIES);
+                                CP_LEDGER_MAX_ENTRIES);
       entry_copy (cp_ledger_append (l), e);
     }
   l->dirty = true;

@@ -75,8 +75,8 @@ open_state_dir (const char *state_dir, cp_error_t *err)
     return cp_fail_runtime (err, "state directory `%s` is owned by uid %u, not %u; refusing it", path,
                             (unsigned) st.st_uid, (unsigned) geteuid ());
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return cp_fail_runtime (err, "state directory `%s` is writable by group or others (mode %04o); refusing it", path,
-                            (unsigned) (st.st_mode & 07777));
+    return cp_fail_runtime (err, "state directory `%s` is writable by group or others (mode %04o); refusing it",
+                            path, (unsigned) (st.st_mode & 07777));
   /* The umask may have taken bits we want (it cannot have added any). */
   if (created && (st.st_mode & 07777) != 0700 && fchmod (fd, 0700) < 0)
     return cp_fail_errno (err, errno, "chmod state directory `%s`", path);
@@ -421,7 +421,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
   /* Never write what the next open would refuse to read. */
   if (len > CP_LEDGER_MAX_SIZE)
     return cp_fail_runtime (err, "commit: the ledger would be %zu bytes, more than the limit %d", len,
-                         CP_LEDGER_MAX_SIZE);
+                            CP_LEDGER_MAX_SIZE);
   if (write_tmp (l, text, len, err) < 0)
     {
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
