@@ -1,6 +1,7 @@
 /* cachepin: what the ledger's modules share with each other and with the tests,
  * and nobody else: the ledger's insides (ledger.c the model, ledger_codec.c its
- * text, ledger_store.c its files) and the test-only fault points. */
+ * text, ledger_store.c its files, ledger_lock.c its lock) and the test-only
+ * fault points. */
 #ifndef CP_LEDGER_INTERNAL_H
 #define CP_LEDGER_INTERNAL_H
 
@@ -27,6 +28,18 @@ struct cp_ledger_entry *cp_ledger_append (struct cp_ledger *l);
 /* Ids unique, no CPU held by two exclusive entries (CP_ERR_INPUT).  O(n log n):
  * the entries come from a file someone may have written to hurt us. */
 int cp_ledger_check_entries (const struct cp_ledger *l, cp_error_t *err);
+
+/* Open (creating it) and flock ledger.lock in DIRFD (the directory DIR, for
+ * messages), waiting at most TIMEOUT_MS; set aside, once, anything other than a
+ * regular file found in its place.  The fd holding the flock, or -1. */
+int cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_error_t *err);
+
+/* Rename NAME to ASIDE in DIRFD, replacing an older ASIDE, and sync the directory.
+ * A file cannot replace a directory nor a directory a non-empty one: then the
+ * older ASIDE is removed (an empty directory at most) and, failing that, NAME
+ * itself.  *HOW says which, for the log ("moved it to", "... removed it ..."). */
+int cp_ledger_move_aside (int dirfd, const char *dir, const char *name, const char *aside, const char **how,
+                          cp_error_t *err);
 
 /* Whether S (NUL-terminated) is short and clean enough to be quoted in a message. */
 bool cp_ledger_quotable (const char *s);
