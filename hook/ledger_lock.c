@@ -73,9 +73,9 @@ open_lock (int dirfd, const char *dir, cp_error_t *err)
   struct stat st;
   if (fd < 0)
     {
-      /* A symlink, a socket, a directory; checked again under the repair's
-         flock, as another hook may have repaired it since (so that the fstatat
-         here can already see the new lock). */
+      /* Failed on what is there (a symlink: ELOOP, a socket: ENXIO, a directory:
+         EISDIR): to the repair, which checks again under its flock, even if the
+         fstatat would already see a lock another hook has put there since. */
       int saved = errno;
       if (saved == ELOOP || saved == ENXIO || saved == EISDIR
           || (fstatat (dirfd, CP_LEDGER_LOCK_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG (st.st_mode)))

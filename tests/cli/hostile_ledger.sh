@@ -15,7 +15,7 @@
 set -u
 BIN=$(realpath "${1:?usage: hostile_ledger.sh PATH-TO-cachepin}")
 D=$(mktemp -d /tmp/cachepin-hostile-ledger.XXXXXX)
-PASS=0 FAIL=0
+PASS=0 FAIL=0 SKIP=0
 SOCKETS=()
 cleanup () {
   for p in "${SOCKETS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -68,6 +68,9 @@ check () { # check NAME CONDITION-TEXT ACTUAL EXPECTED
 # poststop of x, then one of y.
 C () {
   local name=$1 file=$2 kind=$3 warning=$4
+  if [ "$kind" = socket ] && ! command -v python3 > /dev/null; then
+    echo "skip: $name (no python3 to bind a socket)"; SKIP=$((SKIP + 1)); return
+  fi
   seed
   case $kind in
     symlink) ln -s /dev/null "$S/$file" ;;
@@ -125,5 +128,5 @@ for kind in fifo dir; do
   if [ "$BAD" = 0 ]; then PASS=$((PASS + 1)); echo "ok: race ($kind)"; else FAIL=$((FAIL + 1)); fi
 done
 
-echo "$PASS passed, $FAIL failed"
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" = 0 ]
