@@ -11,11 +11,18 @@
  *     shared cpus, without the excluded entry;
  *   - put() accepts what parse accepted: remove the first entry and put it back;
  *     and refuses (CP_LEDGER_CONFLICT) an exclusive copy of it under another id.
- * On failure: an input error with a printable one-line message. */
+ * On failure: an input error with a printable one-line message.
+ *
+ * The same bytes also go to cp_proc_parse_stat() (hook/proc.h), the parser of
+ * /proc/<pid>/stat that reconcile trusts to tell a live container from a reused
+ * pid: it reads only the LEN bytes it is given (ASan), fails with an input error,
+ * and a state it returns is the byte after the last ")" and a space. */
+#define _GNU_SOURCE
 #include <hwloc.h>
 
 #include "common.h"
 #include "hook/ledger.h"
+#include "hook/proc.h"
 #include "policy/util.h"
 
 static bool
@@ -136,7 +143,7 @@ check_put (struct cp_ledger *l)
          twin.held (non-empty in exclusive mode). */
       r = cp_ledger_put (l, &twin, &err);
       FUZZ_CHECK_MSG (r == CP_LEDGER_CONFLICT, "put twin of `%.64s`: %d (%s)", first.id, r, cp_error_message (err));
-      FUZZ_CHECK (err != NULL && err->kind == CP_ERR_RUNTIME);
+      FUZZ_CHECK (err != NULL && cp_error_kind (err) == CP_ERR_RUNTIME);
       FUZZ_CHECK (cp_ledger_count (l) == n);
       cp_error_free (&err);
       free (twin.id);
@@ -152,9 +159,28 @@ check_put (struct cp_ledger *l)
   entry_release (&first);
 }
 
+static void
+check_proc_stat (const uint8_t *data, size_t size)
+{
+  unsigned long long start = 0;
+  char state = 0;
+  cp_error_t err = NULL;
+  int r = cp_proc_parse_stat ((const char *) data, size, &start, &state, &err);
+  if (r < 0)
+    {
+      fuzz_check_input_error (r, err, "/proc stat: ");
+      cp_error_free (&err);
+      return;
+    }
+  FUZZ_CHECK (r == 0 && err == NULL);
+  const uint8_t *paren = memrchr (data, ')', size);
+  FUZZ_CHECK (paren != NULL && paren + 2 < data + size && paren[1] == ' ' && (char) paren[2] == state);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
+  check_proc_stat (data, size);
   struct cp_ledger *l = NULL;
   cp_error_t err = NULL;
   int r = cp_ledger_parse ((const char *) data, size, &l, &err);
@@ -191,7 +217,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   check_put (l);
 
   /* A detached ledger has no directory to be committed to. */
-  FUZZ_CHECK (cp_ledger_commit (l, &err) < 0 && err != NULL && err->kind == CP_ERR_RUNTIME);
+  FUZZ_CHECK (cp_ledger_commit (l, &err) < 0 && err != NULL && cp_error_kind (err) == CP_ERR_RUNTIME);
   cp_error_free (&err);
   cp_ledger_close (l);
   return 0;

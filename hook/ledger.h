@@ -2,39 +2,19 @@
  *
  * The hook runs once per container start (createRuntime) and stop (poststop), in
  * parallel with other instances of itself.  The ledger is how they agree on who
- * holds which CPUs: a JSON file in a root-only state directory, read, changed and
- * rewritten under an exclusive flock(2) that is held from cp_ledger_open() until
- * cp_ledger_close(), so every read-modify-write is atomic with respect to the
- * other hooks.
+ * holds which CPUs: one entry per placed container, kept in a JSON file
+ * (ledger_codec.h: the format) in a root-only state directory and changed only
+ * under an exclusive lock (ledger_store.h: the files, the lock, crash safety).
  *
- * State directory (default /run/cachepin, a tmpfs: placements do not survive a
- * reboot, and neither do the containers):
- *   ledger.lock          the flock target; created once, never replaced
- *   ledger.json          the data (format below)
- *   ledger.json.tmp      the next ledger.json while it is written; a stale one
- *                        from a killed hook is ignored and replaced
- *   ledger.json.corrupt  the last ledger.json that failed validation
+ * This header is the model: the entries, their rules, the operations the placer
+ * needs, and reconcile (dropping the entries of containers that are gone).  It
+ * includes the other two, so that callers include this one.
  *
- * ledger.json, version 1:
- *   {"version": 1,
- *    "entries": [{"id": "<container id>" or "apply:<cgroup>",
- *                 "cgroup_mount": "/sys/fs/cgroup/cpuset",
- *                 "cgroup": "/path/in/hierarchy",
- *                 "pid": 1234,              (0: no process, liveness by cgroup only)
- *                 "start_time": 987654,     (field 22 of /proc/<pid>/stat; 0 when pid is 0)
- *                 "mode": "exclusive" | "shared",
- *                 "cpus": "0-3",            (the container's cpuset, never empty)
- *                 "held": "0-3,64-67",      (exclusive: cpus and the siblings it keeps idle;
- *                                            shared: "")
- *                 "mems": "0",              (may be empty: a cgroup v2 cpuset.mems that
- *                                            was left to inherit; the ledger only records it)
- *                 "placed_at": 1700000000}  (unix seconds)
- *               ...]}
- * Every key is required and no other key is allowed; integers are JSON integers
- * in 0..2^53; cpulists are strict (policy/cpulist.h); ids and paths are valid
- * UTF-8 without control characters, paths are absolute without `..`; ids are
- * unique; no CPU is held by two exclusive entries.  cp_ledger_put() applies the
- * same rules, so the hook never writes a ledger it would refuse to read. */
+ * The rules an entry follows (cp_ledger_entry_check(), applied by the reader and
+ * by cp_ledger_put() alike, so the hook never writes a ledger it would refuse to
+ * read): ids and paths are valid UTF-8 without control characters (policy/text.h),
+ * paths are absolute without `..`; integers are in 0..2^53; cpulists are strict
+ * (policy/cpulist.h); ids are unique; no CPU is held by two exclusive entries. */
 #ifndef CP_LEDGER_H
 #define CP_LEDGER_H
 
@@ -47,15 +27,7 @@
 #include "../policy/placement.h"
 #include "../policy/request.h"
 
-#define CP_LEDGER_DEFAULT_DIR "/run/cachepin"
-#define CP_LEDGER_FILE "ledger.json"
-#define CP_LEDGER_LOCK_FILE "ledger.lock"
-#define CP_LEDGER_TMP_FILE "ledger.json.tmp"
-#define CP_LEDGER_CORRUPT_FILE "ledger.json.corrupt"
-
-#define CP_LEDGER_VERSION 1
 /* Bounds on what we read (and therefore on what we write). */
-#define CP_LEDGER_MAX_SIZE (4 * 1024 * 1024)
 #define CP_LEDGER_MAX_ENTRIES 16384
 #define CP_LEDGER_MAX_PATH 4095                  /* cgroup_mount, cgroup: PATH_MAX - 1 */
 #define CP_LEDGER_MAX_ID (CP_LEDGER_MAX_PATH + 64) /* room for "apply:" + a cgroup path */
@@ -81,31 +53,6 @@ struct cp_ledger_entry
 
 struct cp_ledger;
 
-/* Open STATE_DIR (created 0700 if missing; its parent must exist), take the lock,
- * waiting at most LOCK_TIMEOUT_MS, and read the ledger.  The directory must not be
- * a symlink, must be owned by the effective uid and not be writable by group or
- * others.  A missing ledger.json is an empty ledger.  A ledger.json that fails
- * validation is moved to ledger.json.corrupt and the ledger starts empty: see
- * cp_ledger_was_recovered().  Fails (< 0) on a bad directory, a lock timeout, or
- * an I/O error. */
-int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
-
-/* True when open found an untrusted ledger.json and started empty; *WHY (if not
- * NULL) is then a one-line explanation for the log, valid until close. */
-bool cp_ledger_was_recovered (const struct cp_ledger *l, const char **why);
-
-/* The state directory's fd (-1 when detached), for the sandbox: the one place the
- * commit creates a file in.  Still the ledger's: not to be closed. */
-int cp_ledger_dirfd (const struct cp_ledger *l);
-
-/* Parse and validate a ledger from BUF (LEN bytes, NUL bytes refused) into a
- * detached ledger: find/at/usage/put/remove work, commit fails.  Errors are
- * CP_ERR_INPUT.  Exported for the fuzz target and the tests. */
-int cp_ledger_parse (const char *buf, size_t len, struct cp_ledger **out, cp_error_t *err);
-
-/* The ledger as ledger.json text (NUL-terminated, ends with a newline).  Caller frees. */
-char *cp_ledger_serialize (const struct cp_ledger *l);
-
 size_t cp_ledger_count (const struct cp_ledger *l);
 /* Entries in ledger order; pointers are valid until the next put, remove,
  * reconcile or close. */
@@ -123,11 +70,6 @@ int cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_erro
 
 /* Remove the entry ID; false when there was none. */
 bool cp_ledger_remove (struct cp_ledger *l, const char *id);
-
-/* Write the ledger if it changed since open or the last commit: ledger.json.tmp
- * written, fsync'ed and renamed over ledger.json, then the directory fsync'ed.
- * A kill at any point leaves either the old or the new ledger.json. */
-int cp_ledger_commit (struct cp_ledger *l, cp_error_t *err);
 
 /* Release the lock (without committing) and free.  NULL is fine. */
 void cp_ledger_close (struct cp_ledger *l);
@@ -160,7 +102,7 @@ void cp_ledger_usage_release (struct cp_ledger_usage *u);
  * next reconcile). */
 struct cp_ledger_liveness
 {
-  /* Does the directory CGROUP_MOUNT + CGROUP exist? */
+  /* Does the cgroup directory CGROUP_MOUNT + CGROUP exist? */
   int (*cgroup_exists) (const char *cgroup_mount, const char *cgroup, void *data);
   /* Is PID running (not a zombie)?  On 1, *START_TIME is its start time. */
   int (*pid_start_time) (pid_t pid, unsigned long long *start_time, void *data);
@@ -169,8 +111,11 @@ struct cp_ledger_liveness
   void *data;
 };
 
-/* The real checks: stat(2) and /proc/<pid>/stat; DATA is unused. */
-int cp_ledger_cgroup_exists (const char *cgroup_mount, const char *cgroup, void *data);
+/* The real checks; DATA is unused.  The cgroup one is cp_cgroup_dir_state()
+ * (hook/cgroup.h): the directory opened without following symlinks, on a cgroup
+ * filesystem (anything else is "could not tell"); the pid one is
+ * cp_proc_start_time() (hook/proc.h). */
+int cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data);
 int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *data);
 
 /* Drop the entries whose container is gone: its cgroup directory no longer
@@ -180,28 +125,7 @@ int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *d
 int cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive, unsigned *dropped,
                          cp_error_t *err);
 
-/* Start time (clock ticks after boot, field 22) of PID from /proc/PID/stat, and
- * whether it is a zombie.  Fails with errnum ENOENT or ESRCH when there is no
- * such process. */
-int cp_ledger_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_error_t *err);
-
-/* Parse the text of a /proc/<pid>/stat.  The comm field (2) may hold spaces and
- * parentheses, so the fields are counted from the LAST ')'.  CP_ERR_INPUT. */
-int cp_ledger_parse_proc_stat (const char *buf, size_t len, unsigned long long *start_time, char *state,
-                               cp_error_t *err);
-
-#ifdef CACHEPIN_FAULT_INJECTION
-/* Test builds only (-DCACHEPIN_FAULT_INJECTION for the whole build): a function
- * called at each step of cp_ledger_commit().  It may _exit() to simulate a kill
- * there, or return an errno value (non-zero) to make the commit fail there. */
-enum cp_ledger_fault_point
-{
-  CP_LEDGER_FAULT_TMP_WRITTEN, /* ledger.json.tmp written, not yet fsync'ed */
-  CP_LEDGER_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
-  CP_LEDGER_FAULT_RENAMED,     /* renamed over ledger.json, directory not yet fsync'ed */
-};
-typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);
-void cp_ledger_set_fault_hook (cp_ledger_fault_fn fn, void *data);
-#endif
+#include "ledger_codec.h"
+#include "ledger_store.h"
 
 #endif

@@ -10,6 +10,7 @@
 #include "../policy/util.h"
 #include "ledger.h"
 #include "log.h"
+#include "proc.h"
 #include "sandbox.h"
 
 static void
@@ -60,7 +61,7 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
   struct cp_ledger_liveness alive = {
-    .cgroup_exists = cp_ledger_cgroup_exists,
+    .cgroup_exists = cp_ledger_cgroup_state,
     .pid_start_time = cp_ledger_pid_start_time,
     .dropped = log_dropped,
   };
@@ -135,7 +136,7 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
   if (t->pid > 0)
     {
       bool zombie = false;
-      if (cp_ledger_proc_start_time (t->pid, &e.start_time, &zombie, err) < 0)
+      if (cp_proc_start_time (t->pid, &e.start_time, &zombie, err) < 0)
         return cp_error_wrap (err, "container process %d", (int) t->pid);
       if (zombie)
         return cp_fail_errno (err, ESRCH, "container process %d has exited", (int) t->pid);

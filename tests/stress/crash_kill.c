@@ -34,6 +34,7 @@
 
 #include "hook/hostconfig.h"
 #include "hook/ledger.h"
+#include "hook/proc.h"
 #include "hook/log.h"
 #include "hook/placer.h"
 #include "policy/cpulist.h"
@@ -152,7 +153,7 @@ worker (unsigned gen, const struct cp_hostconfig *hc, const struct cp_topo *topo
                 .mode = plan->mode, .cpus = plan->cpus, .held = plan->held, .mems = plan->mems,
                 .placed_at = (long long) time (NULL),
               };
-              if (cp_ledger_proc_start_time (e.pid, &e.start_time, NULL, &err) < 0)
+              if (cp_proc_start_time (e.pid, &e.start_time, NULL, &err) < 0)
                 worker_fail ("start time", &err);
               if (cp_ledger_put (l, &e, &err) < 0)
                 worker_fail ("put", &err);

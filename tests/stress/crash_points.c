@@ -26,6 +26,7 @@
 
 #include "hook/hostconfig.h"
 #include "hook/ledger.h"
+#include "hook/ledger_internal.h"
 #include "hook/log.h"
 #include "hook/placer.h"
 #include "policy/placement.h"
@@ -170,6 +171,7 @@ scenario_init (struct scenario *sc, const struct cp_topo *topo, enum path path)
   sc->mount = path_in (sc->root, "cg");
   if (mkdir (sc->mount, 0700) < 0)
     st_fail ("mkdir %s: %s", sc->mount, strerror (errno));
+  st_cgroup_mount (sc->mount);
   cp_hostconfig_init (&sc->hc);
   free (sc->hc.state_dir);
   sc->hc.state_dir = cp_xstrdup (sc->state);
@@ -204,6 +206,7 @@ scenario_free (struct scenario *sc)
     if (sc->holders[i])
       st_kill_holder (sc->holders[i]);
   cp_hostconfig_free (&sc->hc);
+  st_cgroup_unmount (sc->mount);
   st_remove_tree (sc->root);
   free (sc->root);
   free (sc->state);

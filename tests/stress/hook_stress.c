@@ -14,8 +14,8 @@
  *
  * A placement's "container" is a holder process the test forks beforehand (its
  * pid is the entry's pid, as a container's init is) and a directory standing for
- * its cgroup: cp_ledger_cgroup_exists() is a stat(2) of a directory, so a plain
- * directory is what reconcile checks.
+ * its cgroup, in a private cgroup hierarchy (st_cgroup_mount(): reconcile's
+ * cgroup check vouches only for directories on a cgroup filesystem).
  *
  * After each round the parent reads ledger.json itself and checks it with an
  * independent reader (stresslib.c): it parses, no CPU is in two exclusive held
@@ -398,6 +398,7 @@ main (int argc, char **argv)
   cg_mount = mount;
   if (mkdir (mount, 0700) < 0)
     st_fail ("mkdir %s: %s", mount, strerror (errno));
+  st_cgroup_mount (mount);
   struct cp_hostconfig hc;
   cp_hostconfig_init (&hc);
   free (hc.state_dir);
@@ -578,6 +579,7 @@ main (int argc, char **argv)
   munmap (slots, hooks * sizeof *slots);
   cp_hostconfig_free (&hc);
   cp_topo_free (topo);
+  st_cgroup_unmount (mount);
   st_remove_tree (root);
   free (root);
   free (mount);

@@ -5,12 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <sched.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,6 +84,37 @@ st_remove_tree (const char *root)
   nftw (root, rm_one, 16, FTW_DEPTH | FTW_PHYS);
   free (kept_root);
   kept_root = NULL;
+}
+
+void
+st_cgroup_mount (const char *dir)
+{
+  static bool own_namespace;
+  static unsigned n;
+  if (!own_namespace && (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
+    st_fail ("a mount namespace of our own (root needed): %s", strerror (errno));
+  own_namespace = true;
+  char *opts = cp_xasprintf ("none,name=cachepin-stress-%d-%u", (int) getpid (), n++);
+  if (mount ("none", dir, "cgroup", 0, opts) < 0)
+    st_fail ("mount a cgroup hierarchy (%s) on %s: %s", opts, dir, strerror (errno));
+  free (opts);
+}
+
+static int
+cg_rmdir_one (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+  (void) st;
+  if (flag == FTW_DP && ftw->level > 0)
+    rmdir (path);
+  return 0;
+}
+
+void
+st_cgroup_unmount (const char *dir)
+{
+  nftw (dir, cg_rmdir_one, 16, FTW_DEPTH | FTW_PHYS);
+  if (umount (dir) < 0)
+    st_fail ("umount %s: %s", dir, strerror (errno));
 }
 
 long long

@@ -22,6 +22,16 @@ char *st_make_root (const char *tag);
 /* Remove it (on success only: st_fail keeps it). */
 void st_remove_tree (const char *root);
 
+/* The ledger's reconcile vouches only for cgroup directories on a cgroup
+ * filesystem (cp_cgroup_dir_state()), so the tests' "cgroups" are directories of
+ * a private, controller-less hierarchy (name=cachepin-stress-<pid>-<n>) mounted
+ * on DIR (an empty directory) in a mount namespace of the process's own, made on
+ * the first call and shared by its forked children: nothing the host or other
+ * tests see.  Needs root.  st_cgroup_unmount() removes the cgroups left below DIR
+ * and unmounts it (a hierarchy without cgroups then goes away). */
+void st_cgroup_mount (const char *dir);
+void st_cgroup_unmount (const char *dir);
+
 __attribute__ ((noreturn, format (printf, 1, 2))) void st_fail (const char *fmt, ...);
 #define st_check(cond, ...)   \
   do                          \

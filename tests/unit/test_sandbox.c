@@ -51,6 +51,7 @@
 
 #include "hook/cgroup_internal.h"
 #include "hook/ledger.h"
+#include "hook/proc.h"
 #include "hook/sandbox.h"
 #include "policy/util.h"
 
@@ -261,7 +262,7 @@ child_allowed (const struct child *c)
   /* The target's start time, as record() reads it. */
   unsigned long long start = 0;
   bool zombie = true;
-  if (cp_ledger_proc_start_time (c->target, &start, &zombie, &err) < 0)
+  if (cp_proc_start_time (c->target, &start, &zombie, &err) < 0)
     fprintf (stderr, "child: proc start time: %s\n", cp_error_message (err));
   CHILD_CHECK (start > 0 && !zombie);
 

@@ -1,0 +1,41 @@
+/* cachepin: the ledger as text: ledger.json, version 1.
+ *
+ *   {"version": 1,
+ *    "entries": [{"id": "<container id>" or "apply:<cgroup>",
+ *                 "cgroup_mount": "/sys/fs/cgroup/cpuset",
+ *                 "cgroup": "/path/in/hierarchy",
+ *                 "pid": 1234,              (0: no process, liveness by cgroup only)
+ *                 "start_time": 987654,     (field 22 of /proc/<pid>/stat; 0 when pid is 0)
+ *                 "mode": "exclusive" | "shared",
+ *                 "cpus": "0-3",            (the container's cpuset, never empty)
+ *                 "held": "0-3,64-67",      (exclusive: cpus and the siblings it keeps idle;
+ *                                            shared: "")
+ *                 "mems": "0",              (may be empty: a cgroup v2 cpuset.mems that
+ *                                            was left to inherit; the ledger only records it)
+ *                 "placed_at": 1700000000}  (unix seconds)
+ *               ...]}
+ * Strict JSON (oci/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
+ * key is required and no other key is allowed; integers are JSON integers in
+ * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
+ * ids are unique and no CPU is held by two exclusive entries. */
+#ifndef CP_LEDGER_CODEC_H
+#define CP_LEDGER_CODEC_H
+
+#include <stddef.h>
+
+#include "../policy/error.h"
+#include "ledger.h"
+
+#define CP_LEDGER_VERSION 1
+/* The largest ledger.json read (and therefore written). */
+#define CP_LEDGER_MAX_SIZE (4 * 1024 * 1024)
+
+/* Parse and validate a ledger from BUF (LEN bytes, NUL bytes refused) into a
+ * detached ledger: find/at/usage/put/remove work, commit fails.  Errors are
+ * CP_ERR_INPUT. */
+int cp_ledger_parse (const char *buf, size_t len, struct cp_ledger **out, cp_error_t *err);
+
+/* The ledger as ledger.json text (NUL-terminated, ends with a newline).  Caller frees. */
+char *cp_ledger_serialize (const struct cp_ledger *l);
+
+#endif

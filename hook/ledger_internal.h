@@ -1,0 +1,61 @@
+/* cachepin: what the ledger's modules share with each other and with the tests,
+ * and nobody else: the ledger's insides (ledger.c the model, ledger_codec.c its
+ * text, ledger_store.c its files, ledger_lock.c its lock) and the test-only
+ * fault points. */
+#ifndef CP_LEDGER_INTERNAL_H
+#define CP_LEDGER_INTERNAL_H
+
+#include "ledger.h"
+
+struct cp_ledger
+{
+  char *dir;  /* the state directory, for messages; NULL when detached */
+  int dirfd;  /* -1 when detached (cp_ledger_parse) */
+  int lockfd; /* holds the flock; -1 when detached */
+  struct cp_ledger_entry *entries;
+  size_t n, cap;
+  bool dirty;      /* changed since read or last commit */
+  char *recovered; /* why ledger.json was set aside, or NULL */
+};
+
+/* An empty, detached ledger. */
+struct cp_ledger *cp_ledger_new (void);
+
+/* A new zeroed entry at the end (the caller fills it, or the ledger's close frees
+ * what it got so far). */
+struct cp_ledger_entry *cp_ledger_append (struct cp_ledger *l);
+
+/* Ids unique, no CPU held by two exclusive entries (CP_ERR_INPUT).  O(n log n):
+ * the entries come from a file someone may have written to hurt us. */
+int cp_ledger_check_entries (const struct cp_ledger *l, cp_error_t *err);
+
+/* Open (creating it) and flock ledger.lock in DIRFD (the directory DIR, for
+ * messages), waiting at most TIMEOUT_MS; set aside, once, anything other than a
+ * regular file found in its place.  The fd holding the flock, or -1. */
+int cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_error_t *err);
+
+/* Rename NAME to ASIDE in DIRFD, replacing an older ASIDE, and sync the directory.
+ * A file cannot replace a directory nor a directory a non-empty one: then the
+ * older ASIDE is removed (an empty directory at most) and, failing that, NAME
+ * itself.  *HOW says which, for the log ("moved it to", "... removed it ..."). */
+int cp_ledger_move_aside (int dirfd, const char *dir, const char *name, const char *aside, const char **how,
+                          cp_error_t *err);
+
+/* Whether S (NUL-terminated) is short and clean enough to be quoted in a message. */
+bool cp_ledger_quotable (const char *s);
+
+#ifdef CACHEPIN_FAULT_INJECTION
+/* Test builds only (-DCACHEPIN_FAULT_INJECTION for the whole build): a function
+ * called at each step of cp_ledger_commit().  It may _exit() to simulate a kill
+ * there, or return an errno value (non-zero) to make the commit fail there. */
+enum cp_ledger_fault_point
+{
+  CP_LEDGER_FAULT_TMP_WRITTEN, /* ledger.json.tmp written, not yet fsync'ed */
+  CP_LEDGER_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
+  CP_LEDGER_FAULT_RENAMED,     /* renamed over ledger.json, directory not yet fsync'ed */
+};
+typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);
+void cp_ledger_set_fault_hook (cp_ledger_fault_fn fn, void *data);
+#endif
+
+#endif

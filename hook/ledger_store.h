@@ -1,0 +1,60 @@
+/* cachepin: the ledger's files: the state directory, the lock, load and commit.
+ *
+ * The ledger is read, changed and rewritten under an exclusive flock(2) that is
+ * held from cp_ledger_open() until cp_ledger_close(), so every read-modify-write
+ * is atomic with respect to the other hooks.
+ *
+ * State directory (default /run/cachepin, a tmpfs: placements do not survive a
+ * reboot, and neither do the containers):
+ *   ledger.lock              the flock target; created once, never replaced while
+ *                            it is a regular file
+ *   ledger.json              the data (ledger_codec.h)
+ *   ledger.json.tmp          the next ledger.json while it is written; a stale one
+ *                            from a killed hook is ignored and replaced
+ *   ledger.json.corrupt      the last ledger.json that failed validation
+ *   ledger.lock.corrupt      the last ledger.lock that was not a regular file
+ *   ledger.json.tmp.corrupt  the last ledger.json.tmp that could not be removed
+ *                            (a directory)
+ * Anything found in place of ledger.json, ledger.lock or ledger.json.tmp that is
+ * not a regular file (symlink, FIFO, socket, directory, device) is set aside once
+ * to its .corrupt name, with a warning in the log, and the run goes on: such a
+ * file would otherwise fail every run forever. */
+#ifndef CP_LEDGER_STORE_H
+#define CP_LEDGER_STORE_H
+
+#include <stdbool.h>
+
+#include "../policy/error.h"
+#include "ledger.h"
+
+#define CP_LEDGER_DEFAULT_DIR "/run/cachepin"
+#define CP_LEDGER_FILE "ledger.json"
+#define CP_LEDGER_LOCK_FILE "ledger.lock"
+#define CP_LEDGER_TMP_FILE "ledger.json.tmp"
+#define CP_LEDGER_CORRUPT_FILE "ledger.json.corrupt"
+#define CP_LEDGER_LOCK_CORRUPT_FILE "ledger.lock.corrupt"
+#define CP_LEDGER_TMP_CORRUPT_FILE "ledger.json.tmp.corrupt"
+
+/* Open STATE_DIR (created 0700 if missing; its parent must exist), take the lock,
+ * waiting at most LOCK_TIMEOUT_MS, and read the ledger.  The directory must not be
+ * a symlink, must be owned by the effective uid and not be writable by group or
+ * others.  A missing ledger.json is an empty ledger.  A ledger.json that fails
+ * validation is moved to ledger.json.corrupt and the ledger starts empty: see
+ * cp_ledger_was_recovered().  Fails (< 0) on a bad directory, a lock timeout, or
+ * an I/O error. */
+int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
+
+/* True when open found an untrusted ledger.json and started empty; *WHY (if not
+ * NULL) is then a one-line explanation for the log, valid until close. */
+bool cp_ledger_was_recovered (const struct cp_ledger *l, const char **why);
+
+/* The state directory's fd (-1 when detached), for the sandbox: the one place the
+ * commit creates a file in.  Still the ledger's: not to be closed. */
+int cp_ledger_dirfd (const struct cp_ledger *l);
+
+/* Write the ledger if it changed since open or the last commit: ledger.json.tmp
+ * written, fsync'ed and renamed over ledger.json, then the directory fsync'ed.
+ * A kill at any point leaves either the old or the new ledger.json. */
+int cp_ledger_commit (struct cp_ledger *l, cp_error_t *err);
+
+#endif

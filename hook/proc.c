@@ -1,0 +1,70 @@
+/* cachepin: process start times from /proc/<pid>/stat (see proc.h). */
+#define _GNU_SOURCE
+#include "proc.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../oci/io.h"
+#include "../policy/util.h"
+
+int
+cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_time, char *state, cp_error_t *err)
+{
+  /* "pid (comm) state ppid ...": comm is up to 15 bytes of anything a process
+   * chose with prctl(PR_SET_NAME), ')' and spaces included, so the fields are
+   * only counted from the last ')'. */
+  const char *paren = memrchr (buf, ')', len);
+  if (paren == NULL)
+    return cp_fail_input (err, "/proc stat: no `)` after the command name");
+  const char *p = paren + 1, *end = buf + len;
+  if (end - p < 3 || p[0] != ' ' || p[2] != ' ')
+    return cp_fail_input (err, "/proc stat: no state after the command name");
+  char st = p[1];
+  p += 3;
+  /* p is at field 4; skip to field 22. */
+  for (int field = 4; field < 22; field++)
+    {
+      const char *sp = memchr (p, ' ', (size_t) (end - p));
+      if (sp == NULL || sp == p)
+        return cp_fail_input (err, "/proc stat: field %d is missing", field);
+      p = sp + 1;
+    }
+  unsigned long long v = 0;
+  const char *digits = p;
+  while (p < end && *p >= '0' && *p <= '9')
+    {
+      if (v > (ULLONG_MAX - 9) / 10)
+        return cp_fail_input (err, "/proc stat: start time out of range");
+      v = v * 10 + (unsigned) (*p - '0');
+      p++;
+    }
+  if (p == digits || (p < end && *p != ' ' && *p != '\n'))
+    return cp_fail_input (err, "/proc stat: field 22 (start time) is not a number");
+  *start_time = v;
+  if (state)
+    *state = st;
+  return 0;
+}
+
+int
+cp_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_error_t *err)
+{
+  if (pid <= 0)
+    return cp_fail_input (err, "invalid pid %d", (int) pid);
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  /* procfs files are regular files sized 0: cp_io_read_at reads to the end. */
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_PROC_STAT_MAX, 0, &buf, &len, err) < 0)
+    return -1;
+  char st;
+  if (cp_proc_parse_stat (buf, len, start_time, &st, err) < 0)
+    return cp_error_wrap (err, "%s", path);
+  if (zombie)
+    *zombie = st == 'Z' || st == 'X' || st == 'x';
+  return 0;
+}

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Hostile files in the ledger's state directory, against the real binary ($1).
+#
+# Something that is not a regular file in place of ledger.lock (symlink, FIFO,
+# directory, socket), ledger.json (socket) or ledger.json.tmp (directory) used to
+# fail every run forever.  Each must be set aside once (to its .corrupt name, with
+# a warning), the run must go on (a poststop release commits the ledger), and the
+# next run must find nothing more to set aside.  Then many hooks at once against
+# a bad lock: one of them repairs it, none fails.
+#
+# `cachepin hook poststop` needs no cgroup and no root-owned fixture: the state
+# directory is a scratch one named in a scratch host config.
+#
+#   bash tests/cli/hostile_ledger.sh build/cachepin
+set -u
+BIN=$(realpath "${1:?usage: hostile_ledger.sh PATH-TO-cachepin}")
+D=$(mktemp -d /tmp/cachepin-hostile-ledger.XXXXXX)
+PASS=0 FAIL=0 SKIP=0
+SOCKETS=()
+cleanup () {
+  for p in "${SOCKETS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  rm -rf "$D"
+}
+trap cleanup EXIT
+
+S=$D/state
+echo "{\"state_dir\": \"$S\"}" > "$D/cfg.json"
+mkdir "$D/bundle"
+echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
+
+# A ledger holding X, a container whose cgroup mount is not a cgroup filesystem:
+# reconcile cannot tell whether it is gone, so it stays until its poststop.
+seed () {
+  rm -rf "$S"; mkdir -m 700 "$S"
+  cat > "$S/ledger.json" <<JSON
+{"version": 1, "entries": [{"id": "x", "cgroup_mount": "$D", "cgroup": "/x", "pid": 0, "start_time": 0,
+  "mode": "exclusive", "cpus": "0", "held": "0", "mems": "0", "placed_at": 1}]}
+JSON
+}
+poststop () { # poststop ID: the hook's release of ID; stderr in $D/err, status in $RC
+  jq -cn --arg id "$1" --arg bundle "$D/bundle" '{"ociVersion": "1.0.2", "id": $id, "status": "stopped",
+    "pid": 0, "bundle": $bundle, "annotations": {"cachepin.io/cpus": "1"}}' \
+    | "$BIN" hook --config "$D/cfg.json" poststop 2>"$D/err"
+  RC=$?
+}
+socket_at () { # a bound unix socket at $1, kept open until the end
+  python3 -c 'import socket, sys, time; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); print(flush=True); time.sleep(3600)' "$1" \
+    > "$D/sock-ready" &
+  SOCKETS+=($!)
+  for _ in $(seq 100); do [ -S "$1" ] && return; sleep 0.05; done
+  echo "could not make a socket at $1"; exit 1
+}
+kind () { # what $1 is: file, dir, symlink, fifo, socket, none
+  if [ -L "$1" ]; then echo symlink; elif [ -p "$1" ]; then echo fifo; elif [ -S "$1" ]; then echo socket
+  elif [ -d "$1" ]; then echo dir; elif [ -f "$1" ]; then echo file; else echo none; fi
+}
+entries () { # the ids in the ledger (an absent ledger.json is an empty ledger)
+  if [ ! -e "$S/ledger.json" ]; then echo '[]'; else jq -c '[.entries[].id]' "$S/ledger.json" 2>/dev/null || echo unreadable; fi
+}
+check () { # check NAME CONDITION-TEXT ACTUAL EXPECTED
+  if [ "$3" = "$4" ]; then return 0; fi
+  echo "FAIL: $1: $2: got [$3], expected [$4]"
+  [ -s "$D/err" ] && sed 's/^/    stderr: /' "$D/err"
+  BAD=1
+}
+
+# C NAME FILE KIND STDERR: FILE in the state dir made of KIND, then a
+# poststop of x, then one of y.
+C () {
+  local name=$1 file=$2 kind=$3 warning=$4
+  if [ "$kind" = socket ] && ! command -v python3 > /dev/null; then
+    echo "skip: $name (no python3 to bind a socket)"; SKIP=$((SKIP + 1)); return
+  fi
+  seed
+  case $kind in
+    symlink) ln -s /dev/null "$S/$file" ;;
+    fifo) mkfifo "$S/$file" ;;
+    dir) rm -f "$S/$file"; mkdir "$S/$file"; echo x > "$S/$file/inside" ;;
+    socket) rm -f "$S/$file"; socket_at "$S/$file" ;;
+  esac
+  BAD=0
+  poststop x
+  check "$name" "status" "$RC" 0
+  check "$name" "stderr" "$(sed "s|$D|@D@|g" "$D/err")" "$warning"
+  check "$name" "$file set aside" "$(kind "$S/$file.corrupt")" "$kind"
+  [ "$file" = ledger.json.tmp ] && check "$name" "$file left" "$(kind "$S/$file")" none
+  [ "$file" = ledger.lock ] && check "$name" "new lock" "$(kind "$S/$file")" file
+  # x released (or, from a ledger.json set aside, never there again)
+  check "$name" "entries after" "$(entries)" '[]'
+  poststop y
+  check "$name" "second run status" "$RC" 0
+  check "$name" "second run stderr" "$(cat "$D/err")" ""
+  if [ "$BAD" = 0 ]; then PASS=$((PASS + 1)); echo "ok: $name"; else FAIL=$((FAIL + 1)); fi
+}
+
+RELEASED=$'\ncachepin: info: released x'
+LOCK_WARNING='cachepin: warning: @D@/state/ledger.lock was not a regular file; moved it to ledger.lock.corrupt and created a new lock'$RELEASED
+C "ledger.lock a symlink to /dev/null" ledger.lock symlink "$LOCK_WARNING"
+C "ledger.lock a FIFO"                 ledger.lock fifo "$LOCK_WARNING"
+C "ledger.lock a directory"            ledger.lock dir "$LOCK_WARNING"
+C "ledger.lock a socket"               ledger.lock socket "$LOCK_WARNING"
+C "ledger.json a socket"               ledger.json socket 'cachepin: warning: ledger in @D@/state was not trusted and starts empty: @D@/state/ledger.json was not trusted (not a regular file); moved it to ledger.json.corrupt and started an empty ledger'
+C "ledger.json.tmp a directory"        ledger.json.tmp dir 'cachepin: warning: @D@/state/ledger.json.tmp was a directory; moved it to ledger.json.tmp.corrupt'"$RELEASED"
+BAD=0
+check "/dev/null" "kind" "$(stat -c %F /dev/null)" "character special file"
+[ "$BAD" = 0 ] && PASS=$((PASS + 1))
+
+# Many hooks at once against a bad lock: every one succeeds, one repairs it.
+for kind in fifo dir; do
+  seed
+  if [ $kind = fifo ]; then mkfifo "$S/ledger.lock"; else mkdir "$S/ledger.lock"; fi
+  pids=()
+  for i in $(seq 24); do
+    poststop_bg () { jq -cn --arg id "c$1" --arg bundle "$D/bundle" '{"ociVersion": "1.0.2", "id": $id,
+      "status": "stopped", "pid": 0, "bundle": $bundle, "annotations": {"cachepin.io/cpus": "1"}}' \
+      | "$BIN" hook --config "$D/cfg.json" poststop 2>"$D/err.$1"; }
+    poststop_bg "$i" & pids+=($!)
+  done
+  rcs=0
+  for p in "${pids[@]}"; do wait "$p" || rcs=$((rcs + 1)); done
+  BAD=0
+  check "race ($kind)" "failed hooks" "$rcs" 0
+  check "race ($kind)" "warnings" "$(cat "$D"/err.* | grep -c 'ledger.lock was not a regular file')" 1
+  check "race ($kind)" "other stderr" "$(cat "$D"/err.* | grep -v 'ledger.lock was not a regular file')" ""
+  check "race ($kind)" "lock" "$(kind "$S/ledger.lock")" file
+  check "race ($kind)" "entries" "$(entries)" '["x"]'
+  rm -f "$D"/err.*
+  if [ "$BAD" = 0 ]; then PASS=$((PASS + 1)); echo "ok: race ($kind)"; else FAIL=$((FAIL + 1)); fi
+done
+
+echo "$PASS passed, $FAIL failed, $SKIP skipped"
+[ "$FAIL" = 0 ]
