@@ -3,7 +3,8 @@
  * poststop it is released.
  *
  * Failure policy: a container without a cachepin.io/ annotation is never touched
- * and never failed.  Invalid annotations always fail the container (it asked, and
+ * and never failed, whatever else its state holds (so that is decided first, from
+ * the annotations alone: run_hook()).  Invalid annotations always fail the container (it asked, and
  * what it asked is wrong).  Anything else that goes wrong (the host cannot meet
  * the request, the cgroup or the ledger fails) fails the container only when it
  * asked for strict or the host config says on_error=deny; otherwise the container
@@ -25,8 +26,9 @@
 #include "placer.h"
 
 static const char hook_usage[] =
-  "Usage: cachepin hook [--config PATH] [STAGE]\n"
-  "Run as an OCI hook: reads the container state on stdin.\n\n"
+  "Usage: cachepin hook [--config PATH] [STAGE]   (options may also follow STAGE)\n"
+  "Run as an OCI hook: reads the container state on stdin (given up after 5 s\n"
+  "without a complete JSON object).\n\n"
   "  STAGE            createRuntime or prestart (place), poststop (release);\n"
   "                   without it, taken from the state's status\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
