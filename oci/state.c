@@ -120,7 +120,10 @@ cp_oci_state_parse_annotations (const char *buf, size_t len, struct cp_oci_state
   memset (out, 0, sizeof *out);
   if (cp_json_parse_object (buf, len, &out->doc, err) < 0)
     return cp_error_wrap (err, "state");
-  out->has_annotations = cp_json_member (out->doc, "annotations", true, &v);
+  /* Absent, null and {} all say "no annotations" (Go's omitempty drops an empty
+     map; a runtime that writes {} may not copy them either): config.json decides. */
+  out->has_annotations = cp_json_member (out->doc, "annotations", true, &v)
+                         && !(json_object_is_type (v, json_type_object) && json_object_object_length (v) == 0);
   if (out->has_annotations && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
     return cp_error_wrap (err, "state");
   return 0;

@@ -37,7 +37,7 @@ struct cp_oci_state
   pid_t pid;     /* 1..CP_OCI_PID_MAX; 0 only when stopped and absent */
   char *bundle;  /* absolute */
   struct cp_annotations annotations; /* cachepin.io/ and engine keys; empty when absent or null */
-  bool has_annotations; /* the state has an "annotations" member (not null) */
+  bool has_annotations; /* the state has an "annotations" member, not null nor {} */
   json_object *doc;     /* the parsed state, for the steps after the annotations */
 };
 

@@ -250,6 +250,16 @@ test_state_foreign_annotations (void **state)
       cp_oci_state_free (&st);
     }
 
+  /* An empty object is no annotations, as absent and null are: config.json decides. */
+  {
+    static const char empty[] = "{\"annotations\":{}}";
+    struct cp_oci_state st;
+    cp_error_t err = NULL;
+    assert_int_equal (cp_oci_state_parse_annotations (empty, strlen (empty), &st, &err), 0);
+    assert_false (st.has_annotations);
+    cp_oci_state_free (&st);
+  }
+
   /* The bundle alone. */
   static const char bundle_only[] = "{\"bundle\":\"/b\"}";
   struct cp_oci_state st;
