@@ -15,6 +15,11 @@
 #     unchanged.
 # A control case at the start and at the end places the same target with good
 # input, so that the refusals are for their cause and not for a broken setup.
+# After the table: cases that do place (linux.cgroupsPath forms that must be
+# accepted, `apply | true`, `apply > /dev/full`, TZ and HWLOC_* in the
+# environment), each checked and given back; then an out-of-memory sweep
+# (ulimit -v) that must say "out of memory" or give the normal error, never a
+# misleading JSON error.
 #
 # The target is a real process in a real cpuset cgroup (root; on a cgroup v1
 # cpuset hierarchy or a v2 one).  Without root, or without a cpuset hierarchy,
