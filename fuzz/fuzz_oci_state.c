@@ -5,7 +5,9 @@
  * a known status; pid in 1..CP_OCI_PID_MAX, 0 only when stopped; bundle absolute
  * and bounded; annotations as fuzz_check_annotations() says, and the request
  * built from them (as cmd_hook does, without a config.json) as
- * fuzz_check_request() says.  Parsing is deterministic: twice gives the same.
+ * fuzz_check_request() says.  What the first step alone refuses
+ * (cp_oci_state_parse_annotations: the JSON and the cachepin.io/ keys), the
+ * whole parse refuses with the same message.  Parsing is deterministic: twice gives the same.
  * On failure: an input error starting "state: ", and *out left zeroed. */
 #include "common.h"
 #include "oci/state.h"
@@ -50,7 +52,19 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   struct cp_oci_state st;
   memset (&st, 0xa5, sizeof st); /* parse must not rely on a zeroed *out */
   cp_error_t err = NULL;
+  /* The hook's first step judges only the JSON and the cachepin.io/ keys: whatever
+     it refuses, the whole parse refuses with the same message. */
+  struct cp_oci_state first;
+  cp_error_t first_err = NULL;
+  int r1 = cp_oci_state_parse_annotations ((const char *) data, size, &first, &first_err);
+  FUZZ_CHECK (r1 == 0 || first_err != NULL);
+  if (r1 == 0 && !first.has_annotations)
+    FUZZ_CHECK (first.annotations.n == 0);
   int r = cp_oci_state_parse ((const char *) data, size, &st, &err);
+  if (r1 < 0)
+    FUZZ_CHECK (r < 0 && strcmp (cp_error_message (first_err), cp_error_message (err)) == 0);
+  cp_error_free (&first_err);
+  cp_oci_state_free (&first);
   if (r < 0)
     {
       fuzz_check_input_error (r, err, "state: ");

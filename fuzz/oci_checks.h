@@ -19,12 +19,17 @@ fuzz_is_ours (const char *key)
 static inline void
 fuzz_check_annotations (const struct cp_annotations *a)
 {
-  FUZZ_CHECK (a->n <= CP_ANNOTATIONS_MAX);
+  /* Only ours (bounded in number) and the engine's four keys are kept. */
+  FUZZ_CHECK (a->n <= CP_ANNOTATIONS_MAX + 4);
   FUZZ_CHECK (a->n == 0 || a->items != NULL);
   for (size_t i = 0; i < a->n; i++)
     {
       const struct cp_annotation *an = &a->items[i];
       FUZZ_CHECK (an->key != NULL && an->value != NULL);
+      FUZZ_CHECK (fuzz_is_ours (an->key) || strcmp (an->key, CP_ANNOTATION_CRIO_NAME) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_NAME) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CRIO_TYPE) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_TYPE) == 0);
       FUZZ_CHECK (strlen (an->key) <= CP_ANNOTATION_KEY_MAX);
       if (fuzz_is_ours (an->key))
         FUZZ_CHECK (strlen (an->value) <= CP_ANNOTATION_VALUE_MAX);

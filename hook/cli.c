@@ -3,6 +3,7 @@
 #include "../policy/bitmap.h"
 
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,8 +47,12 @@ cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err)
     return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
   /* An unknown short option inside a cluster ("-qz") leaves optind on its word,
      so argv[optind - 1] would name the previous argument. */
-  if (optopt > 0 && optopt < 0x100)
-    return cp_fail_input (err, "-%c: unknown option (see `cachepin %s --help`)", optopt, cmd);
+  if (optopt != 0 && optopt >= CHAR_MIN && optopt < 0x100)
+    {
+      /* glibc keeps the byte as a (signed) char: "-\xc2" gives optopt -62, and
+         the message shows that one byte (as '?': policy/text.h). */
+      return cp_fail_input (err, "-%c: unknown option (see `cachepin %s --help`)", (unsigned char) optopt, cmd);
+    }
   return cp_fail_input (err, "%s: unknown option (see `cachepin %s --help`)", argv[optind - 1], cmd);
 }
 

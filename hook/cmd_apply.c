@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "../policy/cpulist.h"
+#include "../policy/text.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
 #include "cgroup.h"
@@ -171,7 +172,12 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   if (a->json)
     cp_cli_print_plan_json (topo, &creq.req, plan);
   else
-    printf ("%s%s: cpus %s mems %s\n%s\n", cg->mount, cg->path, cpus, mems, plan->reason);
+    {
+      /* The directory's name is the caller's text (policy/text.h). */
+      cleanup_free char *where = cp_xasprintf ("%s%s", cg->mount, cg->path);
+      cp_text_sanitize (where);
+      printf ("%s: cpus %s mems %s\n%s\n", where, cpus, mems, plan->reason);
+    }
   return 0;
 }
 

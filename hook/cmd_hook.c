@@ -3,7 +3,8 @@
  * poststop it is released.
  *
  * Failure policy: a container without a cachepin.io/ annotation is never touched
- * and never failed.  Invalid annotations always fail the container (it asked, and
+ * and never failed, whatever else its state holds (so that is decided first, from
+ * the annotations alone: run_hook()).  Invalid annotations always fail the container (it asked, and
  * what it asked is wrong).  Anything else that goes wrong (the host cannot meet
  * the request, the cgroup or the ledger fails) fails the container only when it
  * asked for strict or the host config says on_error=deny; otherwise the container
@@ -25,8 +26,9 @@
 #include "placer.h"
 
 static const char hook_usage[] =
-  "Usage: cachepin hook [--config PATH] [STAGE]\n"
-  "Run as an OCI hook: reads the container state on stdin.\n\n"
+  "Usage: cachepin hook [--config PATH] [STAGE]   (options may also follow STAGE)\n"
+  "Run as an OCI hook: reads the container state on stdin (given up after 5 s\n"
+  "without a complete JSON object).\n\n"
   "  STAGE            createRuntime or prestart (place), poststop (release);\n"
   "                   without it, taken from the state's status\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
@@ -69,9 +71,20 @@ parse_args (int argc, char **argv, struct hook_args *a, cp_error_t *err)
   optind = 1;
   opterr = 0;
   int opt;
-  while ((opt = getopt_long (argc, argv, "+:h", options, NULL)) != -1)
+  bool have_stage = false;
+  /* "-": operands come back in order as option 1, so that options may follow the
+     stage (`hook createRuntime --config F`, as hook files in the wild write it),
+     whatever POSIXLY_CORRECT says. */
+  while ((opt = getopt_long (argc, argv, "-:h", options, NULL)) != -1)
     switch (opt)
       {
+      case 1:
+        if (have_stage)
+          return cp_fail_input (err, "`%.64s`: unexpected argument", optarg);
+        if (parse_stage (optarg, &a->stage, err) < 0)
+          return -1;
+        have_stage = true;
+        break;
       case 'c':
         a->config = optarg;
         break;
@@ -82,7 +95,8 @@ parse_args (int argc, char **argv, struct hook_args *a, cp_error_t *err)
       default:
         return cp_cli_option_error (opt, argv, "hook", err);
       }
-  if (optind < argc && parse_stage (argv[optind++], &a->stage, err) < 0)
+  /* After "--", the rest are operands. */
+  if (!have_stage && optind < argc && parse_stage (argv[optind++], &a->stage, err) < 0)
     return -1;
   if (optind < argc)
     return cp_fail_input (err, "`%.64s`: unexpected argument", argv[optind]);
@@ -136,6 +150,60 @@ log_plan (const char *id, const struct cp_plan *plan, const struct cp_container_
           creq->mems_keep ? " (kept)" : "", creq->cpus_source, plan->reason);
 }
 
+/* The failure policy's one reclassification of an error (policy/error.h): past the
+   annotations nothing is the container's input.  A topology file that does not
+   load, a cgroup whose contents the ledger refuses, are input errors where they
+   are found (someone's input: the admin's, the kernel's text), but for this
+   container they are the host's failures: exit 1 when strict, never the exit 2
+   that tells the user that what the container asked is wrong. */
+static void
+hook_failure_kind (cp_error_t err)
+{
+  if (cp_error_kind (err) == CP_ERR_INPUT)
+    cp_error_reclassify (err, CP_ERR_RUNTIME);
+}
+
+/* Is the cgroup PATH (below the hierarchy's mount point, as the runtime joins an
+   absolute cgroupsPath to it) WANT or below it?  crun may put the process in a
+   child of the cgroup it was given. */
+static bool
+cgroup_within (const char *path, const char *want)
+{
+  size_t n = strlen (want);
+  if (strcmp (want, "/") == 0)
+    return true;
+  return strncmp (path, want, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* The state names the container's init; never this pid namespace's init, the hook
+   itself or the runtime running it, whose cgroups are not the container's.  The
+   state contradicts itself: the container (which asked) fails. */
+static int
+check_pid (const struct cp_oci_state *st, cp_error_t *err)
+{
+  if (st->pid == 1 || st->pid == getpid () || st->pid == getppid ())
+    return cp_fail_input (err, "state: pid: %d is %s, not a container's init", (int) st->pid,
+                          st->pid == 1 ? "the init of this pid namespace"
+                          : st->pid == getpid () ? "this hook"
+                                                 : "the runtime running this hook");
+  return 0;
+}
+
+/* When config.json names the container's cgroup (an absolute cgroupfs
+   linux.cgroupsPath), the pid's cgroup CG must be that one or below it; else the
+   state and the bundle disagree about the container, and it fails as above. */
+static int
+check_pid_cgroup (const struct cp_oci_state *st, const struct cp_cgroup *cg, const struct cp_oci_config *cfg,
+                  cp_error_t *err)
+{
+  if (cfg == NULL || cfg->cgroupfs_path == NULL || cgroup_within (cg->path, cfg->cgroupfs_path))
+    return 0;
+  return cp_fail_input (err,
+                        "state: pid: process %d is in cgroup %s, outside %s, the cgroup config.json's "
+                        "linux.cgroupsPath names",
+                        (int) st->pid, cg->path, cfg->cgroupfs_path);
+}
+
 static int
 place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
        const struct cp_oci_config *cfg, cp_error_t *err)
@@ -143,17 +211,8 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
   struct cp_container_request creq;
   if (cp_annotations_to_request (ann, &hc->defaults, cfg, &creq, err) < 0)
     return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-
-  /* The state names the container's init; never this pid namespace's init, the
-     hook itself or the runtime running it, whose cgroups are not the container's. */
-  if (st->pid == 1 || st->pid == getpid () || st->pid == getppid ())
-    {
-      cp_fail_input (err, "state: pid: %d is %s, not a container's init", (int) st->pid,
-                     st->pid == 1 ? "the init of this pid namespace"
-                     : st->pid == getpid () ? "this hook"
-                                            : "the runtime running this hook");
-      return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-    }
+  if (check_pid (st, err) < 0)
+    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
 
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
@@ -161,6 +220,8 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
   int ret = cp_cgroup_from_pid (st->pid, &cg, err);
   if (ret < 0)
     cp_error_wrap (err, "container process %d", (int) st->pid);
+  else if (check_pid_cgroup (st, cg, cfg, err) < 0)
+    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
   else
     {
       target.cgroup = cg;
@@ -170,12 +231,7 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     }
   if (ret < 0)
     {
-      /* Past the annotations nothing is the container's input: a topology file
-         that does not load, a cgroup whose contents the ledger refuses, are the
-         host's failures (exit 1 when strict), not a reason to refuse a
-         container that is not. */
-      if ((*err)->kind == CP_ERR_INPUT)
-        (*err)->kind = CP_ERR_RUNTIME;
+      hook_failure_kind (*err);
       return allow_or_fail (hc, creq.req.strict, st->id, CP_LOG_WARNING, err);
     }
   log_plan (st->id, plan, &creq);
@@ -225,57 +281,87 @@ broken_hostconfig (const struct cp_annotations *ann, const struct cp_oci_config 
   return ret;
 }
 
+/* For log lines about a state whose id may not be valid. */
+static const char *
+id_of (const struct cp_oci_state *st)
+{
+  return st->id ? st->id : "(no valid id)";
+}
+
+/* The state has no annotations (a runtime that does not copy them into it):
+   config.json says whether the container asks.  1: CFG is loaded; 0: the hook is
+   done (left alone, or released by id); < 0: a failure of the release. */
+static int
+annotations_from_bundle (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_state *st,
+                         struct cp_oci_config *cfg, cp_error_t *err)
+{
+  cleanup_error cp_error_t why = NULL;
+  if (cp_oci_state_parse_bundle (st, &why) == 0 && cp_oci_config_load (st->bundle, cfg, &why) == 0)
+    return 1;
+  enum hook_stage stage = a->stage;
+  bool valid = cp_oci_state_parse_fields (st, NULL) == 0
+               && (stage != STAGE_FROM_STATUS || stage_from_status (st, &stage, NULL) == 0);
+  if (valid && stage == STAGE_RELEASE)
+    {
+      /* The bundle may be gone by poststop: release by id regardless. */
+      if (cp_hostconfig_load (a->config, hc, NULL) < 0)
+        return 0;
+      cp_log_set_level (hc->log_level);
+      return release (hc, st, err);
+    }
+  /* Cannot tell whether it asked.  A container that did not ask is never failed
+     (runc and crun copy the annotations into the state, so this is a runtime that
+     does not, with a config.json we refuse to read: a symlink, a FIFO, too big):
+     leave it alone, and say so. */
+  cp_log (CP_LOG_WARNING, "container %s left alone: its state has no annotations and %s", id_of (st),
+          cp_error_message (why));
+  return 0;
+}
+
 static int
 run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_state *st,
           struct cp_oci_config *cfg, cp_error_t *err)
 {
-  if (cp_oci_state_read (STDIN_FILENO, st, err) < 0)
-    return -1;
-  enum hook_stage stage = a->stage;
-  if (stage == STAGE_FROM_STATUS && stage_from_status (st, &stage, err) < 0)
+  cleanup_free char *text = NULL;
+  size_t len;
+  if (cp_oci_state_read_text (STDIN_FILENO, &text, &len, err) < 0
+      || cp_oci_state_parse_annotations (text, len, st, err) < 0)
     return -1;
 
-  /* runc and crun copy the annotations into the state; config.json is read only
+  /* Whether the container asks comes first: one that does not is never failed,
+     whatever else its state holds (the JSON must be valid, or there is no telling).
+     runc and crun copy the annotations into the state; config.json is read only
      when the state has none, or at placement, where its resources matter. */
   const struct cp_annotations *ann = &st->annotations;
   bool have_config = false;
-  if (ann->n == 0 || (stage == STAGE_PLACE && cp_annotations_wants_cachepin (ann)))
+  if (!st->has_annotations)
+    {
+      int r = annotations_from_bundle (a, hc, st, cfg, err);
+      if (r <= 0)
+        return r;
+      have_config = true;
+      ann = &cfg->annotations;
+    }
+  if (!cp_annotations_wants_cachepin (ann) || cp_annotations_is_sandbox (ann))
+    return 0; /* not ours: nothing else judged, nothing written */
+
+  /* It asks: from here on its state must be right. */
+  enum hook_stage stage = a->stage;
+  if (cp_oci_state_parse_fields (st, err) < 0
+      || (stage == STAGE_FROM_STATUS && stage_from_status (st, &stage, err) < 0))
+    return -1;
+  if (stage == STAGE_PLACE && !have_config)
     {
       if (cp_oci_config_load (st->bundle, cfg, err) < 0)
-        {
-          if (ann->n == 0 && stage == STAGE_PLACE)
-            {
-              /* Cannot tell whether it asked.  A container that did not ask is
-                 never failed (runc and crun copy the annotations into the state,
-                 so this is a runtime that does not, with a config.json we refuse
-                 to read: a symlink, a FIFO, too big): leave it alone, and say so. */
-              cp_log (CP_LOG_WARNING, "container %s left alone: its state has no annotations and %s", st->id,
-                      cp_error_message (*err));
-              cp_error_free (err);
-              return 0;
-            }
-          if (ann->n == 0)
-            {
-              /* The bundle may be gone by poststop: release by id regardless. */
-              cp_error_free (err);
-              if (cp_hostconfig_load (a->config, hc, err) < 0)
-                return 0;
-              return release (hc, st, err);
-            }
-          /* The state says it asked, and its bundle cannot be read (runc read it
-             a moment ago): something replaced it; refuse. */
-          return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-        }
+        /* The state says it asked, and its bundle cannot be read (runc read it a
+           moment ago): something replaced it; refuse. */
+        return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
       have_config = true;
-      if (ann->n == 0)
-        ann = &cfg->annotations;
     }
 
-  if (!cp_annotations_wants_cachepin (ann) || cp_annotations_is_sandbox (ann))
-    return 0; /* not ours: nothing read beyond this point, nothing written */
-
   if (cp_hostconfig_load (a->config, hc, err) < 0)
-    return stage == STAGE_RELEASE ? (cp_error_free (err), 0) : broken_hostconfig (ann, have_config ? cfg : NULL, st->id, err);
+    return stage == STAGE_RELEASE ? (cp_error_free (err), 0)
+                                  : broken_hostconfig (ann, have_config ? cfg : NULL, st->id, err);
   cp_log_set_level (hc->log_level);
   if (stage == STAGE_RELEASE)
     return release (hc, st, err);

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <string.h>
 
+#include "../oci/io.h"
 #include "../oci/json.h"
 #include "../policy/cpulist.h"
 #include "../policy/util.h"
@@ -240,9 +241,9 @@ cp_hostconfig_load (const char *path, struct cp_hostconfig *out, cp_error_t *err
   cleanup_error cp_error_t read_err = NULL;
   memset (out, 0, sizeof *out);
   /* No O_NOFOLLOW: admins may keep /etc files as symlinks. */
-  if (cp_json_read_file (AT_FDCWD, name, 0, CP_HOSTCONFIG_MAX_SIZE, &buf, &len, &read_err) < 0)
+  if (cp_io_read_at (AT_FDCWD, name, 0, name, CP_HOSTCONFIG_MAX_SIZE, CP_IO_INPUT, &buf, &len, &read_err) < 0)
     {
-      if (path == NULL && read_err->errnum == ENOENT)
+      if (path == NULL && cp_error_errno (read_err) == ENOENT)
         {
           cp_hostconfig_init (out);
           return 0;
@@ -252,7 +253,7 @@ cp_hostconfig_load (const char *path, struct cp_hostconfig *out, cp_error_t *err
           cp_error_free (err);
           *err = cp_steal_pointer (&read_err);
         }
-      return cp_error_wrap (err, "%s", name);
+      return -1;
     }
   return cp_hostconfig_parse (buf, len, name, out, err);
 }

@@ -15,32 +15,62 @@ is_ours (const char *key)
   return strncmp (key, CP_ANNOTATION_PREFIX, strlen (CP_ANNOTATION_PREFIX)) == 0;
 }
 
+/* The keys an engine sets that cachepin reads besides its own: the container's
+ * name (per-container keys) and whether it is a pod's sandbox. */
+static bool
+is_engine_key (const char *key)
+{
+  static const char *const keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME, CP_ANNOTATION_CRIO_TYPE,
+                                       CP_ANNOTATION_CONTAINERD_TYPE };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
+    if (strcmp (key, keys[i]) == 0)
+      return true;
+  return false;
+}
+
+/* A cachepin.io/ key: bounded, its value a string without NUL, or an error (the
+ * container asked, and what it asked is wrong). */
+static int
+check_ours (const char *field, const char *key, json_object *v, const char **value, cp_error_t *err)
+{
+  if (strlen (key) > CP_ANNOTATION_KEY_MAX)
+    return cp_fail_input (err, "%s: key `%.64s...` longer than %d bytes", field, key, CP_ANNOTATION_KEY_MAX);
+  cleanup_free char *name = cp_xasprintf ("%s: %s", field, key);
+  return cp_json_string (v, name, CP_ANNOTATION_VALUE_MAX, true, value, err);
+}
+
 int
 cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err)
 {
   out->items = NULL;
   out->n = 0;
-  if (cp_json_object (obj, field, err) < 0)
-    return -1;
-  size_t n = (size_t) json_object_object_length (obj);
-  if (n > CP_ANNOTATIONS_MAX)
-    return cp_fail_input (err, "%s: %zu annotations, more than the %d accepted", field, n, CP_ANNOTATIONS_MAX);
-  struct cp_annotations a = { .items = cp_xcalloc (n, sizeof *a.items) };
+  /* Not an object: no key at all, so none of ours (runtime-spec says a map; a
+     container whose engine wrote something else did not ask in a way we read). */
+  if (!json_object_is_type (obj, json_type_object))
+    return 0;
+  size_t ours = 0;
+  json_object_object_foreach (obj, k, unused)
+    {
+      (void) unused;
+      ours += is_ours (k);
+    }
+  if (ours > CP_ANNOTATIONS_MAX)
+    return cp_fail_input (err, "%s: %zu " CP_ANNOTATION_PREFIX " annotations, more than the %d accepted", field, ours,
+                          CP_ANNOTATIONS_MAX);
+  struct cp_annotations a = { .items = cp_xcalloc (ours + 4, sizeof *a.items) };
   json_object_object_foreach (obj, key, v)
     {
-      size_t key_len = strlen (key);
-      if (key_len > CP_ANNOTATION_KEY_MAX)
-        {
-          cp_annotations_free (&a);
-          return cp_fail_input (err, "%s: key `%.64s...` longer than %d bytes", field, key, CP_ANNOTATION_KEY_MAX);
-        }
-      cleanup_free char *name = cp_xasprintf ("%s: %s", field, key);
       const char *value;
-      if (cp_json_string (v, name, is_ours (key) ? CP_ANNOTATION_VALUE_MAX : SIZE_MAX, true, &value, err) < 0)
+      if (is_ours (key))
         {
-          cp_annotations_free (&a);
-          return -1;
+          if (check_ours (field, key, v, &value, err) < 0)
+            {
+              cp_annotations_free (&a);
+              return -1;
+            }
         }
+      else if (!is_engine_key (key) || cp_json_string (v, key, SIZE_MAX, true, &value, NULL) < 0)
+        continue; /* someone else's: neither checked nor kept */
       a.items[a.n].key = cp_xstrdup (key);
       a.items[a.n].value = cp_xstrdup (value);
       a.n++;

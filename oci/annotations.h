@@ -26,9 +26,9 @@
 #define CP_ANNOTATION_PREFIX "cachepin.io/"
 #define CP_ANNOTATION_CONTAINER_INFIX ".container."
 
-/* Bounds on hostile input: annotations per document, bytes per key (any key),
- * bytes per value of a cachepin.io/ key (other values are bounded by the
- * document's size). */
+/* Bounds on hostile input, for cachepin.io/ keys only (the others are not ours to
+ * judge, and are bounded by the document's size): how many, bytes per key, bytes
+ * per value. */
 #define CP_ANNOTATIONS_MAX 4096
 #define CP_ANNOTATION_KEY_MAX 1024
 #define CP_ANNOTATION_VALUE_MAX 256
@@ -46,18 +46,23 @@ struct cp_annotation
   char *value;
 };
 
-/* In document order; keys are unique (the JSON parser refuses duplicates). */
+/* In document order; keys are unique (the JSON parser refuses duplicates).  Only
+ * the cachepin.io/ keys and the engine keys below are kept. */
 struct cp_annotations
 {
   struct cp_annotation *items;
   size_t n;
 };
 
-/* Copy the JSON object OBJ (string -> string) into OUT.  FIELD names it in errors:
- * "annotations: expected an object, got [1]", "annotations: foo: expected a
- * string, got 5", "annotations: cachepin.io/cpus: longer than 256 bytes".  Values
- * with a NUL are refused, as are more than CP_ANNOTATIONS_MAX annotations and keys
- * longer than CP_ANNOTATION_KEY_MAX. */
+/* Copy from the JSON object OBJ what cachepin reads: the cachepin.io/ keys, and the
+ * engine's container name and type (CP_ANNOTATION_CRIO_* and _CONTAINERD_*) when
+ * they are strings without NUL.  Every other annotation is neither checked nor
+ * kept: a container that does not ask is never failed for what its annotations
+ * hold (and OBJ not an object holds no key: no error either).  FIELD names OBJ in
+ * errors, which are all about cachepin.io/ keys: "annotations: cachepin.io/cpus:
+ * expected a string, got 5", "annotations: cachepin.io/cpus: longer than 256
+ * bytes", a NUL in the value, more than CP_ANNOTATIONS_MAX of them, a key longer
+ * than CP_ANNOTATION_KEY_MAX. */
 int cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err);
 
 void cp_annotations_free (struct cp_annotations *a);

@@ -6,8 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/util.h"
+#include "io.h"
 #include "json.h"
 
 /* linux.resources.cpu */
@@ -25,11 +27,16 @@ parse_cpu (json_object *cpu, struct cp_oci_config *out, cp_error_t *err)
       /* "" is how engines say "not set". */
       if (*s)
         {
-          out->cpus = hwloc_bitmap_alloc ();
-          if (out->cpus == NULL)
-            abort ();
-          if (cp_cpulist_parse (s, 0, out->cpus, err) < 0)
+          /* What the runtime writes into cpuset.cpus, as the kernel reads it. */
+          out->cpus = cp_bitmap_new ();
+          if (cp_cpulist_parse (s, CP_CPULIST_KERNEL | CP_CPULIST_ALLOW_EMPTY, out->cpus, err) < 0)
             return cp_error_wrap (err, "linux.resources.cpu.cpus");
+          if (hwloc_bitmap_iszero (out->cpus))
+            {
+              /* White space only: the kernel's empty list, as "" here. */
+              hwloc_bitmap_free (out->cpus);
+              out->cpus = NULL;
+            }
         }
     }
   if (cp_json_member (cpu, "quota", true, &v)
@@ -45,6 +52,39 @@ parse_cpu (json_object *cpu, struct cp_oci_config *out, cp_error_t *err)
   return 0;
 }
 
+/* Go's filepath.Clean() of an absolute PATH, as runc and crun resolve an absolute
+   cgroupsPath below the hierarchy's mount: no empty or "." components, ".." takes
+   one away (never above "/"), no trailing '/'. */
+static char *
+clean_path (const char *path)
+{
+  size_t len = strlen (path);
+  char *out = cp_xmalloc0 (len + 2);
+  size_t n = 0;
+  for (const char *p = path; *p;)
+    {
+      while (*p == '/')
+        p++;
+      size_t c = strcspn (p, "/");
+      if (c == 0 || (c == 1 && p[0] == '.'))
+        ;
+      else if (c == 2 && p[0] == '.' && p[1] == '.')
+        while (n > 0 && out[--n] != '/')
+          ;
+      else
+        {
+          out[n++] = '/';
+          memcpy (out + n, p, c);
+          n += c;
+        }
+      p += c;
+    }
+  if (n == 0)
+    out[n++] = '/';
+  out[n] = '\0';
+  return out;
+}
+
 static int
 parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
 {
@@ -58,6 +98,8 @@ parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
         return -1;
       if (*s)
         out->cgroups_path = cp_xstrdup (s);
+      if (*s == '/' && strchr (s, ':') == NULL)
+        out->cgroupfs_path = clean_path (s);
     }
   if (!cp_json_member (linux_, "resources", true, &resources))
     return 0;
@@ -96,9 +138,10 @@ cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_t *e
   if (dirfd < 0)
     return cp_fail_errno (err, errno, "bundle %s: open", bundle);
   cleanup_free char *buf = NULL;
+  cleanup_free char *name = cp_xasprintf ("%s/config.json", bundle);
   size_t len;
-  if (cp_json_read_file (dirfd, "config.json", O_NOFOLLOW, CP_OCI_CONFIG_MAX_SIZE, &buf, &len, err) < 0)
-    return cp_error_wrap (err, "%s/config.json", bundle);
+  if (cp_io_read_at (dirfd, "config.json", O_NOFOLLOW, name, CP_OCI_CONFIG_MAX_SIZE, CP_IO_INPUT, &buf, &len, err) < 0)
+    return -1;
   return cp_oci_config_parse (buf, len, out, err);
 }
 
@@ -109,5 +152,6 @@ cp_oci_config_free (struct cp_oci_config *cfg)
   if (cfg->cpus)
     hwloc_bitmap_free (cfg->cpus);
   free (cfg->cgroups_path);
+  free (cfg->cgroupfs_path);
   memset (cfg, 0, sizeof *cfg);
 }

@@ -23,10 +23,14 @@
 struct cp_oci_config
 {
   struct cp_annotations annotations; /* "annotations"; empty when absent */
-  hwloc_bitmap_t cpus;               /* linux.resources.cpu.cpus; NULL when absent or "" */
+  hwloc_bitmap_t cpus;               /* linux.resources.cpu.cpus as the kernel reads it
+                                        (CP_CPULIST_KERNEL); NULL when absent, "" or blank */
   int64_t quota;                     /* linux.resources.cpu.quota in us; <= 0: none (absent, -1) */
   uint64_t period;                   /* linux.resources.cpu.period in us; 0: absent */
   char *cgroups_path;                /* linux.cgroupsPath; NULL when absent */
+  char *cgroupfs_path;               /* the same when it is an absolute cgroupfs path, cleaned as the
+                                        runtimes do ("//a/./b/" is "/a/b"); NULL when absent, relative
+                                        (to the runtime's cgroup) or systemd's "slice:prefix:name" */
 };
 
 /* Read BUNDLE/config.json.  BUNDLE may have symlinks in it; config.json itself

@@ -2,65 +2,11 @@
 #include "json.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../policy/util.h"
-
-/* ---- reading ---------------------------------------------------------------- */
-
-int
-cp_json_read_fd (int fd, size_t max, char **out, size_t *len, cp_error_t *err)
-{
-  size_t cap = max < 65536 ? max + 1 : 65536, n = 0;
-  cleanup_free char *buf = cp_xmalloc0 (cap + 1);
-  for (;;)
-    {
-      if (n > max)
-        return cp_fail_input (err, "larger than %zu bytes", max);
-      if (n == cap)
-        {
-          cap = cap > max / 2 ? max + 1 : cap * 2;
-          buf = cp_xrealloc (buf, cap + 1);
-        }
-      ssize_t r = read (fd, buf + n, cap - n);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        return cp_fail_errno (err, errno, "read");
-      if (r == 0)
-        break;
-      n += (size_t) r;
-    }
-  buf[n] = '\0';
-  *len = n;
-  *out = cp_steal_pointer (&buf);
-  return 0;
-}
-
-int
-cp_json_read_file (int dirfd, const char *path, int open_flags, size_t max, char **out, size_t *len,
-                   cp_error_t *err)
-{
-  /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. */
-  cleanup_close int fd = openat (dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | open_flags);
-  if (fd < 0 && errno == ELOOP && (open_flags & O_NOFOLLOW))
-    return cp_fail_input (err, "is a symbolic link");
-  if (fd < 0)
-    return cp_fail_errno (err, errno, "open");
-  struct stat st;
-  if (fstat (fd, &st) < 0)
-    return cp_fail_errno (err, errno, "stat");
-  if (!S_ISREG (st.st_mode))
-    return cp_fail_input (err, "not a regular file");
-  if ((uintmax_t) st.st_size > max)
-    return cp_fail_input (err, "larger than %zu bytes", max);
-  return cp_json_read_fd (fd, max, out, len, err);
-}
 
 /* ---- strictness json-c lacks ------------------------------------------------- *
  *
@@ -154,6 +100,41 @@ scan_string (struct scan *s, bool *escaped, cp_error_t *err)
   return scan_fail (s->len, "unterminated string", err);
 }
 
+/* json-c 0.17 reports an allocation failure inside the tokener as
+ * json_tokener_error_memory; 0.16, which we build against, has no such code: it
+ * reports whatever parse error follows, or returns NULL with "success", or cuts a
+ * string short.  Every one of those leaves errno ENOMEM (malloc(3) sets it, and
+ * json-c's own allocation checks do too), so after a parse errno decides, whatever
+ * the tokener says: out of memory is never reported as bad JSON, nor a cut value
+ * taken as the document. */
+static json_object *
+tokener_parse (struct json_tokener *tok, const char *buf, int len)
+{
+  errno = 0;
+  json_object *obj = json_tokener_parse_ex (tok, buf, len);
+  if (errno == ENOMEM)
+    cp_oom ();
+  return obj;
+}
+
+static struct json_tokener *
+tokener_new (void)
+{
+  struct json_tokener *tok = json_tokener_new_ex (CP_JSON_MAX_DEPTH);
+  if (tok == NULL)
+    cp_oom ();
+  json_tokener_set_flags (tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+  return tok;
+}
+
+static void
+tokener_freep (struct json_tokener **tok)
+{
+  if (*tok)
+    json_tokener_free (*tok);
+}
+#define cleanup_tokener __attribute__ ((cleanup (tokener_freep)))
+
 /* The string literal buf[start..end) is a key of the innermost object. */
 static int
 scan_key (struct scan *s, size_t start, size_t end, bool escaped, cp_error_t *err)
@@ -161,18 +142,12 @@ scan_key (struct scan *s, size_t start, size_t end, bool escaped, cp_error_t *er
   struct scan_level *l = &s->levels[s->depth - 1];
   cleanup_free char *key = NULL;
   if (!escaped)
-    {
-      key = strndup (s->buf + start + 1, end - start - 2);
-      if (key == NULL)
-        abort ();
-    }
+    key = cp_xstrndup (s->buf + start + 1, end - start - 2);
   else
     {
       /* Let json-c decode it, as it did for the document. */
-      cleanup_free char *literal = strndup (s->buf + start, end - start);
-      if (literal == NULL)
-        abort ();
-      cleanup_json json_object *v = json_tokener_parse (literal);
+      cleanup_tokener struct json_tokener *tok = tokener_new ();
+      cleanup_json json_object *v = tokener_parse (tok, s->buf + start, (int) (end - start));
       if (!json_object_is_type (v, json_type_string))
         return scan_fail (start, "invalid key", err);
       key = cp_xstrdup (json_object_get_string (v));
@@ -182,7 +157,7 @@ scan_key (struct scan *s, size_t start, size_t end, bool escaped, cp_error_t *er
   if (json_object_object_get_ex (l->keys, key, NULL))
     return scan_key_fail (s, "duplicate key", key, err);
   if (json_object_object_add (l->keys, key, NULL) < 0)
-    abort ();
+    cp_oom ();
   free (l->key);
   l->key = cp_steal_pointer (&key);
   return 0;
@@ -238,6 +213,15 @@ scan_literal (struct scan *s, const char *word, cp_error_t *err)
   return 0;
 }
 
+static json_object *
+new_object (void)
+{
+  json_object *o = json_object_new_object ();
+  if (o == NULL)
+    cp_oom ();
+  return o;
+}
+
 static int
 check_strict (const char *buf, size_t len, cp_error_t *err)
 {
@@ -259,7 +243,7 @@ check_strict (const char *buf, size_t len, cp_error_t *err)
         case '[':
           if (s.depth == CP_JSON_MAX_DEPTH)
             return scan_fail (s.pos, "nested too deeply", err);
-          s.levels[s.depth++] = (struct scan_level){ .keys = buf[s.pos] == '{' ? json_object_new_object () : NULL };
+          s.levels[s.depth++] = (struct scan_level){ .keys = buf[s.pos] == '{' ? new_object () : NULL };
           expect_key = buf[s.pos] == '{';
           s.pos++;
           break;
@@ -336,14 +320,10 @@ cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t
   if (buf[first] != '{')
     return cp_fail_input (err, "expected a JSON object");
 
-  struct json_tokener *tok = json_tokener_new_ex (CP_JSON_MAX_DEPTH);
-  if (tok == NULL)
-    abort ();
-  json_tokener_set_flags (tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-  json_object *obj = json_tokener_parse_ex (tok, buf, (int) len);
+  cleanup_tokener struct json_tokener *tok = tokener_new ();
+  json_object *obj = tokener_parse (tok, buf, (int) len);
   enum json_tokener_error jerr = json_tokener_get_error (tok);
   size_t end = json_tokener_get_parse_end (tok);
-  json_tokener_free (tok);
   if (jerr == json_tokener_continue)
     return cp_fail_input (err, "invalid JSON at byte %zu: unexpected end of data", len);
   if (jerr != json_tokener_success)
@@ -366,12 +346,24 @@ cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t
   return 0;
 }
 
+bool
+cp_json_complete (const char *buf, size_t len)
+{
+  if (len >= INT_MAX)
+    return true;
+  cleanup_tokener struct json_tokener *tok = tokener_new ();
+  cleanup_json json_object *obj = tokener_parse (tok, buf, (int) len);
+  return json_tokener_get_error (tok) != json_tokener_continue;
+}
+
 /* ---- typed access --------------------------------------------------------------- */
 
 char *
 cp_json_describe (json_object *v)
 {
   const char *s = json_object_to_json_string_ext (v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+  if (s == NULL)
+    cp_oom ();
   if (strlen (s) > 64)
     return cp_xasprintf ("%.64s...", s);
   return cp_xstrdup (s);

@@ -28,22 +28,18 @@
 /* Deepest nesting accepted (config.json needs about 6). */
 #define CP_JSON_MAX_DEPTH 32
 
-/* Read FD to its end into a NUL-terminated buffer (*OUT, caller frees) of *LEN
- * bytes; more than MAX bytes is an input error.  EINTR is retried. */
-int cp_json_read_fd (int fd, size_t max, char **out, size_t *len, cp_error_t *err);
-
-/* Open PATH relative to DIRFD (AT_FDCWD, or a directory) read-only, never blocking
- * on a FIFO, check that it is a regular file of at most MAX bytes, and read it.
- * OPEN_FLAGS adds to O_RDONLY|O_CLOEXEC|O_NONBLOCK (O_NOFOLLOW, say).  A missing
- * file fails with errnum ENOENT. */
-int cp_json_read_file (int dirfd, const char *path, int open_flags, size_t max, char **out, size_t *len,
-                       cp_error_t *err);
-
 /* Parse BUF (LEN bytes; a NUL byte inside is refused) as exactly one JSON object,
  * with only whitespace after it, and with none of json-c's leniencies listed above.
  * Errors are input errors such as "invalid JSON at byte 12: unexpected character"
- * or "annotations: duplicate key \"a\"".  *OUT is the caller's (json_object_put). */
+ * or "annotations: duplicate key \"a\"".  *OUT is the caller's (json_object_put).
+ * Out of memory inside json-c goes the way of every allocation failure, cp_oom()
+ * ("cachepin: out of memory"): it is never reported as bad JSON. */
 int cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t *err);
+
+/* Whether more text after BUF (LEN bytes) cannot change what it parses to: a whole
+ * JSON value is there (what follows it is for cp_json_parse_object() to judge), or
+ * an error already.  False while the value is still unfinished. */
+bool cp_json_complete (const char *buf, size_t len);
 
 /* The value as compact JSON for "got ..." in messages, cut after 64 bytes.
  * Caller frees. */

@@ -1,9 +1,12 @@
 #define _GNU_SOURCE
 #include "state.h"
 
+#include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "../policy/util.h"
+#include "io.h"
 #include "json.h"
 
 static const char *const status_names[] = {
@@ -57,6 +60,21 @@ parse_status (json_object *root, enum cp_oci_status *out, cp_error_t *err)
   return cp_fail_input (err, "status: expected creating|created|running|stopped, got \"%s\"", s);
 }
 
+/* The bundle alone: where config.json is. */
+int
+cp_oci_state_parse_bundle (struct cp_oci_state *st, cp_error_t *err)
+{
+  const char *s;
+  if (st->bundle)
+    return 0;
+  if (required_string (st->doc, "bundle", CP_OCI_BUNDLE_MAX, &s, err) < 0)
+    return cp_error_wrap (err, "state");
+  if (*s != '/')
+    return cp_fail_input (err, "state: bundle: expected an absolute path, got \"%.128s\"", s);
+  st->bundle = cp_xstrdup (s);
+  return 0;
+}
+
 static int
 parse_fields (json_object *root, struct cp_oci_state *out, cp_error_t *err)
 {
@@ -81,29 +99,104 @@ parse_fields (json_object *root, struct cp_oci_state *out, cp_error_t *err)
     }
   else if (!stopped)
     return cp_fail_input (err, "pid: missing");
-  if (required_string (root, "bundle", CP_OCI_BUNDLE_MAX, &s, err) < 0)
-    return -1;
-  if (*s != '/')
-    return cp_fail_input (err, "bundle: expected an absolute path, got \"%.128s\"", s);
-  out->bundle = cp_xstrdup (s);
-  if (cp_json_member (root, "annotations", true, &v)
-      && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
-    return -1;
+  return 0;
+}
+
+int
+cp_oci_state_parse_fields (struct cp_oci_state *st, cp_error_t *err)
+{
+  free (st->oci_version);
+  free (st->id);
+  st->oci_version = st->id = NULL;
+  if (parse_fields (st->doc, st, err) < 0)
+    return cp_error_wrap (err, "state");
+  return cp_oci_state_parse_bundle (st, err);
+}
+
+int
+cp_oci_state_parse_annotations (const char *buf, size_t len, struct cp_oci_state *out, cp_error_t *err)
+{
+  json_object *v;
+  memset (out, 0, sizeof *out);
+  if (cp_json_parse_object (buf, len, &out->doc, err) < 0)
+    return cp_error_wrap (err, "state");
+  /* Absent, null and {} all say "no annotations" (Go's omitempty drops an empty
+     map; a runtime that writes {} may not copy them either): config.json decides. */
+  out->has_annotations = cp_json_member (out->doc, "annotations", true, &v)
+                         && !(json_object_is_type (v, json_type_object) && json_object_object_length (v) == 0);
+  if (out->has_annotations && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
+    return cp_error_wrap (err, "state");
   return 0;
 }
 
 int
 cp_oci_state_parse (const char *buf, size_t len, struct cp_oci_state *out, cp_error_t *err)
 {
-  memset (out, 0, sizeof *out);
-  cleanup_json json_object *root = NULL;
-  if (cp_json_parse_object (buf, len, &root, err) < 0)
-    return cp_error_wrap (err, "state");
-  if (parse_fields (root, out, err) < 0)
+  if (cp_oci_state_parse_annotations (buf, len, out, err) < 0 || cp_oci_state_parse_fields (out, err) < 0)
     {
       cp_oci_state_free (out);
-      return cp_error_wrap (err, "state");
+      return -1;
     }
+  return 0;
+}
+
+static long long
+now_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* One window of at most CP_OCI_STATE_IDLE_MS: what came in it is appended to
+ * *BUF.  1 the writer closed the pipe, 0 the window ended first. */
+static int
+read_window (int fd, char **buf, size_t *n, size_t *got, cp_error_t *err)
+{
+  cleanup_free char *chunk = NULL;
+  cleanup_error cp_error_t read_err = NULL;
+  int r = cp_io_read_fd (fd, "state", CP_OCI_STATE_MAX_SIZE - *n, CP_IO_INPUT, CP_OCI_STATE_IDLE_MS, &chunk, got,
+                         &read_err);
+  bool timed_out = r < 0 && cp_error_errno (read_err) == ETIMEDOUT;
+  if (r < 0 && !timed_out)
+    {
+      /* The bound is on the whole state, not on this window's share of it. */
+      if (cp_error_kind (read_err) == CP_ERR_INPUT)
+        return cp_fail_input (err, "state: larger than %d bytes", CP_OCI_STATE_MAX_SIZE);
+      cp_error_free (err);
+      *err = cp_steal_pointer (&read_err);
+      return -1;
+    }
+  *buf = cp_xrealloc (*buf, *n + *got + 1);
+  memcpy (*buf + *n, chunk, *got + 1);
+  *n += *got;
+  return timed_out ? 0 : 1;
+}
+
+int
+cp_oci_state_read_text (int fd, char **out, size_t *len, cp_error_t *err)
+{
+  long long deadline = now_ms () + CP_OCI_STATE_TIMEOUT_MS;
+  cleanup_free char *buf = cp_xstrdup ("");
+  size_t n = 0;
+  for (;;)
+    {
+      size_t got = 0;
+      int r = read_window (fd, &buf, &n, &got, err);
+      if (r < 0)
+        return -1;
+      if (r > 0)
+        break; /* closed: the usual case */
+      bool late = now_ms () >= deadline;
+      /* A window without data after a whole object: the writer is done with it. */
+      if ((got == 0 || late) && n > 0 && cp_json_complete (buf, n))
+        break;
+      if (late)
+        return cp_fail_input (err, "state: no complete JSON object after %d s on stdin (the runtime did not close it)",
+                              CP_OCI_STATE_TIMEOUT_MS / 1000);
+    }
+  *len = n;
+  *out = cp_steal_pointer (&buf);
   return 0;
 }
 
@@ -113,8 +206,8 @@ cp_oci_state_read (int fd, struct cp_oci_state *out, cp_error_t *err)
   memset (out, 0, sizeof *out);
   cleanup_free char *buf = NULL;
   size_t len;
-  if (cp_json_read_fd (fd, CP_OCI_STATE_MAX_SIZE, &buf, &len, err) < 0)
-    return cp_error_wrap (err, "state");
+  if (cp_oci_state_read_text (fd, &buf, &len, err) < 0)
+    return -1;
   return cp_oci_state_parse (buf, len, out, err);
 }
 
@@ -125,5 +218,6 @@ cp_oci_state_free (struct cp_oci_state *st)
   free (st->id);
   free (st->bundle);
   cp_annotations_free (&st->annotations);
+  json_object_put (st->doc);
   memset (st, 0, sizeof *st);
 }

@@ -5,7 +5,7 @@
 
 /* Reads one number at *p; on success advances *p past it. */
 static int
-parse_number (const char **p, unsigned *out, const char *whole, cp_error_t *err)
+parse_number (const char **p, unsigned *out, bool zeros, const char *whole, cp_error_t *err)
 {
   const char *s = *p;
   if (*s < '0' || *s > '9')
@@ -14,7 +14,7 @@ parse_number (const char **p, unsigned *out, const char *whole, cp_error_t *err)
         return cp_fail_input (err, "`%s`: a number is missing at the end", whole);
       return cp_fail_input (err, "`%s`: expected a number at `%.16s`", whole, s);
     }
-  if (s[0] == '0' && s[1] >= '0' && s[1] <= '9')
+  if (!zeros && s[0] == '0' && s[1] >= '0' && s[1] <= '9')
     return cp_fail_input (err, "`%s`: number with a leading zero at `%.16s`", whole, s);
   unsigned long v = 0;
   while (*s >= '0' && *s <= '9')
@@ -36,13 +36,13 @@ parse_into (const char *s, const char *end, const char *whole, hwloc_bitmap_t ou
   for (;;)
     {
       unsigned start, stop;
-      if (parse_number (&p, &start, whole, err) < 0)
+      if (parse_number (&p, &start, false, whole, err) < 0)
         return -1;
       stop = start;
       if (*p == '-')
         {
           p++;
-          if (parse_number (&p, &stop, whole, err) < 0)
+          if (parse_number (&p, &stop, false, whole, err) < 0)
             return -1;
           if (stop < start)
             return cp_fail_input (err, "`%s`: range end %u is before start %u", whole, stop, start);
@@ -56,6 +56,42 @@ parse_into (const char *s, const char *end, const char *whole, hwloc_bitmap_t ou
     }
 }
 
+static bool
+kernel_separator (char c)
+{
+  return c == ',' || c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+/* The kernel's bitmap_parselist() as cpuset.cpus takes it, less what we refuse
+   (see cpulist.h). */
+static int
+parse_kernel (const char *whole, hwloc_bitmap_t out, cp_error_t *err)
+{
+  const char *p = whole;
+  for (;;)
+    {
+      while (kernel_separator (*p))
+        p++;
+      if (*p == '\0')
+        return 0;
+      unsigned start, stop;
+      if (parse_number (&p, &start, true, whole, err) < 0)
+        return -1;
+      stop = start;
+      if (*p == '-')
+        {
+          p++;
+          if (parse_number (&p, &stop, true, whole, err) < 0)
+            return -1;
+          if (stop < start)
+            return cp_fail_input (err, "`%s`: range end %u is before start %u", whole, stop, start);
+        }
+      if (*p != '\0' && !kernel_separator (*p))
+        return cp_fail_input (err, "`%s`: unexpected character at `%.16s`", whole, p);
+      hwloc_bitmap_set_range (out, start, stop);
+    }
+}
+
 int
 cp_cpulist_parse (const char *s, unsigned flags, hwloc_bitmap_t out, cp_error_t *err)
 {
@@ -63,6 +99,17 @@ cp_cpulist_parse (const char *s, unsigned flags, hwloc_bitmap_t out, cp_error_t 
   size_t len = strnlen (s, CP_CPULIST_MAX_LEN + 1);
   if (len > CP_CPULIST_MAX_LEN)
     return cp_fail_input (err, "cpulist longer than %d characters", CP_CPULIST_MAX_LEN);
+  if (flags & CP_CPULIST_KERNEL)
+    {
+      if (parse_kernel (s, out, err) < 0)
+        {
+          hwloc_bitmap_zero (out);
+          return -1;
+        }
+      if (hwloc_bitmap_iszero (out) && !(flags & CP_CPULIST_ALLOW_EMPTY))
+        return cp_fail_input (err, "empty cpulist");
+      return 0;
+    }
   const char *end = s + len;
   if ((flags & CP_CPULIST_ALLOW_NEWLINE) && len > 0 && s[len - 1] == '\n')
     end--;
@@ -73,9 +120,7 @@ cp_cpulist_parse (const char *s, unsigned flags, hwloc_bitmap_t out, cp_error_t 
       return cp_fail_input (err, "empty cpulist");
     }
   /* The message quotes the list; keep only what we would parse. */
-  cleanup_free char *whole = strndup (s, (size_t) (end - s));
-  if (whole == NULL)
-    abort ();
+  cleanup_free char *whole = cp_xstrndup (s, (size_t) (end - s));
   if (parse_into (whole, whole + (end - s), whole, out, err) < 0)
     {
       hwloc_bitmap_zero (out);

@@ -23,6 +23,13 @@ enum cp_cpulist_flags
 {
   CP_CPULIST_ALLOW_EMPTY = 1 << 0,    /* "" is the empty set */
   CP_CPULIST_ALLOW_NEWLINE = 1 << 1,  /* one trailing '\n' (kernel files) */
+  /* What the kernel takes when written into cpuset.cpus (cpulist_parse() after
+     strstrip()), as an OCI spec's linux.resources.cpu.cpus is: numbers in base 10
+     with leading zeros ("010" is ten, never octal), items separated by any run of
+     commas and white space, which may also lead and trail ("0-3\n", " 1,,2 ").
+     Still refused, though the kernel takes them: "all", "N" (the last CPU) and
+     the "0-7:1/2" groups (cachepin would have to know nr_cpu_ids). */
+  CP_CPULIST_KERNEL = 1 << 2,
 };
 
 /* Parse S into OUT (emptied first).  On error OUT is left empty and *err says

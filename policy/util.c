@@ -4,8 +4,8 @@
 #include <stdarg.h>
 #include <string.h>
 
-static void
-oom (void)
+void
+cp_oom (void)
 {
   fputs ("cachepin: out of memory\n", stderr);
   abort ();
@@ -16,7 +16,7 @@ cp_xmalloc0 (size_t size)
 {
   void *p = calloc (1, size ? size : 1);
   if (p == NULL)
-    oom ();
+    cp_oom ();
   return p;
 }
 
@@ -25,7 +25,7 @@ cp_xcalloc (size_t n, size_t size)
 {
   void *p = calloc (n ? n : 1, size ? size : 1);
   if (p == NULL)
-    oom ();
+    cp_oom ();
   return p;
 }
 
@@ -34,7 +34,7 @@ cp_xrealloc (void *ptr, size_t size)
 {
   void *p = realloc (ptr, size ? size : 1);
   if (p == NULL)
-    oom ();
+    cp_oom ();
   return p;
 }
 
@@ -43,7 +43,16 @@ cp_xstrdup (const char *s)
 {
   char *p = strdup (s);
   if (p == NULL)
-    oom ();
+    cp_oom ();
+  return p;
+}
+
+char *
+cp_xstrndup (const char *s, size_t n)
+{
+  char *p = strndup (s, n);
+  if (p == NULL)
+    cp_oom ();
   return p;
 }
 
@@ -56,6 +65,6 @@ cp_xasprintf (const char *fmt, ...)
   int r = vasprintf (&p, fmt, ap);
   va_end (ap);
   if (r < 0)
-    oom ();
+    cp_oom ();
   return p;
 }

@@ -15,6 +15,11 @@ void *cp_xmalloc0 (size_t size);
 void *cp_xrealloc (void *ptr, size_t size);
 void *cp_xcalloc (size_t n, size_t size);
 char *cp_xstrdup (const char *s);
+char *cp_xstrndup (const char *s, size_t n);
+
+/* Print "cachepin: out of memory" and abort: for allocations made by a library
+ * (json-c, hwloc) that report failure instead of aborting. */
+__attribute__ ((noreturn)) void cp_oom (void);
 char *cp_xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 static inline void

@@ -15,6 +15,11 @@
 #     unchanged.
 # A control case at the start and at the end places the same target with good
 # input, so that the refusals are for their cause and not for a broken setup.
+# After the table: cases that do place (linux.cgroupsPath forms that must be
+# accepted, `apply | true`, `apply > /dev/full`, TZ and HWLOC_* in the
+# environment), each checked and given back; then an out-of-memory sweep
+# (ulimit -v) that must say "out of memory" or give the normal error, never a
+# misleading JSON error.
 #
 # The target is a real process in a real cpuset cgroup (root; on a cgroup v1
 # cpuset hierarchy or a v2 one).  Without root, or without a cpuset hierarchy,
@@ -108,20 +113,24 @@ reset () {
 
 # T NAME RC EXPECTED-STDERR NEEDS-ROOT(root|-) COMMAND...: one case.  COMMAND
 # prepares the input: it writes the stdin of `cachepin hook` to $D/in, or sets
-# ARGS for another command line; it may change $CFG and the bundle.
+# ARGS for another command line; it may change $CFG and the bundle, set ENV
+# (VAR=VALUE words for the environment), MAX_MS (the case fails if it takes
+# longer) and AFTER (run after the case).
 T () {
   local name=$1 want_rc=$2 want_err=$3 needs=$4; shift 4
   if [ "$needs" = root ] && ! $ROOT; then
     SKIP=$((SKIP + 1)); echo "skip $name (needs root and a cpuset hierarchy)"; return
   fi
   reset
-  ARGS=() AFTER=""
+  ARGS=() AFTER="" ENV=() MAX_MS=""
   : > "$D/in"
   "$@"
   [ ${#ARGS[@]} -gt 0 ] || ARGS=(hook --config "$CFG" createRuntime)
-  local before after rc err
+  local before after rc err t0 ms
   before=$(snapshot)
-  timeout 20 "$BIN" "${ARGS[@]}" < "$D/in" > "$D/out" 2> "$D/err"; rc=$?
+  t0=$(date +%s%N)
+  timeout 20 env "${ENV[@]}" "$BIN" "${ARGS[@]}" < "$D/in" > "$D/out" 2> "$D/err"; rc=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   after=$(snapshot)
   [ -z "$AFTER" ] || eval "$AFTER"
   err=$(cat "$D/err")
@@ -138,6 +147,7 @@ T () {
       want: $want_err
    "
   [ "$before" = "$after" ] || why+=" something was written: $before -> $after;"
+  [ -z "$MAX_MS" ] || [ "$ms" -le "$MAX_MS" ] || why+=" took $ms ms, more than $MAX_MS;"
   if [ -z "$why" ]; then PASS=$((PASS + 1)); echo "ok   $name (exit $rc)"
   else FAIL=$((FAIL + 1)); echo "FAIL $name:$why"; fi
 }
@@ -149,10 +159,13 @@ in_ann () { ann "$1" > "$D/in"; }
 in_cpus () { cpus "$1" > "$D/in"; }
 in_oversize () { { head -c 1100000 /dev/zero | tr '\0' ' '; state; } > "$D/in"; }
 in_nul_after () { { state; cat "$D/nul"; echo garbage; } > "$D/in"; }
-in_many_annotations () {
+in_many_annotations () { # [EXTRA-MEMBER]: 5000 foreign annotations, and EXTRA-MEMBER
   jq -cn --arg bundle "$D/bundle" --argjson pid "${P:-1}" '{"ociVersion": "1.0.2", "id": "hostile",
     "status": "creating", "pid": $pid, "bundle": $bundle,
-    "annotations": ([range(5000) | {key: "k\(.)", value: "v"}] | from_entries)}' > "$D/in"; }
+    "annotations": ([range(5000) | {key: "k\(.)", value: "v"}] | from_entries)}' \
+    | jq -c ".annotations += {${1:-}}" > "$D/in"; }
+in_many_ours () {
+  state ".annotations += ([range(4096) | {key: \"cachepin.io/cpus.container.c\\(.)\", value: \"1\"}] | from_entries)" > "$D/in"; }
 in_huge_value () { state ".annotations[\"cachepin.io/cpus\"] = (\"1\" * 100000)" > "$D/in"; }
 in_huge_key () { state ".annotations[\"cachepin.io/\" + (\"x\" * 2000)] = \"1\"" > "$D/in"; }
 in_huge_foreign () { state ".annotations[\"io.example/blob\"] = (\"A\" * 900000) | .annotations[\"cachepin.io/smt\"] = \"pe1\"" > "$D/in"; }
@@ -193,6 +206,17 @@ apply_over_container () {
   AFTER='state ".id = \"owner\" | .status = \"stopped\"" | "$BIN" hook --config "$CFG" poststop 2>/dev/null'
 }
 good () { in_state; }
+# stdin a pipe whose writer sends TEXT and then keeps it open (a runtime that never
+# closes it); the writer goes after the case
+in_open_pipe () {
+  rm -f "$D/in"; mkfifo "$D/in"
+  ( exec > "$D/in"; printf '%s' "$1"; exec sleep 30 ) &
+  SLEEPERS+=("$!")
+  AFTER="kill $! 2>/dev/null; rm -f \"\$D/in\""
+}
+# TZ naming a FIFO nobody writes: glibc's tzset() (syslog's timestamps) would
+# block in open(2)
+tz_fifo () { mkfifo "$D/alt/tz"; ENV=(TZ="$D/alt/tz"); MAX_MS=5000; "$@"; }
 
 # ---- the seed: one entry in the default ledger, so that "unchanged" means something ----
 if $ROOT; then
@@ -223,6 +247,8 @@ control start
 # stdin: size and syntax
 T "stdin over 1 MiB"                     2 'cachepin hook: state: larger than 1048576 bytes' - in_oversize
 T "stdin empty"                          2 'cachepin hook: state: empty input' - in_raw ''
+T "stdin never closed, whole state"      2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - eval 'in_open_pipe "$(ann "{\"cachepin.io/smt\": \"pe1\"}")"; MAX_MS=2500'
+T "stdin never closed, never whole"      2 'cachepin hook: state: no complete JSON object after 5 s on stdin (the runtime did not close it)' - eval 'in_open_pipe "{\"ociVersion\": \"1.0.2\""; MAX_MS=8000'
 T "stdin malformed JSON"                 2 'cachepin hook: state: invalid JSON at byte 30: unexpected end of data' - in_raw '{"ociVersion": "1.0.2", "id": '
 T "stdin trailing garbage"               2 'cachepin hook: state: invalid JSON at byte 24: unexpected character' - in_raw '{"ociVersion": "1.0.2"} xyz'
 T "stdin two objects"                    2 'cachepin hook: state: invalid JSON at byte 23: unexpected character' - in_raw '{"ociVersion": "1.0.2"}{"id": "x"}'
@@ -237,9 +263,9 @@ T "stdin invalid UTF-8 in the id"        2 'cachepin hook: state: invalid JSON a
 T "pid a string"                         2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got "123"' - in_state '.pid = "123"'
 T "pid negative"                         2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got -5' - in_state '.pid = -5'
 T "pid zero"                             2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 0' - in_state '.pid = 0'
-T "pid huge"                             2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 18446744073709551615' - in_raw '{"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 99999999999999999999, "bundle": "/b"}'
+T "pid huge"                             2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 18446744073709551615' - in_raw '{"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 99999999999999999999, "bundle": "/b", "annotations": {"cachepin.io/cpus": "1"}}'
 T "pid float"                            2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 1.5' - in_state '.pid = 1.5'
-T "pid 1e3"                              2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 1e3' - in_raw '{"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1e3, "bundle": "/b"}'
+T "pid 1e3"                              2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 1e3' - in_raw '{"ociVersion": "1.0.2", "id": "x", "status": "creating", "pid": 1e3, "bundle": "/b", "annotations": {"cachepin.io/cpus": "1"}}'
 T "pid above pid_max"                    2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got 4194305' - in_state '.pid = 4194305'
 T "pid 1 (init, not a container)"        2 "cachepin hook: state: pid: 1 is the init of this pid namespace, not a container's init" - in_state '.pid = 1'
 T "pid of an exited process"             0 'cachepin: warning: container hostile starts unplaced: container process @DEAD@: open /proc/@DEAD@/cgroup: No such file or directory' root in_state ".pid = $DEAD"
@@ -254,7 +280,7 @@ T "id with a slash"                      2 "cachepin hook: state: id: contains a
 T "id .."                                2 'cachepin hook: state: id: `..` is not a container id' - in_state '.id = ".."'
 T "id of 2000 bytes"                     2 'cachepin hook: state: id: longer than 1024 bytes' - in_state '.id = ("x" * 2000)'
 T "bundle relative"                      2 'cachepin hook: state: bundle: expected an absolute path, got "bundle"' - in_state '.bundle = "bundle"'
-T "annotations an array"                 2 'cachepin hook: state: annotations: expected an object, got [1]' - in_state '.annotations = [1]'
+T "annotations an array (none ours)"     0 '' - in_state '.annotations = [1]'
 T "annotation value a number"            2 'cachepin hook: state: annotations: cachepin.io/cpus: expected a string, got 1' - in_state '.annotations["cachepin.io/cpus"] = 1'
 # annotations
 T "cpus 0x3"                             2 'cachepin hook: annotation cachepin.io/cpus: invalid value `0x3`: expected a number from 1 to 8192' - in_cpus '0x3'
@@ -273,7 +299,21 @@ T "cpus of 100000 bytes"                 2 'cachepin hook: state: annotations: c
 T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the $(cat "$MNT/cpuset.effective_cpus" "$MNT/cpuset.cpus.effective" 2>/dev/null | head -1 | awk -F, '{n=0; for (i=1;i<=NF;i++) {split($i,r,"-"); n += (r[2]==""?1:r[2]-r[1]+1)} print n}') allowed CPUs" root in_cpus '64'
 T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
 T "unknown key of 2000 bytes"            2 'cachepin hook: state: annotations: key `cachepin.io/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` longer than 1024 bytes' - in_huge_key
-T "5000 annotations"                     2 'cachepin hook: state: annotations: 5000 annotations, more than the 4096 accepted' - in_many_annotations
+T "5000 foreign annotations, none ours"  0 '' - in_many_annotations
+T "5000 foreign annotations, bad smt"    2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_many_annotations '"cachepin.io/smt": "pe1"'
+T "4097 cachepin.io annotations"         2 'cachepin hook: state: annotations: 4097 cachepin.io/ annotations, more than the 4096 accepted' - in_many_ours
+# a container without a cachepin.io/ key is never failed, whatever its state holds
+T "foreign key of 2000 bytes, none ours" 0 '' - in_state '.annotations = {("x" * 2000): "1"}'
+T "foreign value with a NUL, none ours"  0 '' - in_state '.annotations = {"io.example/a": "a\u0000b"}'
+T "foreign value a number, none ours"    0 '' - in_state '.annotations = {"io.example/a": 5, "io.example/b": null, "io.example/c": {}}'
+T "foreign value with a NUL, ours too"   2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_ann '{"io.example/a": "a\u0000b", "cachepin.io/smt": "pe1"}'
+T "pid a string, none ours"              0 '' - in_state '.pid = "123" | .annotations = {"io.example/a": "b"}'
+T "pid missing, id .., none ours"        0 '' - in_state 'del(.pid) | .id = ".." | .annotations = {"io.example/a": "b"}'
+T "annotations {}: config.json decides"  2 'cachepin hook: state: pid: missing' - in_state 'del(.pid) | .annotations = {}'
+T "bundle relative, status bad, none ours" 0 '' - in_state '.bundle = "b" | .status = "paused" | .annotations = {"io.kubernetes.cri-o.ContainerType": 5}'
+T "bare state, bad pid, config not ours" 0 '' - eval 'echo "{\"annotations\": {\"io.example/a\": \"b\"}}" > "$D/bundle/config.json"; in_state "del(.annotations) | .pid = -5"'
+T "bare state, bad pid, config ours"     2 'cachepin hook: state: pid: expected an integer from 1 to 4194304, got -5' - in_state 'del(.annotations) | .pid = -5'
+T "bare state, bundle relative"          0 'cachepin: warning: container hostile left alone: its state has no annotations and state: bundle: expected an absolute path, got "b"' - in_state 'del(.annotations) | .bundle = "b"'
 T "900 KB foreign value, bad smt"        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_huge_foreign
 T "smt with an escape sequence"          2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe0?[31m` (expected pe0-first|pe0|cores|any)' - in_ann '{"cachepin.io/smt": "pe0\u001b[31m"}'
 T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
@@ -285,15 +325,35 @@ T "config.json a FIFO"                   2 'cachepin hook: @D@/bundle/config.jso
 T "config.json a directory"              2 'cachepin hook: @D@/bundle/config.json: not a regular file' - bundle_dir
 T "config.json a char device (zero)"     2 'cachepin hook: @D@/bundle/config.json: not a regular file' root bundle_chardev
 T "config.json over 4 MiB"               2 'cachepin hook: @D@/bundle/config.json: larger than 4194304 bytes' - bundle_big
-T "config.json missing"                  1 'cachepin hook: @D@/bundle/config.json: open: No such file or directory' - bundle_missing
+T "config.json missing"                  1 'cachepin hook: open @D@/bundle/config.json: No such file or directory' - bundle_missing
 T "config.json trailing garbage"         2 'cachepin hook: config.json: invalid JSON at byte 43: unexpected character' - bundle_bad_json
 T "config.json quota a string"           2 'cachepin hook: config.json: linux.resources.cpu.quota: expected an integer, got "5"' - bundle_bad_quota
 T "config.json cpus \"0-\""              2 'cachepin hook: config.json: linux.resources.cpu.cpus: `0-`: a number is missing at the end' - bundle_bad_cpuset
 # bundle, the state without annotations: cannot tell whether it asks, left alone
 T "bare state, config.json a symlink"    0 'cachepin: warning: container hostile left alone: its state has no annotations and @D@/bundle/config.json: is a symbolic link' - bundle_symlink bare
 T "bare state, config.json a FIFO"       0 'cachepin: warning: container hostile left alone: its state has no annotations and @D@/bundle/config.json: not a regular file' - bundle_fifo bare
-T "bare state, config.json missing"      0 'cachepin: warning: container hostile left alone: its state has no annotations and @D@/bundle/config.json: open: No such file or directory' - bundle_missing bare
+T "bare state, config.json missing"      0 'cachepin: warning: container hostile left alone: its state has no annotations and open @D@/bundle/config.json: No such file or directory' - bundle_missing bare
 T "bare state, config.json garbage"      0 'cachepin: warning: container hostile left alone: its state has no annotations and config.json: invalid JSON at byte 43: unexpected character' - bundle_bad_json bare
+# the caller's environment: TZ naming a FIFO must not block the hook (it logs)
+T "TZ a FIFO, hook logs a warning"       0 'cachepin: warning: container hostile left alone: its state has no annotations and @D@/bundle/config.json: is a symbolic link' - tz_fifo bundle_symlink bare
+T "TZ a FIFO, hook fails a container"    2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - tz_fifo in_ann '{"cachepin.io/smt": "pe1"}'
+# options after the stage (GNU order, as hook files in the wild write them)
+T "hook STAGE --config F"                0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 0' - eval 'host_config "{\"lock_timeout_ms\": 0}"; ARGS=(hook createRuntime --config "$CFG")'
+T "hook STAGE --config F, POSIXLY_CORRECT" 0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 0' - eval 'host_config "{\"lock_timeout_ms\": 0}"; ARGS=(hook createRuntime --config "$CFG"); ENV=(POSIXLY_CORRECT=1)'
+T "hook -- STAGE"                        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - eval 'in_ann "{\"cachepin.io/smt\": \"pe1\"}"; ARGS=(hook --config "$CFG" -- createRuntime)'
+T "hook two stages"                      2 'cachepin hook: `poststop`: unexpected argument' - eval 'ARGS=(hook createRuntime --config "$CFG" poststop)'
+T "hook STAGE -- STAGE"                  2 'cachepin hook: `poststop`: unexpected argument' - eval 'ARGS=(hook createRuntime --config "$CFG" -- poststop)'
+# what the caller typed reaches stderr as one line a terminal shows as is
+T "unknown command with ESC"             2 'cachepin: `x?[2J`: unknown command (see `cachepin --help`)' - eval 'ARGS=($'"'"'x\e[2J'"'"')'
+T "unknown command with U+2028"          2 'cachepin: `a?b`: unknown command (see `cachepin --help`)' - eval 'ARGS=($'"'"'a\xe2\x80\xa8b'"'"')'
+T "unknown command with U+0085"          2 'cachepin: `a?b`: unknown command (see `cachepin --help`)' - eval 'ARGS=($'"'"'a\xc2\x85b'"'"')'
+T "unknown command with U+202E"          2 'cachepin: `a?b`: unknown command (see `cachepin --help`)' - eval 'ARGS=($'"'"'a\xe2\x80\xaeb'"'"')'
+T "unknown command, invalid UTF-8"       2 'cachepin: `a?b`: unknown command (see `cachepin --help`)' - eval 'ARGS=($'"'"'a\xffb'"'"')'
+T "unknown option with ESC"              2 'cachepin apply: --?[2Jx: unknown option (see `cachepin apply --help`)' - eval 'ARGS=(apply $'"'"'--\e[2Jx'"'"')'
+T "unknown short option U+0085"          2 'cachepin plan: -?: unknown option (see `cachepin plan --help`)' - eval 'ARGS=(plan -$'"'"'\xc2\x85'"'"')'
+T "option value with U+2028"             2 'cachepin apply: --mems: invalid value `a?b` (expected local|keep)' - eval 'ARGS=(apply --mems $'"'"'a\xe2\x80\xa8b'"'"')'
+T "unexpected argument with U+202E"      2 'cachepin release: `a?b`: unexpected argument (see `cachepin release --help`)' - eval 'ARGS=(release $'"'"'a\xe2\x80\xaeb'"'"')'
+T "stage with ESC"                       2 'cachepin hook: stage `?[2J`: expected createRuntime, prestart or poststop' - eval 'ARGS=(hook $'"'"'\e[2J'"'"')'
 # host config (the container asks, not strict: it starts unplaced, the cause logged)
 T "state_dir relative"                   0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: state_dir: expected an absolute path, got "state"' - host_config '{"state_dir": "state"}'
 T "state_dir a symlink"                  0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: state directory `@D@/alt/state` is a symlink; refusing it' root host_state_symlink
@@ -307,7 +367,7 @@ T "host config unknown key"              0 'cachepin: error: container hostile s
 T "host config sandbox a string"         0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: sandbox: expected true or false, got "false"' - host_config '{"sandbox": "false"}'
 T "host config a FIFO"                   0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: not a regular file' - host_config_fifo
 T "host config over 1 MiB"               0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: larger than 1048576 bytes' - host_config_big
-T "host config missing (explicit path)"  0 'cachepin: error: container hostile starts unplaced: @D@/alt/none.json: open: No such file or directory' - eval 'CFG=$D/alt/none.json; in_state'
+T "host config missing (explicit path)"  0 'cachepin: error: container hostile starts unplaced: open @D@/alt/none.json: No such file or directory' - eval 'CFG=$D/alt/none.json; in_state'
 T "host config, strict container"        2 'cachepin hook: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 0' - eval 'host_config "{\"lock_timeout_ms\": 0}"; in_state ".annotations[\"cachepin.io/strict\"] = \"true\""'
 # apply / release on hostile cgroup paths and values
 T "apply --cgroup ../../etc"             2 'cachepin apply: --cgroup: `../../etc`: `..` component refused' root apply --cgroup ../../etc --cpus 1
@@ -326,5 +386,90 @@ T "apply --cpus 08"                      2 'cachepin apply: --cpus: invalid valu
 T "release a cgroup never applied"       2 'cachepin release: --cgroup: @CG@ was not placed by `cachepin apply`' root release --cgroup "$CG"
 
 control end
+
+# ---- cases that place: checked, then given back ---------------------------------------
+ok () { PASS=$((PASS + 1)); echo "ok   $1"; }
+bad () { FAIL=$((FAIL + 1)); echo "FAIL $1: $2"; }
+in_ledger () { jq -e --arg id "$1" '.entries[] | select(.id == $id)' "$D/state/ledger.json" >/dev/null 2>&1; }
+give_back () { # the target's placements released and its cpuset as it was
+  state '.status = "stopped"' | "$BIN" hook --config "$D/cfg.json" poststop 2>/dev/null
+  "$BIN" release --config "$D/cfg.json" --cgroup "$CG" >/dev/null 2>&1
+  cat "$(dirname "$CG")/cpuset.cpus" > "$CG/cpuset.cpus" 2>/dev/null
+}
+# placed NAME CGROUPS-PATH: the good state with config.json's linux.cgroupsPath set;
+# it must be placed (the pid's cgroup is that path or below it, or the path is not
+# an absolute cgroupfs one)
+placed () {
+  reset
+  jq -cn --arg p "$2" '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}, "linux": {"cgroupsPath": $p}}' > "$D/bundle/config.json"
+  local rc
+  state | "$BIN" hook --config "$D/cfg.json" createRuntime > /dev/null 2> "$D/err"; rc=$?
+  if [ "$rc" = 0 ] && in_ledger hostile; then ok "$1 (placed)"; else bad "$1" "not placed (exit $rc): $(cat "$D/err")"; fi
+  give_back
+}
+apply_target () { "$BIN" apply --config "$D/cfg.json" --cgroup "$CG" --cpus 1 "$@"; }
+if $ROOT; then
+  REL=${CG#"$MNT"}
+  placed "cgroupsPath the pid's cgroup" "$REL"
+  placed "cgroupsPath the pid's cgroup, uncleaned" "/$(dirname "$REL")//./x/../$(basename "$REL")/"
+  placed "cgroupsPath a parent of the pid's cgroup" "$(dirname "$REL")"
+  placed "cgroupsPath relative (not checked)" "elsewhere/c1"
+  placed "cgroupsPath systemd form (not checked)" "system.slice:cachepin:elsewhere"
+  T "cgroupsPath another cgroup"         2 "cachepin hook: state: pid: process @P@ is in cgroup $REL, outside /elsewhere/c1, the cgroup config.json's linux.cgroupsPath names" root eval 'echo "{\"annotations\": {\"cachepin.io/cpus\": \"1\"}, \"linux\": {\"cgroupsPath\": \"/elsewhere/c1\"}}" > "$D/bundle/config.json"; in_state'
+  T "cgroupsPath a sibling by prefix"    2 "cachepin hook: state: pid: process @P@ is in cgroup $REL, outside ${REL%/*}/targ, the cgroup config.json's linux.cgroupsPath names" root eval 'echo "{\"annotations\": {\"cachepin.io/cpus\": \"1\"}, \"linux\": {\"cgroupsPath\": \"${REL%/*}/targ\"}}" > "$D/bundle/config.json"; in_state'
+
+  # stdout closed after a committed placement: not a failure, nothing printed
+  reset
+  { apply_target 2> "$D/err"; echo $? > "$D/rc"; } | true
+  if [ "$(cat "$D/rc")" = 0 ] && [ ! -s "$D/err" ] && in_ledger "apply:$CG"; then ok "apply | true: exit 0, placed"
+  else bad "apply | true" "exit $(cat "$D/rc"), stderr: $(cat "$D/err")"; fi
+  give_back
+  # stdout full: the placement stands, one line says so
+  apply_target > /dev/full 2> "$D/err"; rc=$?
+  want="cachepin apply: the placement was made, but its result could not be printed: write stdout: No space left on device"
+  if [ "$rc" = 1 ] && [ "$(cat "$D/err")" = "$want" ] && in_ledger "apply:$CG"; then ok "apply > /dev/full: exit 1, placed, one line"
+  else bad "apply > /dev/full" "exit $rc, stderr: $(cat "$D/err")"; fi
+  give_back
+  # TZ a FIFO: apply and release log with the ledger's lock held, and must not block
+  mkfifo "$D/alt/tz"
+  t0=$(date +%s%N)
+  TZ="$D/alt/tz" timeout 20 "$BIN" apply --config "$D/cfg.json" --cgroup "$CG" --cpus 1 > /dev/null 2> "$D/err"; rc=$?
+  TZ="$D/alt/tz" timeout 20 "$BIN" release --config "$D/cfg.json" --cgroup "$CG" > /dev/null 2>> "$D/err"; rc2=$?
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  if [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$ms" -lt 5000 ]; then ok "apply and release with TZ a FIFO ($ms ms)"
+  else bad "apply and release with TZ a FIFO" "exit $rc/$rc2 after $ms ms: $(cat "$D/err")"; fi
+  give_back
+  # HWLOC_* must not replace the host's topology
+  want=$(apply_target --json 2>&1); give_back
+  for e in "HWLOC_SYNTHETIC=pack:1 l3:1 core:4 pu:2" "HWLOC_XMLFILE=/dev/null" "HWLOC_THISSYSTEM=0"; do
+    got=$(env "$e" "$BIN" apply --config "$D/cfg.json" --cgroup "$CG" --cpus 1 --json 2>&1); give_back
+    if [ "$got" = "$want" ]; then ok "apply with $e: the host's topology"
+    else bad "apply with $e" "got $got, want $want"; fi
+  done
+else
+  SKIP=$((SKIP + 1)); echo "skip the cases that place (need root and a cpuset hierarchy)"
+fi
+
+# ---- out of memory: "cachepin: out of memory", never a misleading JSON error -------------
+# A 1 MB state under address-space limits from too low to start to enough: each run
+# must start unplaced by its fault (exit 2, the bad smt), or say "out of memory".
+state '.annotations["io.example/blob"] = ("A" * 1000000) | .annotations["cachepin.io/smt"] = "pe1"' > "$D/big"
+oom=0 misled=""
+for kb in $(seq 4000 250 14000); do
+  # (a shell of its own reports the abort, to /dev/null)
+  bash -c 'ulimit -v "$1"; "$2" hook --config "$3/cfg.json" createRuntime < "$3/big" > /dev/null 2> "$3/err"' \
+    _ "$kb" "$BIN" "$D" 2>/dev/null; rc=$?
+  first=$(head -1 "$D/err")
+  case "$rc:$first" in
+    127:*"error while loading shared libraries"*) ;;  # too low to start at all
+    2:"cachepin hook: annotation cachepin.io/smt: invalid value \`pe1\` (expected pe0-first|pe0|cores|any)") ;;
+    134:"cachepin: out of memory") oom=$((oom + 1)) ;;
+    *) misled+=" [${kb} KiB: exit $rc: $first]" ;;
+  esac
+done
+if [ -n "$misled" ]; then bad "out of memory" "$misled"
+elif [ "$oom" = 0 ]; then SKIP=$((SKIP + 1)); echo "skip out of memory (no limit tried ran out of memory)"
+else ok "out of memory: $oom limits said so, none misled"; fi
+
 echo "$PASS passed, $FAIL failed${SKIP:+, $SKIP skipped}"
 [ "$FAIL" = 0 ]

@@ -39,8 +39,8 @@ expect_refused (const char *s, unsigned flags, const char *needle)
       fail_msg ("`%s` accepted as `%s`", s, got);
     }
   assert_non_null (err);
-  assert_int_equal (err->kind, CP_ERR_INPUT);
-  assert_int_equal (err->errnum, 0);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  assert_int_equal (cp_error_errno (err), 0);
   assert_true (hwloc_bitmap_iszero (out));
   const char *msg = cp_error_message (err);
   assert_null (strchr (msg, '\n'));
@@ -99,6 +99,38 @@ test_refuses (void **state)
   expect_refused ("\n", CP_CPULIST_ALLOW_NEWLINE, "empty");
   /* The whole list is quoted so the user sees what was refused. */
   expect_refused ("0-3,9-4", 0, "`0-3,9-4`");
+}
+
+/* What the kernel takes in cpuset.cpus, as an OCI spec's linux.resources.cpu.cpus
+   is written there. */
+static void
+test_kernel (void **state)
+{
+  (void) state;
+  const unsigned k = CP_CPULIST_KERNEL;
+  expect_ok ("01", k, (const unsigned[]){ 1 }, 1);                 /* decimal 1 */
+  expect_ok ("010", k, (const unsigned[]){ 10 }, 1);               /* ten, never octal */
+  expect_ok ("0008-0009", k, (const unsigned[]){ 8, 9 }, 2);
+  expect_ok ("0-1\n", k, (const unsigned[]){ 0, 1 }, 2);           /* a trailing newline */
+  expect_ok (" 2 \t\n", k, (const unsigned[]){ 2 }, 1);           /* strstrip() */
+  expect_ok ("1,,3", k, (const unsigned[]){ 1, 3 }, 2);            /* empty items */
+  expect_ok (",1 3,", k, (const unsigned[]){ 1, 3 }, 2);           /* white space separates */
+  expect_ok ("0-3,8\n", k | CP_CPULIST_ALLOW_NEWLINE, (const unsigned[]){ 0, 1, 2, 3, 8 }, 5);
+  expect_ok (" \n", k | CP_CPULIST_ALLOW_EMPTY, NULL, 0);
+  expect_refused (" \n", k, "empty");
+  expect_refused ("0x3", k, "unexpected character at `x3`");
+  expect_refused ("1;2", k, "unexpected character at `;2`");
+  expect_refused ("-1", k, "expected a number at `-1`");
+  expect_refused ("+1", k, "expected a number at `+1`");
+  expect_refused ("0-", k, "missing at the end");
+  expect_refused ("0- 3", k, "expected a number at ` 3`");
+  expect_refused ("3-1", k, "range end 1 is before start 3");
+  expect_refused ("08192", k, "above the maximum 8191");
+  expect_refused ("1.0", k, "unexpected character at `.0`");
+  expect_refused ("all", k, "expected a number at `all`");       /* kernel: every CPU */
+  expect_refused ("0-N", k, "expected a number at `N`");         /* kernel: the last CPU */
+  expect_refused ("0-7:1/2", k, "unexpected character at `:1/2`"); /* kernel: groups */
+  expect_refused ("\xef\xbc\x91", k, "expected a number");          /* fullwidth digit one */
 }
 
 static void
@@ -246,6 +278,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_accepts),
     cmocka_unit_test (test_refuses),
+    cmocka_unit_test (test_kernel),
     cmocka_unit_test (test_refuses_too_long),
     cmocka_unit_test (test_message_is_one_line),
     cmocka_unit_test (test_format),

@@ -187,9 +187,9 @@ test_load (void **state)
   cleanup_free char *path = cp_xasprintf ("%s/config.json", dir);
 
   /* Given explicitly, a missing file is an error. */
-  cleanup_free char *missing = cp_xasprintf ("%s: open: No such file or directory", path);
+  cleanup_free char *missing = cp_xasprintf ("open %s: No such file or directory", path);
   tu_check_error ("explicit missing path", cp_hostconfig_load (path, &hc, &err), &err, missing);
-  assert_int_equal (err->errnum, ENOENT);
+  assert_int_equal (cp_error_errno (err), ENOENT);
   assert_null (hc.state_dir);
 
   static const char deny[] = "{\"on_error\":\"deny\",\"lock_timeout_ms\":250}\n";

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "oci/annotations.h"
@@ -156,12 +157,10 @@ static const struct bad_case
   { "bundle with NUL", STATE_WITH ("\"c\"", "\"created\"", "1", "\"/b\\u0000/x\"", ""),
     "state: bundle: contains a NUL character" },
   { "missing bundle", "{\"ociVersion\":\"1\",\"id\":\"c\",\"status\":\"created\",\"pid\":1}", "state: bundle: missing" },
-  { "annotations not an object", STATE_EXTRA ("\"annotations\":[\"a\"]"),
-    "state: annotations: expected an object, got [\"a\"]" },
-  { "annotation value not a string", STATE_EXTRA ("\"annotations\":{\"a\":5}"),
-    "state: annotations: a: expected a string, got 5" },
-  { "annotation value null", STATE_EXTRA ("\"annotations\":{\"a\":null}"),
-    "state: annotations: a: expected a string, got null" },
+  { "annotation value not a string", STATE_EXTRA ("\"annotations\":{\"cachepin.io/mode\":5}"),
+    "state: annotations: cachepin.io/mode: expected a string, got 5" },
+  { "annotation value null", STATE_EXTRA ("\"annotations\":{\"cachepin.io/mode\":null}"),
+    "state: annotations: cachepin.io/mode: expected a string, got null" },
   { "annotation value with NUL", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\":\"4\\u00005\"}"),
     "state: annotations: cachepin.io/cpus: contains a NUL character" },
   { "duplicate key", STATE_EXTRA ("\"pid\":2"), "state: duplicate key \"pid\"" },
@@ -202,6 +201,81 @@ test_state_malformed (void **state)
     }
 }
 
+/* A container that does not ask is never failed for what its state holds: the
+ * annotations are decided first, and only cachepin.io/ keys are judged (and kept,
+ * with the engine's name and type keys). */
+static void
+test_state_foreign_annotations (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *text;
+    size_t kept;
+  } ok[] = {
+    { STATE_EXTRA ("\"annotations\":[\"a\"]"), 0 },
+    { STATE_EXTRA ("\"annotations\":\"cachepin.io/cpus=4\""), 0 },
+    { STATE_EXTRA ("\"annotations\":{\"a\":5,\"b\":null,\"c\":{\"d\":[]},\"e\":\"x\\u0000y\"}"), 0 },
+    { STATE_EXTRA ("\"annotations\":{\"io.kubernetes.container.name\":\"app\",\"io.kubernetes.cri.container-type\":"
+                   "\"sandbox\",\"io.kubernetes.cri-o.ContainerType\":5,\"x\":\"y\"}"),
+      2 },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ok); i++)
+    {
+      struct cp_oci_state st;
+      cp_error_t err = NULL;
+      if (cp_oci_state_parse (ok[i].text, strlen (ok[i].text), &st, &err) < 0)
+        fail_msg ("%s: %s", ok[i].text, cp_error_message (err));
+      assert_true (st.has_annotations);
+      assert_int_equal (st.annotations.n, ok[i].kept);
+      assert_false (cp_annotations_wants_cachepin (&st.annotations));
+      cp_oci_state_free (&st);
+    }
+
+  /* The first step judges nothing but the JSON and the cachepin.io/ keys. */
+  static const char *const bad_fields[] = {
+    "{\"pid\":\"x\",\"id\":\"..\",\"bundle\":\"b\",\"status\":5,\"annotations\":{\"k\":\"v\"}}",
+    "{}",
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad_fields); i++)
+    {
+      struct cp_oci_state st;
+      cp_error_t err = NULL;
+      if (cp_oci_state_parse_annotations (bad_fields[i], strlen (bad_fields[i]), &st, &err) < 0)
+        fail_msg ("%s: %s", bad_fields[i], cp_error_message (err));
+      assert_int_equal (st.has_annotations, i == 0);
+      assert_int_equal (cp_oci_state_parse_fields (&st, &err), -1);
+      assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+      cp_error_free (&err);
+      cp_oci_state_free (&st);
+    }
+
+  /* An empty object is no annotations, as absent and null are: config.json decides. */
+  {
+    static const char empty[] = "{\"annotations\":{}}";
+    struct cp_oci_state st;
+    cp_error_t err = NULL;
+    assert_int_equal (cp_oci_state_parse_annotations (empty, strlen (empty), &st, &err), 0);
+    assert_false (st.has_annotations);
+    cp_oci_state_free (&st);
+  }
+
+  /* The bundle alone. */
+  static const char bundle_only[] = "{\"bundle\":\"/b\"}";
+  struct cp_oci_state st;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_oci_state_parse_annotations (bundle_only, strlen (bundle_only), &st, &err), 0);
+  assert_int_equal (cp_oci_state_parse_bundle (&st, &err), 0);
+  assert_string_equal (st.bundle, "/b");
+  cp_oci_state_free (&st);
+  static const char bundle_relative[] = "{\"bundle\":\"b\"}";
+  assert_int_equal (cp_oci_state_parse_annotations (bundle_relative, strlen (bundle_relative), &st, &err), 0);
+  tu_check_error ("relative bundle", cp_oci_state_parse_bundle (&st, &err), &err,
+                  "state: bundle: expected an absolute path, got \"b\"");
+  cp_error_free (&err);
+  cp_oci_state_free (&st);
+}
+
 /* Inputs that need building: sizes, counts, raw NUL bytes. */
 static void
 test_state_bounds (void **state)
@@ -226,16 +300,25 @@ test_state_bounds (void **state)
   tu_check_error ("NUL byte after the object", cp_oci_state_parse (nul_tail, sizeof nul_tail - 1, &st, &err), &err,
                "state: invalid JSON at byte 10: NUL byte");
 
-  /* Too many annotations. */
+  /* Too many annotations: of ours only; other annotations are not counted. */
   size_t cap = 64 * (CP_ANNOTATIONS_MAX + 2), n = 0;
   cleanup_free char *many = cp_xmalloc0 (cap);
   n += (size_t) snprintf (many + n, cap - n, STATE_EXTRA ("\"annotations\":{"));
   n--; /* drop the closing brace */
   for (int i = 0; i <= CP_ANNOTATIONS_MAX; i++)
-    n += (size_t) snprintf (many + n, cap - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+    n += (size_t) snprintf (many + n, cap - n, "%s\"cachepin.io/cpus.container.c%d\":\"1\"", i ? "," : "", i);
   n += (size_t) snprintf (many + n, cap - n, "}}");
   tu_check_error ("too many annotations", cp_oci_state_parse (many, n, &st, &err), &err,
-               "state: annotations: 4097 annotations, more than the 4096 accepted");
+               "state: annotations: 4097 cachepin.io/ annotations, more than the 4096 accepted");
+  n = 0;
+  n += (size_t) snprintf (many + n, cap - n, STATE_EXTRA ("\"annotations\":{"));
+  n--;
+  for (int i = 0; i <= CP_ANNOTATIONS_MAX; i++)
+    n += (size_t) snprintf (many + n, cap - n, "%s\"k%d\":\"v\"", i ? "," : "", i);
+  n += (size_t) snprintf (many + n, cap - n, "}}");
+  assert_int_equal (cp_oci_state_parse (many, n, &st, &err), 0);
+  assert_int_equal (st.annotations.n, 0);
+  cp_oci_state_free (&st);
 
   /* Our values are short; other annotations may be long. */
   char value[CP_ANNOTATION_VALUE_MAX + 2];
@@ -251,10 +334,13 @@ test_state_bounds (void **state)
   char key[CP_ANNOTATION_KEY_MAX + 2];
   memset (key, 'k', sizeof key - 1);
   key[sizeof key - 1] = '\0';
-  cleanup_free char *long_key = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"%s\":\"v\"}"), key);
+  cleanup_free char *long_key = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"cachepin.io/%s\":\"v\"}"), key);
   tu_check_error ("annotation key too long", cp_oci_state_parse (long_key, strlen (long_key), &st, &err), &err,
-               "state: annotations: key `kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...` longer "
+               "state: annotations: key `cachepin.io/kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk...` longer "
                "than 1024 bytes");
+  cleanup_free char *long_other_key = cp_xasprintf (STATE_EXTRA ("\"annotations\":{\"%s\":\"v\"}"), key);
+  assert_int_equal (cp_oci_state_parse (long_other_key, strlen (long_other_key), &st, &err), 0);
+  cp_oci_state_free (&st);
   cp_error_free (&err);
 }
 
@@ -295,6 +381,19 @@ test_state_read_fd (void **state)
   tu_check_error ("empty stdin", cp_oci_state_read (p[0], &st, &err), &err, "state: empty input");
   close (p[0]);
   cp_error_free (&err);
+
+  /* A writer that never closes the pipe: a whole object and a short silence end
+     the read, long before the deadline. */
+  assert_int_equal (pipe (p), 0);
+  assert_int_equal (write (p[1], runc_state, strlen (runc_state)), (ssize_t) strlen (runc_state));
+  time_t t0 = time (NULL);
+  if (cp_oci_state_read (p[0], &st, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_true (time (NULL) - t0 < CP_OCI_STATE_TIMEOUT_MS / 1000);
+  assert_int_equal (st.pid, 48213);
+  cp_oci_state_free (&st);
+  close (p[0]);
+  close (p[1]);
 }
 
 /* ---- config.json --------------------------------------------------------------- */
@@ -328,6 +427,7 @@ test_config_parse (void **state)
     "{\"linux\":{\"resources\":null,\"cgroupsPath\":\"\"}}",
     "{\"linux\":{\"resources\":{\"cpu\":null}}}",
     "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"\",\"quota\":-1,\"period\":null}}}}",
+    "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\" \\n\"}}}}", /* blank: the kernel's empty list */
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (minimal); i++)
     {
@@ -338,6 +438,52 @@ test_config_parse (void **state)
       assert_int_equal (cfg.period, 0);
       assert_null (cfg.cgroups_path);
       assert_int_equal (cfg.annotations.n, 0);
+      cp_oci_config_free (&cfg);
+    }
+
+  /* linux.resources.cpu.cpus as the kernel reads it when the runtime writes it
+     into cpuset.cpus: decimal with leading zeros, a trailing newline. */
+  static const struct
+  {
+    const char *text, *cpus;
+  } kernel[] = {
+    { "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"01\"}}}}", "1" },
+    { "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"010\"}}}}", "10" },
+    { "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\"0-1\\n\"}}}}", "0-1" },
+    { "{\"linux\":{\"resources\":{\"cpu\":{\"cpus\":\" 02,04 \"}}}}", "2,4" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (kernel); i++)
+    {
+      if (cp_oci_config_parse (kernel[i].text, strlen (kernel[i].text), &cfg, &err) < 0)
+        fail_msg ("%s: %s", kernel[i].text, cp_error_message (err));
+      tu_assert_set (cfg.cpus, kernel[i].cpus);
+      cp_oci_config_free (&cfg);
+    }
+
+  /* linux.cgroupsPath: an absolute cgroupfs path is kept cleaned for the hook's
+     check; relative and systemd ones are not checked. */
+  static const struct
+  {
+    const char *path, *cgroupfs;
+  } paths[] = {
+    { "/kubepods/pod1/c1", "/kubepods/pod1/c1" },
+    { "//kubepods/./pod1//c1/", "/kubepods/pod1/c1" },
+    { "/a/../../b/..", "/" },
+    { "/", "/" },
+    { "kubepods/c1", NULL },
+    { "system.slice:docker:abc", NULL },
+    { "/machine.slice:libpod:abc", NULL },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (paths); i++)
+    {
+      cleanup_free char *text = cp_xasprintf ("{\"linux\":{\"cgroupsPath\":\"%s\"}}", paths[i].path);
+      if (cp_oci_config_parse (text, strlen (text), &cfg, &err) < 0)
+        fail_msg ("%s: %s", text, cp_error_message (err));
+      assert_string_equal (cfg.cgroups_path, paths[i].path);
+      if (paths[i].cgroupfs)
+        assert_string_equal (cfg.cgroupfs_path, paths[i].cgroupfs);
+      else
+        assert_null (cfg.cgroupfs_path);
       cp_oci_config_free (&cfg);
     }
 }
@@ -355,10 +501,11 @@ static const struct bad_case bad_configs[] = {
     "config.json: linux.resources.cpu.period: expected an integer from 0 to 9223372036854775807, got true" },
   { "cpus open range", CPU ("\"cpus\":\"0-\""),
     "config.json: linux.resources.cpu.cpus: `0-`: a number is missing at the end" },
-  { "cpus with a newline", CPU ("\"cpus\":\"3\\n\""),
-    "config.json: linux.resources.cpu.cpus: `3?`: unexpected character at `?`" },
-  { "cpus octal-looking", CPU ("\"cpus\":\"010\""),
-    "config.json: linux.resources.cpu.cpus: `010`: number with a leading zero at `010`" },
+  { "cpus with a tab inside a number", CPU ("\"cpus\":\"1-\\t3\""),
+    "config.json: linux.resources.cpu.cpus: `1-?3`: expected a number at `?3`" },
+  { "cpus all (the kernel's, refused)", CPU ("\"cpus\":\"all\""),
+    "config.json: linux.resources.cpu.cpus: `all`: expected a number at `all`" },
+  { "cpus hex", CPU ("\"cpus\":\"0x3\""), "config.json: linux.resources.cpu.cpus: `0x3`: unexpected character at `x3`" },
   { "cpus reversed range", CPU ("\"cpus\":\"3-1\""),
     "config.json: linux.resources.cpu.cpus: `3-1`: range end 1 is before start 3" },
   { "cpus not a string", CPU ("\"cpus\":[0,1]"), "config.json: linux.resources.cpu.cpus: expected a string, got [0,1]" },
@@ -369,8 +516,6 @@ static const struct bad_case bad_configs[] = {
     "config.json: linux.resources: expected an object, got \"x\"" },
   { "linux not an object", "{\"linux\":[]}", "config.json: linux: expected an object, got []" },
   { "cgroupsPath not a string", "{\"linux\":{\"cgroupsPath\":1}}", "config.json: linux.cgroupsPath: expected a string, got 1" },
-  { "annotations not an object", "{\"annotations\":\"cachepin.io/cpus=4\"}",
-    "config.json: annotations: expected an object, got \"cachepin.io/cpus=4\"" },
   { "duplicate cpu key", CPU ("\"quota\":100000,\"quota\":900000"),
     "config.json: linux.resources.cpu: duplicate key \"quota\"" },
   { "trailing garbage", "{}}", "config.json: invalid JSON at byte 2: unexpected character" },
@@ -403,9 +548,9 @@ test_config_load (void **state)
   cleanup_free char *config = cp_xasprintf ("%s/config.json", bundle);
   assert_int_equal (mkdir (bundle, 0755), 0);
 
-  cleanup_free char *missing = cp_xasprintf ("%s/config.json: open: No such file or directory", bundle);
+  cleanup_free char *missing = cp_xasprintf ("open %s/config.json: No such file or directory", bundle);
   tu_check_error ("missing config.json", cp_oci_config_load (bundle, &cfg, &err), &err, missing);
-  assert_int_equal (err->errnum, ENOENT);
+  assert_int_equal (cp_error_errno (err), ENOENT);
 
   tu_write_file (config, good_config, strlen (good_config));
   if (cp_oci_config_load (bundle, &cfg, &err) < 0)
@@ -652,6 +797,7 @@ main (void)
     cmocka_unit_test (test_state_optional),
     cmocka_unit_test (test_state_malformed),
     cmocka_unit_test (test_state_bounds),
+    cmocka_unit_test (test_state_foreign_annotations),
     cmocka_unit_test (test_state_read_fd),
     cmocka_unit_test (test_config_parse),
     cmocka_unit_test (test_config_malformed),
