@@ -689,6 +689,28 @@ write_markdown (FILE *f, const struct row *rows, size_t n_rows, size_t n_events,
                  pct (s->smt_shared, s->placed), get_llc (s), get_numa (s), s->strict_refused,
                  s->strict_total, s->capacity_refused, end, s->seconds);
       }
+  /* The two comparisons of the targets, side by side. */
+  fprintf (f, "\n## Split rate and strict requests met (topologies with more than one LLC)\n\n");
+  fprintf (f, "split = placed on more than one LLC (%% of placed); strict met = strict requests placed "
+              "(of about %u%% of the arrivals).\n\n| topology | LLCs |", STRICT_PERCENT);
+  for (int p = 0; p < P_COUNT; p++)
+    fprintf (f, " %s |", policy_name[p]);
+  fprintf (f, "\n|---|---|");
+  for (int p = 0; p < P_COUNT; p++)
+    fprintf (f, "---|");
+  fprintf (f, "\n");
+  for (size_t i = 0; i < n_rows; i++)
+    {
+      if (rows[i].llcs < 2)
+        continue;
+      fprintf (f, "| %s | %u |", rows[i].label, rows[i].llcs);
+      for (int p = 0; p < P_COUNT; p++)
+        {
+          const struct stats *s = &rows[i].st[p];
+          fprintf (f, " %.1f%% / %u |", pct (s->splits, s->placed), s->strict_total - s->strict_refused);
+        }
+      fprintf (f, "\n");
+    }
   /* The targets. */
   fprintf (f, "\n## Targets\n\n");
   fprintf (f, "Zero avoidable LLC splits and zero avoidable SMT sharing on every topology; on every "
