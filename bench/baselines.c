@@ -4,14 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void *
-xcalloc (size_t n, size_t size)
-{
-  void *p = calloc (n ? n : 1, size);
-  if (p == NULL)
-    abort ();
-  return p;
-}
+#include "policy/util.h"
 
 int
 bm_model_init (struct bm_model *m, const struct cp_topo *topo)
@@ -20,15 +13,15 @@ bm_model_init (struct bm_model *m, const struct cp_topo *topo)
   m->topo = topo;
   m->npu = topo->pu_limit;
   m->ncores = topo->n_cores;
-  m->usable = xcalloc (m->npu, sizeof *m->usable);
-  m->core = xcalloc (m->npu, sizeof *m->core);
-  m->core_size = xcalloc (m->ncores, sizeof *m->core_size);
-  m->core_id = xcalloc (m->ncores, sizeof *m->core_id);
+  m->usable = cp_xcalloc (m->npu, sizeof *m->usable);
+  m->core = cp_xcalloc (m->npu, sizeof *m->core);
+  m->core_size = cp_xcalloc (m->ncores, sizeof *m->core_size);
+  m->core_id = cp_xcalloc (m->ncores, sizeof *m->core_id);
   for (int l = 0; l < CP_LEVEL_COUNT; l++)
     {
-      m->dom[l] = xcalloc (m->npu, sizeof *m->dom[l]);
+      m->dom[l] = cp_xcalloc (m->npu, sizeof *m->dom[l]);
       m->ndom[l] = topo->n_domains[l];
-      m->dom_size[l] = xcalloc (m->ndom[l], sizeof *m->dom_size[l]);
+      m->dom_size[l] = cp_xcalloc (m->ndom[l], sizeof *m->dom_size[l]);
     }
   for (unsigned c = 0; c < m->ncores; c++)
     m->core_id[c] = topo->cores[c].first_pu;
@@ -307,7 +300,7 @@ k_take_uncore (struct kacc *a)
   unsigned cpus_per_core = m->n_usable / (m->n_usable_cores ? m->n_usable_cores : 1);
   if (cpus_per_core == 0)
     cpus_per_core = 1;
-  unsigned *order = xcalloc (nu, sizeof *order);
+  unsigned *order = cp_xcalloc (nu, sizeof *order);
   memcpy (order, a->order_uncore, nu * sizeof *order);
   for (unsigned i = 0; i < nu && a->need > 0; i++)
     {
@@ -359,17 +352,17 @@ bm_kubelet_static (const struct bm_model *m, const int *owner, unsigned n, bool 
   for (int l = 0; l < CP_LEVEL_COUNT; l++)
     if (m->ndom[l] + 1 > maxdom)
       maxdom = m->ndom[l] + 1;
-  a.avail = xcalloc (m->npu, sizeof *a.avail);
-  a.core_cnt = xcalloc (m->ncores, sizeof *a.core_cnt);
+  a.avail = cp_xcalloc (m->npu, sizeof *a.avail);
+  a.core_cnt = cp_xcalloc (m->ncores, sizeof *a.core_cnt);
   for (int l = 0; l < CP_LEVEL_COUNT; l++)
-    a.cnt[l] = xcalloc (m->ndom[l], sizeof *a.cnt[l]);
-  a.ids = xcalloc (maxdom, sizeof *a.ids);
-  a.order2 = xcalloc (maxdom, sizeof *a.order2);
-  a.order_numa = xcalloc (maxdom, sizeof *a.order_numa);
-  a.order_uncore = xcalloc (maxdom, sizeof *a.order_uncore);
-  a.order_cores = xcalloc (maxdom, sizeof *a.order_cores);
-  a.tmp = xcalloc (maxdom, sizeof *a.tmp);
-  a.seen = xcalloc (maxdom, sizeof *a.seen);
+    a.cnt[l] = cp_xcalloc (m->ndom[l], sizeof *a.cnt[l]);
+  a.ids = cp_xcalloc (maxdom, sizeof *a.ids);
+  a.order2 = cp_xcalloc (maxdom, sizeof *a.order2);
+  a.order_numa = cp_xcalloc (maxdom, sizeof *a.order_numa);
+  a.order_uncore = cp_xcalloc (maxdom, sizeof *a.order_uncore);
+  a.order_cores = cp_xcalloc (maxdom, sizeof *a.order_cores);
+  a.tmp = cp_xcalloc (maxdom, sizeof *a.tmp);
+  a.seen = cp_xcalloc (maxdom, sizeof *a.seen);
   memset (out, 0, m->npu * sizeof *out);
   for (unsigned pu = 0; pu < m->npu; pu++)
     if (m->usable[pu] && owner[pu] < 0)

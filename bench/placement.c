@@ -29,6 +29,7 @@
 #include "hook/ledger.h"
 #include "policy/placement.h"
 #include "policy/topo.h"
+#include "policy/util.h"
 
 static const struct
 {
@@ -107,15 +108,6 @@ fnv1a (const char *s)
   return h;
 }
 
-static void *
-xcalloc (size_t n, size_t size)
-{
-  void *p = calloc (n ? n : 1, size);
-  if (p == NULL)
-    abort ();
-  return p;
-}
-
 /* ---- the trace ------------------------------------------------------------- */
 
 static unsigned
@@ -171,10 +163,10 @@ static void
 gen_trace (const struct bm_model *m, size_t n_events, uint64_t seed, struct trace *t)
 {
   uint64_t rng = seed;
-  unsigned *live = xcalloc (n_events, sizeof *live), *live_n = xcalloc (n_events, sizeof *live_n);
+  unsigned *live = cp_xcalloc (n_events, sizeof *live), *live_n = cp_xcalloc (n_events, sizeof *live_n);
   unsigned n_live = 0, demand = 0;
   memset (t, 0, sizeof *t);
-  t->ev = xcalloc (n_events, sizeof *t->ev);
+  t->ev = cp_xcalloc (n_events, sizeof *t->ev);
   for (size_t i = 0; i < n_events; i++)
     {
       double util = (double) demand / m->n_usable;
@@ -325,7 +317,7 @@ hold (struct runner *r, unsigned id, const bool *held)
   unsigned k = 0;
   for (unsigned pu = 0; pu < r->m->npu; pu++)
     k += held[pu];
-  r->held[id] = xcalloc (k + 1, sizeof **r->held);
+  r->held[id] = cp_xcalloc (k + 1, sizeof **r->held);
   k = 0;
   for (unsigned pu = 0; pu < r->m->npu; pu++)
     if (held[pu])
@@ -441,15 +433,15 @@ run (const struct bm_model *m, const struct trace *t, enum policy p, struct stat
 {
   struct runner r = { .m = m };
   struct cp_ledger *ledger = p == P_CACHEPIN ? empty_ledger () : NULL;
-  bool *held = xcalloc (m->npu, sizeof *held);
+  bool *held = cp_xcalloc (m->npu, sizeof *held);
   unsigned demand = 0;
-  unsigned *demand_of = xcalloc (t->n_containers, sizeof *demand_of);
+  unsigned *demand_of = cp_xcalloc (t->n_containers, sizeof *demand_of);
   struct timespec t0, t1;
 
-  r.owner = xcalloc (m->npu, sizeof *r.owner);
-  r.cpus = xcalloc (m->npu, sizeof *r.cpus);
-  r.held = xcalloc (t->n_containers, sizeof *r.held);
-  r.scratch = xcalloc (2 * (m->ndom[CP_LEVEL_LLC] + m->ndom[CP_LEVEL_NUMA]) + 2, sizeof *r.scratch);
+  r.owner = cp_xcalloc (m->npu, sizeof *r.owner);
+  r.cpus = cp_xcalloc (m->npu, sizeof *r.cpus);
+  r.held = cp_xcalloc (t->n_containers, sizeof *r.held);
+  r.scratch = cp_xcalloc (2 * (m->ndom[CP_LEVEL_LLC] + m->ndom[CP_LEVEL_NUMA]) + 2, sizeof *r.scratch);
   for (unsigned pu = 0; pu < m->npu; pu++)
     r.owner[pu] = -1;
   memset (st, 0, sizeof *st);
@@ -794,7 +786,7 @@ main (int argc, char **argv)
   qsort (xml_files, n_xml, sizeof *xml_files, cmp_str);
 
   size_t n_src = n_xml + sizeof synthetic / sizeof synthetic[0], n_rows = 0;
-  struct row *rows = xcalloc (n_src, sizeof *rows);
+  struct row *rows = cp_xcalloc (n_src, sizeof *rows);
   char *datadir;
   if (asprintf (&datadir, "%s/data", out) < 0)
     abort ();

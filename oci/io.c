@@ -12,21 +12,13 @@
 
 #include "../policy/util.h"
 
-static long long
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Wait until FD is readable or DEADLINE (now_ms() time) passes: 1 ready, 0 timed out. */
+/* Wait until FD is readable or DEADLINE (cp_monotonic_ms() time) passes: 1 ready, 0 timed out. */
 static int
 wait_readable (int fd, long long deadline, const char *name, cp_error_t *err)
 {
   for (;;)
     {
-      long long left = deadline - now_ms ();
+      long long left = deadline - cp_monotonic_ms ();
       if (left <= 0)
         return 0;
       struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -44,7 +36,7 @@ int
 cp_io_read_fd (int fd, const char *name, size_t max, unsigned flags, int timeout_ms, char **out, size_t *len,
                cp_error_t *err)
 {
-  long long deadline = timeout_ms >= 0 ? now_ms () + timeout_ms : 0;
+  long long deadline = timeout_ms >= 0 ? cp_monotonic_ms () + timeout_ms : 0;
   size_t cap = max < 4095 ? max + 1 : 4096, n = 0;
   cleanup_free char *buf = cp_xmalloc0 (cap + 1);
   for (;;)

@@ -140,14 +140,6 @@ cp_oci_state_parse (const char *buf, size_t len, struct cp_oci_state *out, cp_er
   return 0;
 }
 
-static long long
-now_ms (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One window of at most CP_OCI_STATE_IDLE_MS: what came in it is appended to
  * *BUF.  1 the writer closed the pipe, 0 the window ended first. */
 static int
@@ -176,7 +168,7 @@ read_window (int fd, char **buf, size_t *n, size_t *got, cp_error_t *err)
 int
 cp_oci_state_read_text (int fd, char **out, size_t *len, cp_error_t *err)
 {
-  long long deadline = now_ms () + CP_OCI_STATE_TIMEOUT_MS;
+  long long deadline = cp_monotonic_ms () + CP_OCI_STATE_TIMEOUT_MS;
   cleanup_free char *buf = cp_xstrdup ("");
   size_t n = 0;
   for (;;)
@@ -187,7 +179,7 @@ cp_oci_state_read_text (int fd, char **out, size_t *len, cp_error_t *err)
         return -1;
       if (r > 0)
         break; /* closed: the usual case */
-      bool late = now_ms () >= deadline;
+      bool late = cp_monotonic_ms () >= deadline;
       /* A window without data after a whole object: the writer is done with it. */
       if ((got == 0 || late) && n > 0 && cp_json_complete (buf, n))
         break;

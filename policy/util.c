@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 void
 cp_oom (void)
@@ -67,4 +68,12 @@ cp_xasprintf (const char *fmt, ...)
   if (r < 0)
     cp_oom ();
   return p;
+}
+
+long long
+cp_monotonic_ms (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (long long) ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -22,6 +22,9 @@ char *cp_xstrndup (const char *s, size_t n);
 __attribute__ ((noreturn)) void cp_oom (void);
 char *cp_xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
+/* Milliseconds on CLOCK_MONOTONIC: for deadlines and timeouts. */
+long long cp_monotonic_ms (void);
+
 static inline void
 cp_cleanup_free_fn (void *p)
 {

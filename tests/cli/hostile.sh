@@ -28,6 +28,7 @@
 #   bash tests/cli/hostile.sh build/cachepin         (HOSTILE_EXPLORE=1: print what
 #                                                     each case gives, compare nothing)
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: hostile.sh PATH-TO-cachepin}")
 EXPLORE=${HOSTILE_EXPLORE:-}
 D=$(mktemp -d /tmp/cachepin-hostile.XXXXXX)
@@ -46,12 +47,7 @@ trap cleanup EXIT
 
 MNT="" CG="" SEED_CG="" P="" ROOT=false
 if [ "$(id -u)" = 0 ]; then
-  if grep -q ' - cgroup cgroup .*cpuset' /proc/self/mountinfo; then
-    MNT=$(awk '$0 ~ / - cgroup cgroup / && $NF ~ /cpuset/ {print $5; exit}' /proc/self/mountinfo)
-  elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers; then
-    MNT=/sys/fs/cgroup
-    grep -qw cpuset "$MNT/cgroup.subtree_control" || echo +cpuset > "$MNT/cgroup.subtree_control"
-  fi
+  MNT=$(find_cpuset_mount)
 fi
 make_cgroup () { # make_cgroup DIR: a cgroup with the root's CPUs and nodes (v1 needs them set)
   mkdir "$1" && CGROUPS+=("$1")

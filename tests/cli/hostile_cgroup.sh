@@ -14,6 +14,7 @@
 # Needs root and a cpuset hierarchy (v1, or v2 with cpuset); skips otherwise.
 #   bash tests/cli/hostile_cgroup.sh build/cachepin   (HOSTILE_EXPLORE=1: print, compare nothing)
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: hostile_cgroup.sh PATH-TO-cachepin}")
 EXPLORE=${HOSTILE_EXPLORE:-}
 PASS=0 FAIL=0
@@ -21,12 +22,7 @@ SLEEPERS=() CGROUPS=()
 
 if [ "$(id -u)" != 0 ]; then echo "skip: needs root"; exit 0; fi
 MNT=""
-if grep -q ' - cgroup cgroup .*cpuset' /proc/self/mountinfo; then
-  MNT=$(awk '$0 ~ / - cgroup cgroup / && $NF ~ /cpuset/ {print $5; exit}' /proc/self/mountinfo)
-elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers; then
-  MNT=/sys/fs/cgroup
-  grep -qw cpuset "$MNT/cgroup.subtree_control" || echo +cpuset > "$MNT/cgroup.subtree_control"
-fi
+MNT=$(find_cpuset_mount)
 [ -n "$MNT" ] || { echo "skip: no cpuset hierarchy"; exit 0; }
 V1=false; [ "$MNT" != /sys/fs/cgroup ] && V1=true
 

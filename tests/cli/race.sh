@@ -11,6 +11,7 @@
 #    write into cpuset.cpus by 2 s, and an apply of the same cgroup starts during
 #    that delay; it must wait for the release to finish.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: race.sh PATH-TO-cachepin}")
 PASS=0 FAIL=0
 ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
@@ -19,12 +20,7 @@ check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expecte
 
 [ "$(id -u)" = 0 ] || { echo "race.sh: skipped: needs root"; exit 0; }
 MNT=""
-if grep -q ' - cgroup cgroup .*cpuset' /proc/self/mountinfo; then
-  MNT=$(awk '$0 ~ / - cgroup cgroup / && $NF ~ /cpuset/ {print $5; exit}' /proc/self/mountinfo)
-elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers; then
-  MNT=/sys/fs/cgroup
-  grep -qw cpuset "$MNT/cgroup.subtree_control" || echo +cpuset > "$MNT/cgroup.subtree_control"
-fi
+MNT=$(find_cpuset_mount)
 [ -n "$MNT" ] || { echo "race.sh: skipped: no cpuset hierarchy"; exit 0; }
 command -v strace >/dev/null || { echo "race.sh: skipped: no strace (scripts/deps.sh installs it)"; exit 0; }
 command -v jq >/dev/null || { echo "race.sh: skipped: no jq"; exit 0; }

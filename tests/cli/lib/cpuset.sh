@@ -1,0 +1,12 @@
+# Sourced by the CLI tests (tests/cli/*.sh; this directory is not a test itself).
+# find_cpuset_mount: print the mount point of the hierarchy holding the cpuset
+# controller (a v1 cpuset hierarchy, or /sys/fs/cgroup on v2, where it enables
+# cpuset for the root's children), or nothing when there is none.
+find_cpuset_mount () {
+  if grep -q ' - cgroup cgroup .*cpuset' /proc/self/mountinfo; then
+    awk '$0 ~ / - cgroup cgroup / && $NF ~ /cpuset/ {print $5; exit}' /proc/self/mountinfo
+  elif [ -f /sys/fs/cgroup/cgroup.controllers ] && grep -qw cpuset /sys/fs/cgroup/cgroup.controllers; then
+    grep -qw cpuset /sys/fs/cgroup/cgroup.subtree_control || echo +cpuset > /sys/fs/cgroup/cgroup.subtree_control
+    echo /sys/fs/cgroup
+  fi
+}
