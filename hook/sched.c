@@ -27,8 +27,10 @@
 #define CP_PIDTYPE_PID 0
 #define CP_PIDTYPE_TGID 1
 
-/* A kernel switch file holds one short line; mountinfo grows with the mounts. */
-#define SWITCH_MAX 64
+/* A kernel switch file holds one short line, but sysfs files claim a page
+ * (st_size 4096) whatever they hold, and cp_io_read_at() refuses a file whose
+ * size is over the bound: a page it is.  mountinfo grows with the mounts. */
+#define SWITCH_MAX 4096
 #define FEATURES_MAX 16384
 #define MOUNTINFO_MAX (4u << 20)
 #define CMDLINE_MAX 16384

@@ -518,6 +518,27 @@ test_core_on_this_kernel (void **state)
     }
 }
 
+/* The real sysfs: its files claim a size of 4096 bytes whatever they hold, so
+ * a bound below that refuses them (it did: smt_active read -1 here). */
+static void
+test_smt_active_real_sysfs (void **state)
+{
+  (void) state;
+  FILE *f = fopen ("/sys/devices/system/cpu/smt/active", "r");
+  if (f == NULL)
+    skip ();
+  int want = -1;
+  assert_int_equal (fscanf (f, "%d", &want), 1);
+  fclose (f);
+  struct cp_sched_state st;
+  cleanup_error cp_error_t err = NULL;
+  if (cp_sched_probe ("/", &st, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_int_equal (st.core.smt_active, want);
+  /* /proc/cmdline is there on any Linux. */
+  assert_int_not_equal (st.smt_asym_packing, CP_SCHED_BOOT_UNKNOWN);
+}
+
 /* ------------------------------------------------------------------ boot option */
 
 static void
@@ -595,6 +616,7 @@ main (void)
     cmocka_unit_test (test_cas_set_refused),
     cmocka_unit_test (test_core_classify),
     cmocka_unit_test (test_core_on_this_kernel),
+    cmocka_unit_test (test_smt_active_real_sysfs),
     cmocka_unit_test (test_boot_parse),
     cmocka_unit_test (test_probe_all),
   };
