@@ -12,7 +12,8 @@
 #                  linux-binary-<version> (usr/lib/modules/<version>/vmlinuz) and
 #                  linux-base-<version> (usr/lib/modules/<version>/config); both
 #                  are fetched. A meta package (linux-image-amd64) is resolved to
-#                  the image it depends on. The older layout (boot/vmlinuz-* in
+#                  the image it depends on (remembered as <kernel cache>/PKG@SUITE.latest
+#                  for offline use). The older layout (boot/vmlinuz-* in
 #                  the image package itself) works too.
 #
 # apt's own state lives in /var/cache/cachepin/apt/<suite>/ (a sources.list of
@@ -52,8 +53,11 @@ done
 # has_kernel DIR: DIR holds an unpacked kernel.
 has_kernel() { compgen -G "$1/boot/vmlinuz-*" >/dev/null; }
 
-if [ -L "$KCACHE/$PKG.latest" ] && has_kernel "$KCACHE/$(readlink "$KCACHE/$PKG.latest")"; then
-  cached_meta="$KCACHE/$(readlink "$KCACHE/$PKG.latest")"
+# A meta package's last image, per suite: run-vm.sh's own $PKG.latest links are
+# bookworm's (linux-image-amd64 is a different kernel in each suite).
+latest=$KCACHE/$PKG@$SUITE.latest
+if [ -L "$latest" ] && has_kernel "$KCACHE/$(readlink "$latest")"; then
+  cached_meta="$KCACHE/$(readlink "$latest")"
 else
   cached_meta=""
 fi
@@ -71,7 +75,9 @@ APT=(-o "Dir::Etc::sourcelist=$state/sources.list" -o Dir::Etc::sourceparts=-
 # The lists are refreshed at most once an hour (a suite run boots several times).
 stamp=$state/lists/.updated
 if [ ! -e "$stamp" ] || [ -n "$(find "$stamp" -mmin +60 2>/dev/null)" ]; then
-  if apt-get "${APT[@]}" update >"$state/update.log" 2>&1; then
+  # apt-get update exits 0 when the mirror cannot be reached (a "W: Failed to
+  # fetch" line): only a clean run counts as fresh.
+  if apt-get "${APT[@]}" update >"$state/update.log" 2>&1 && ! grep -q '^[WE]:' "$state/update.log"; then
     touch "$stamp"
   else
     note "apt-get update for $SUITE failed (see $state/update.log)"
@@ -117,6 +123,6 @@ if ! has_kernel "$dir"; then
   rm -rf "$tmp"
   trap - EXIT
 fi
-[ "$PKG" = "$image" ] || ln -sfn "$image" "$KCACHE/$PKG.latest"
+[ "$PKG" = "$image" ] || ln -sfn "$image" "$latest"
 has_kernel "$dir" || fail "no kernel in $dir"
 echo "$dir"

@@ -104,20 +104,35 @@ all=$(cat /sys/devices/system/cpu/online)
 echo "$all" >$CG/cpuset.cpus
 cpvm_expect_eq sched.cgroup.cpus "$(cpvm_cpulist_normalize "$all")" "$(cpvm_cpulist_normalize "$(cat $CG/cpuset.cpus.effective)")" "the cpuset spans both L3s:"
 
+# sample PID: PATTERN := the L3 pattern of PID's threads now, "3" (all on one L3) or
+# "12" / "21": field 39 of each thread's stat (the CPU it last ran on; after the
+# ")" that ends the command name it is the 37th), mapped to its L3.  Builtins
+# only: every fork is slow under TCG with three vCPUs kept busy.
+sample() {
+  local f line rest fields counts=() i out=""
+  for f in /proc/"$1"/task/*/stat; do
+    read -r line <"$f" || continue
+    rest=${line##*) }
+    read -ra fields <<<"$rest"
+    i=${L3_OF[${fields[36]}]}
+    counts[i]=$((${counts[i]:-0} + 1))
+  done
+  for i in "${!counts[@]}"; do out+=${counts[i]}; done
+  PATTERN=$out
+}
+
 # together MODE: start busy3 in the cgroup with CAS MODE, wait, sample; prints
 # "<samples with every thread on one L3> <the per-sample L3 patterns>".
 together() {
-  local mode=$1 pid n=0 k pattern patterns=""
+  local mode=$1 pid n=0 k patterns=""
   $PROBE set "$mode" >/dev/null || return 1
   sh -c "echo \$\$ >$CG/cgroup.procs && exec busy3" &
   pid=$!
   sleep "$SETTLE"
   for ((k = 0; k < SAMPLES; k++)); do
-    # Field 39 of each thread's stat: the CPU it last ran on (after the ")" that
-    # ends the command name, it is the 37th).
-    pattern=$(for c in $(awk '{ sub(/.*\) /, ""); print $37 }' /proc/$pid/task/*/stat); do echo "${L3_OF[$c]}"; done | sort | uniq -c | awk '{ printf "%s", $1 }')
-    [ "$pattern" = 3 ] && n=$((n + 1))
-    patterns+=" $pattern"
+    sample $pid
+    [ "$PATTERN" = 3 ] && n=$((n + 1))
+    patterns+=" $PATTERN"
     sleep 0.1
   done
   kill $pid
