@@ -266,6 +266,12 @@ probe_unprivileged (const char *root)
   int status;
   assert_int_equal (waitpid (pid, &status, 0), pid);
   assert_true (WIFEXITED (status));
+  if (WEXITSTATUS (status) == 3)
+    {
+      /* A user namespace without uid 65534: no way to drop to it here. */
+      print_message ("cannot setresuid(65534) here; skipped\n");
+      skip ();
+    }
   assert_int_equal (WEXITSTATUS (status), 0);
   assert_int_equal (n, sizeof cas);
   return cas;
