@@ -55,6 +55,21 @@ display_path (const char *root, const char *rel)
   return cp_xasprintf ("%s%s%s", root, n > 0 && root[n - 1] == '/' ? "" : "/", rel);
 }
 
+/* Hand the error in *FROM to *ERR, freeing what *ERR held (as cp_error_set()
+ * does), and return -1. */
+static int
+move_error (cp_error_t *err, cp_error_t *from)
+{
+  if (err == NULL)
+    {
+      cp_error_free (from);
+      return -1;
+    }
+  cp_error_free (err);
+  *err = cp_steal_pointer (from);
+  return -1;
+}
+
 static int
 open_root (const char *root, cp_error_t *err)
 {
@@ -126,10 +141,7 @@ debugfs_mounted (int rootfd, const char *root, cp_error_t *err)
       return 0;
     }
   if (!is_absence (cp_error_errno (inner)))
-    {
-      *err = cp_steal_pointer (&inner);
-      return -1;
-    }
+    return move_error (err, &inner);
   cleanup_free char *dname = display_path (root, CP_SCHED_DEBUGFS);
   cleanup_error cp_error_t dir_err = NULL;
   int r = dir_has_entries (rootfd, CP_SCHED_DEBUGFS, dname, &dir_err);
@@ -139,8 +151,7 @@ debugfs_mounted (int rootfd, const char *root, cp_error_t *err)
     return 0;
   if (is_denial (cp_error_errno (dir_err)))
     return 1;
-  *err = cp_steal_pointer (&dir_err);
-  return -1;
+  return move_error (err, &dir_err);
 }
 
 /* ------------------------------------------------------------------ the switch files */
@@ -287,7 +298,7 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
         }
       if (!is_absence (e))
         {
-          *err = cp_steal_pointer (&inner);
+          move_error (err, &inner);
           return cp_error_wrap (err, "cache-aware scheduling");
         }
     }

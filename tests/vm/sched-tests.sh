@@ -66,7 +66,7 @@ if [ "${CPVM_SCHED_CONFIG_CORE:-}" = n ]; then
 elif [ "${CPVM_SCHED_CONFIG_CORE:-}" = y ]; then
   cpvm_expect_eq sched.probe.core.avail supported "$(key $out core.avail)"
 fi
-if grep -qw 'sched_smt_asym_packing=on' /proc/cmdline; then want=on; else want=unset; fi
+if grep -qw 'sched_smt_asym_packing=on' /proc/cmdline; then want='on'; else want='unset'; fi
 cpvm_expect_eq sched.probe.smt_asym_packing $want "$(key $out smt_asym_packing)" "from the real /proc/cmdline:"
 
 # --- the states a host without access shows
