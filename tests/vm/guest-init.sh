@@ -31,6 +31,9 @@ fi
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
+# debugfs, as a distribution mounts it: the scheduler's knobs (sched/llc_balancing/)
+# live there. A kernel without CONFIG_DEBUG_FS just has no such directory.
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mount -t devtmpfs devtmpfs /dev
 mkdir -p /dev/pts /dev/shm /dev/mqueue
 mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts

@@ -16,6 +16,8 @@
 #   --kernel-dir DIR    an unpacked kernel (DIR/boot/vmlinuz-* or DIR/vmlinuz-*)
 #   --kernel-pkg PKG    Debian package to fetch when no --kernel-dir is given
 #                       (default: linux-image-6.12-amd64 for v2, linux-image-amd64 for v1)
+#   --kernel-suite S    fetch --kernel-pkg from Debian suite S (e.g. trixie-backports),
+#                       which the host's apt need not list (tests/vm/fetch-kernel.sh)
 #   --payload DIR       copied into the guest as /payload; runs /payload/run-tests.sh
 #   --tests FILE        installed as /payload/run-tests.sh (overrides the payload's)
 #   --bin FILE          copied into /payload/bin (with its libraries), repeatable
@@ -48,6 +50,7 @@ MEM=2048
 CGROUP=v2
 KERNEL_DIR=""
 KERNEL_PKG=""
+KERNEL_SUITE=""
 PAYLOAD=""
 TESTS=""
 BINS=()
@@ -104,6 +107,7 @@ while [ $# -gt 0 ]; do
     --cgroup) CGROUP=$2; shift 2 ;;
     --kernel-dir) KERNEL_DIR=$2; shift 2 ;;
     --kernel-pkg) KERNEL_PKG=$2; shift 2 ;;
+    --kernel-suite) KERNEL_SUITE=$2; shift 2 ;;
     --payload) PAYLOAD=$2; shift 2 ;;
     --tests) TESTS=$2; shift 2 ;;
     --bin) BINS+=("$2"); shift 2 ;;
@@ -135,6 +139,7 @@ if [ -n "$TOPOLOGY" ]; then
 fi
 [ -n "$SMP" ] || SMP="16,sockets=2,dies=2,cores=2,threads=2"
 case $CGROUP in v1|v2) ;; *) die "--cgroup must be v1 or v2" ;; esac
+[ -z "$KERNEL_SUITE" ] || [ -n "$KERNEL_PKG" ] || die "--kernel-suite needs --kernel-pkg"
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $MEM =~ ^[0-9]+$ ]] || die "--mem must be MiB"
 if [ $FETCH_ONLY = 0 ]; then
@@ -199,7 +204,12 @@ if [ -z "$KERNEL_DIR" ]; then
     if [ "$CGROUP" = v1 ]; then KERNEL_PKG=linux-image-amd64; else KERNEL_PKG=linux-image-6.12-amd64; fi
   fi
   mkdir -p "$KCACHE"
-  KERNEL_DIR=$(kernel_fetch "$KERNEL_PKG")
+  if [ -n "$KERNEL_SUITE" ]; then
+    KERNEL_DIR=$(CPVM_KERNEL_CACHE=$KCACHE "$VM_DIR/fetch-kernel.sh" --suite "$KERNEL_SUITE" --pkg "$KERNEL_PKG") ||
+      die "cannot fetch $KERNEL_PKG from $KERNEL_SUITE"
+  else
+    KERNEL_DIR=$(kernel_fetch "$KERNEL_PKG")
+  fi
 fi
 VMLINUZ=$(compgen -G "$KERNEL_DIR/boot/vmlinuz-*" | head -1 || true)
 [ -n "$VMLINUZ" ] || VMLINUZ=$(compgen -G "$KERNEL_DIR/vmlinuz-*" | head -1 || true)
