@@ -260,7 +260,7 @@ enter_seccomp (const struct cp_sandbox *sb, cp_error_t *err)
   /* Check that it holds: getppid is harmless and not on the list. */
   errno = 0;
   if (syscall (SYS_getppid) != -1 || errno != EPERM)
-    return cp_fail_errno (err, 0, "seccomp: loaded, but a call outside the allowlist was not refused");
+    return cp_fail_runtime (err, "seccomp: loaded, but a call outside the allowlist was not refused");
   return 0;
 }
 
