@@ -5,6 +5,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "../oci/io.h"
 #include "../policy/bitmap.h"
@@ -268,6 +272,49 @@ ledger_read (const char *path, const char **state, struct cp_ledger **out, cp_er
   return 0;
 }
 
+/* What the hook (root) would refuse in the state directory (hook/ledger_store.c's
+   open_state_dir()), as a phrase, or NULL. */
+static char *
+state_dir_problem (const char *dir)
+{
+  struct stat st;
+  if (lstat (dir, &st) < 0)
+    return NULL; /* missing: the hook creates it; unreadable: the ledger's error says so */
+  if (S_ISLNK (st.st_mode))
+    return cp_xasprintf ("the state directory %s is a symlink: the hook refuses it", dir);
+  if (!S_ISDIR (st.st_mode))
+    return cp_xasprintf ("the state directory %s is not a directory", dir);
+  if (geteuid () == 0 && st.st_uid != 0)
+    return cp_xasprintf ("the state directory %s is owned by uid %u, not root: the hook refuses it", dir,
+                         (unsigned) st.st_uid);
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return cp_xasprintf ("the state directory %s is writable by group or others (mode %04o): the hook refuses it",
+                         dir, (unsigned) (st.st_mode & 07777));
+  return NULL;
+}
+
+/* One line each for people to act on (status itself repairs nothing): a state
+   directory the hook refuses, and a ledger.json it set aside as untrusted. */
+static json_object *
+ledger_warnings (const char *dir)
+{
+  json_object *a = json_object_new_array ();
+  cleanup_free char *problem = state_dir_problem (dir);
+  if (problem)
+    json_object_array_add (a, jstr (problem));
+  cleanup_free char *aside = cp_xasprintf ("%s/%s", dir, CP_LEDGER_CORRUPT_FILE);
+  struct stat st;
+  struct tm tm;
+  char when[32] = "?";
+  if (lstat (aside, &st) < 0)
+    return a;
+  if (gmtime_r (&st.st_mtime, &tm))
+    strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  cleanup_free char *line = cp_xasprintf ("a ledger the hook could not trust was set aside as %s (%s)", aside, when);
+  json_object_array_add (a, jstr (line));
+  return a;
+}
+
 json_object *
 cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct cp_topo *topo, bool *ok)
 {
@@ -280,6 +327,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
       cp_fail_runtime (&e, "not read: the host configuration (which names the state directory) could not be read");
       json_object *f = failed_part (keys, e);
       add (f, "path", NULL);
+      add (f, "warnings", NULL);
       return f;
     }
   const char *state = NULL;
@@ -289,6 +337,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
       json_object *f = failed_part (keys, e);
       add (f, "path", jstr (path));
       add (f, "state", jstr (state));
+      add (f, "warnings", ledger_warnings (hc->state_dir));
       return f;
     }
   *ok = true;
@@ -299,6 +348,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     json_object_array_add (entries, entry_json (cp_ledger_at (l, i), topo));
   add (o, "entries", entries);
+  add (o, "warnings", ledger_warnings (hc->state_dir));
   if (topo)
     add_occupancy (o, l, topo, hc);
   else

@@ -169,11 +169,24 @@ print_llc (FILE *out, const char *label, json_object *o, int cpuw)
 }
 
 static void
+print_warnings (FILE *out, json_object *l)
+{
+  for (size_t i = 0; i < len (l, "warnings"); i++)
+    {
+      char buf[1024];
+      snprintf (buf, sizeof buf, "%s", json_object_get_string (at (l, "warnings", i)));
+      cp_text_sanitize (buf);
+      fprintf (out, "  warning: %s\n", buf);
+    }
+}
+
+static void
 print_ledger (FILE *out, json_object *l, const char *llc_label)
 {
   if (!is_null (l, "error"))
     {
       fprintf (out, "%-12s%s: %s\n", "ledger", S (l, "state"), S (l, "error"));
+      print_warnings (out, l);
       return;
     }
   int64_t n = (int64_t) len (l, "entries");
@@ -182,6 +195,7 @@ print_ledger (FILE *out, json_object *l, const char *llc_label)
   if (!is_null (l, "held"))
     fprintf (out, ", CPUs held: %s", *S (l, "held") ? S (l, "held") : "none");
   fputc ('\n', out);
+  print_warnings (out, l);
   int idw = width (get (l, "entries"), "id", 2);
   if (n > 0)
     fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %s\n", idw, "ID", "MODE", "CPUS", "HELD", "MEMS", "PID",

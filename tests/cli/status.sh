@@ -149,6 +149,23 @@ else
   echo "status.sh: synthetic topology cases skipped: no lstopo-no-graphics (hwloc)"
 fi
 
+echo "== what the hook would refuse, and a ledger it set aside: warnings, nothing repaired"
+mkdir -m 0700 "$D/warn"
+chmod 0777 "$D/warn" # past the umask
+echo garbage >"$D/warn/ledger.json.corrupt"
+echo "{\"state_dir\": \"$D/warn\"}" >"$D/cfg-warn.json"
+BEFORE=$(fingerprint "$D/warn")
+status_json "$D/cfg-warn.json"
+check "exit" "$RC" 0
+check "two warnings" "$(q '.ledger.warnings | length')" 2
+q '.ledger.warnings[]' | grep -q "writable by group or others (mode 0777)" && ok "the mode is named" || ko "$(q .ledger.warnings)"
+q '.ledger.warnings[]' | grep -q "set aside as $D/warn/ledger.json.corrupt" && ok "the set-aside ledger is named" ||
+  ko "$(q .ledger.warnings)"
+"$BIN" status --config "$D/cfg-warn.json" >"$D/text" 2>&1
+check "text: two warning lines" "$(grep -c '^  warning: ' "$D/text")" 2
+check "nothing repaired" "$(fingerprint "$D/warn")" "$BEFORE"
+check "the mode is left as it was" "$(stat -c %a "$D/warn")" 777
+
 echo "== an unreadable host config: reported, exit 0"
 "$BIN" status --json --config "$D/no-such.json" >"$D/out.json" 2>"$D/err"
 check "exit" "$?" 0

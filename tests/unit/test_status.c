@@ -88,12 +88,14 @@ test_failed_parts (void **state)
     "{\"cgroup\": {\"mode\": \"hybrid\", \"cpuset_version\": null, \"cpuset_mount\": null, \"error\": \"no cpuset\"},"
     " \"topology\": {\"source\": \"/x.xml\", \"error\": \"`/x.xml`: not a usable hwloc XML file\"},"
     " \"ledger\": {\"path\": \"/s/ledger.json\", \"state\": \"invalid\", \"entries\": null, \"occupancy\": null,"
+    "  \"warnings\": [\"a ledger the hook could not trust was set aside\"],"
     "  \"error\": \"/s/ledger.json: invalid JSON at byte 28\"}, " FEATURES_NO_CAS ","
     " \"config\": {\"path\": \"/c.json\", \"error\": \"open /c.json: No such file or directory\"}}");
   tu_assert_contains (text, "cgroup      hybrid; cpuset: no cpuset\n");
   tu_assert_contains (text, "topology    `/x.xml`: not a usable hwloc XML file\n");
   assert_int_equal (lines_starting (text, "ledger"), 1);
-  tu_assert_contains (text, "ledger      invalid: /s/ledger.json: invalid JSON at byte 28\n");
+  tu_assert_contains (text, "ledger      invalid: /s/ledger.json: invalid JSON at byte 28\n"
+                            "  warning: a ledger the hook could not trust was set aside\n");
   tu_assert_contains (text, "config      open /c.json: No such file or directory\n");
   assert_int_equal (lines_starting (text, "  L3#"), 0);
 }
