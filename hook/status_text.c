@@ -32,7 +32,9 @@ str (json_object *o, const char *key, char *buf, size_t size)
   return buf;
 }
 
-#define S(o, key) str ((o), (key), (char[512]) { 0 }, 512)
+/* Room for a path of PATH_MAX and its prefix: ids are "apply:" + a cgroup path. */
+#define TEXT_MAX 4200
+#define S(o, key) str ((o), (key), (char[TEXT_MAX]) { 0 }, TEXT_MAX)
 
 static bool
 is_null (json_object *o, const char *key)
@@ -158,7 +160,7 @@ print_llc (FILE *out, const char *label, json_object *o, int cpuw)
       fputs ("  [", out);
       for (size_t i = 0; i < len (o, "holders"); i++)
         {
-          char buf[512];
+          char buf[TEXT_MAX];
           snprintf (buf, sizeof buf, "%s", json_object_get_string (at (o, "holders", i)));
           cp_text_sanitize (buf);
           fprintf (out, "%s%s", i ? " " : "", buf);
@@ -173,7 +175,7 @@ print_warnings (FILE *out, json_object *l)
 {
   for (size_t i = 0; i < len (l, "warnings"); i++)
     {
-      char buf[1024];
+      char buf[2 * TEXT_MAX];
       snprintf (buf, sizeof buf, "%s", json_object_get_string (at (l, "warnings", i)));
       cp_text_sanitize (buf);
       fprintf (out, "  warning: %s\n", buf);
