@@ -25,6 +25,7 @@ int cp_cmd_plan (int argc, char **argv, cp_error_t *err);
 int cp_cmd_hook (int argc, char **argv, cp_error_t *err);
 int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
 int cp_cmd_release (int argc, char **argv, cp_error_t *err);
+int cp_cmd_status (int argc, char **argv, cp_error_t *err);
 
 /* Request options shared by `plan` and `apply`: --cpus --align --smt --mode --strict. */
 enum

@@ -1,0 +1,185 @@
+/* `cachepin status`: the cgroup mode, the topology, the ledger with a per-LLC
+ * occupancy map, the kernel's scheduler features and the configuration in effect.
+ *
+ * Read-only, and safe while hooks run: the ledger is read without its lock (a
+ * commit renames a complete ledger.json into place, so a read sees the old one or
+ * the new one), nothing is created, repaired or set aside, and each part that
+ * cannot be read is reported in its own "error" and does not stop the others.
+ * The parts are gathered by status_host.c and status_ledger.c, assembled here,
+ * and rendered for people by status_text.c. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "status_internal.h"
+
+static const char status_usage[] =
+  "Usage: cachepin status [--json] [--config PATH]\n"
+  "Show the cgroup mode, the topology, the ledger and its per-LLC occupancy, the\n"
+  "kernel's scheduler features and the configuration in effect; writes nothing.\n\n"
+  "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  --json              print one JSON object (keys in docs/status.md)\n"
+  "  -h, --help          this text\n";
+
+enum
+{
+  OPT_CONFIG = 0x400,
+  OPT_JSON,
+};
+
+struct status_args
+{
+  const char *config;
+  bool json;
+  bool help;
+};
+
+static int
+parse_args (int argc, char **argv, struct status_args *a, cp_error_t *err)
+{
+  static const struct option options[] = {
+    { "config", required_argument, NULL, OPT_CONFIG },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  optind = 1;
+  opterr = 0;
+  int opt;
+  while ((opt = getopt_long (argc, argv, "+:h", options, NULL)) != -1)
+    switch (opt)
+      {
+      case OPT_CONFIG:
+        a->config = optarg;
+        break;
+      case OPT_JSON:
+        a->json = true;
+        break;
+      case 'h':
+        a->help = true;
+        break;
+      case ':':
+      default:
+        return cp_cli_option_error (opt, argv, "status", err);
+      }
+  if (optind < argc)
+    return cp_fail_input (err, "`%.64s`: unexpected argument (see `cachepin status --help`)", argv[optind]);
+  return 0;
+}
+
+/* ------------------------------------------------------------------ configuration */
+
+static const char *
+log_level_name (enum cp_log_level level)
+{
+  switch (level)
+    {
+    case CP_LOG_ERROR:
+      return "error";
+    case CP_LOG_WARNING:
+      return "warning";
+    case CP_LOG_INFO:
+      return "info";
+    case CP_LOG_DEBUG:
+      return "debug";
+    default:
+      return "?";
+    }
+}
+
+static json_object *
+defaults_json (const struct cp_request *d)
+{
+  json_object *o = json_object_new_object ();
+  add (o, "align", jstr (cp_align_name (d->align)));
+  add (o, "smt", jstr (cp_smt_name (d->smt)));
+  add (o, "mode", jstr (cp_mode_name (d->mode)));
+  add (o, "strict", json_object_new_boolean (d->strict));
+  return o;
+}
+
+static json_object *
+config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, bool *ok)
+{
+  static const char *const keys[] = { "found", "state_dir", "topology", "cpus", "reserved", "defaults",
+                                      "on_error", "log_level", "lock_timeout_ms", "sandbox", NULL };
+  if (e)
+    {
+      json_object *f = failed_part (keys, e);
+      add (f, "path", jstr (path));
+      return f;
+    }
+  *ok = true;
+  json_object *o = json_object_new_object ();
+  add (o, "path", jstr (path));
+  add (o, "found", json_object_new_boolean (hc->path != NULL));
+  add (o, "state_dir", jstr (hc->state_dir));
+  add (o, "topology", jstr (hc->topology));
+  add (o, "cpus", jcpulist (hc->cpus));
+  add (o, "reserved", jcpulist (hc->reserved));
+  add (o, "defaults", defaults_json (&hc->defaults));
+  add (o, "on_error", jstr (cp_on_error_name (hc->on_error)));
+  add (o, "log_level", jstr (log_level_name (hc->log_level)));
+  add (o, "lock_timeout_ms", json_object_new_int ((int) hc->lock_timeout_ms));
+  add (o, "sandbox", json_object_new_boolean (hc->sandbox));
+  add (o, "error", NULL);
+  return o;
+}
+
+/* ------------------------------------------------------------------ the command */
+
+/* Everything, into *OUT; fails only when no part could be read at all. */
+static int
+gather (const struct status_args *a, json_object **out, cp_error_t *err)
+{
+  struct cp_hostconfig hc = { 0 };
+  cleanup_error cp_error_t cfg_err = NULL;
+  bool have_config = cp_hostconfig_load (a->config, &hc, &cfg_err) == 0;
+  if (!have_config)
+    cp_hostconfig_init (&hc); /* the topology still shows; the ledger does not */
+  struct cp_topo *topo = NULL;
+  cleanup_error cp_error_t topo_err = NULL;
+  if (cp_topo_load (hc.topology, &topo, &topo_err) < 0)
+    topo = NULL;
+
+  bool ok[5] = { false };
+  json_object *root = json_object_new_object ();
+  add (root, "cgroup", cp_status_cgroup (&ok[0]));
+  add (root, "topology", cp_status_topology (topo, hc.topology, topo_err, &ok[1]));
+  add (root, "ledger", cp_status_ledger (&hc, have_config, topo, &ok[2]));
+  add (root, "features", cp_status_features (&ok[3]));
+  add (root, "config", config_part (a->config ? a->config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
+  cp_topo_free (topo);
+  cp_hostconfig_free (&hc);
+  if (!ok[0] && !ok[1] && !ok[2] && !ok[3] && !ok[4])
+    {
+      json_object_put (root);
+      return cp_fail_runtime (err, "nothing could be read (the host configuration: %s)", cp_error_message (cfg_err));
+    }
+  *out = root;
+  return 0;
+}
+
+int
+cp_cmd_status (int argc, char **argv, cp_error_t *err)
+{
+  struct status_args a = { 0 };
+  if (parse_args (argc, argv, &a, err) < 0)
+    return -1;
+  if (a.help)
+    {
+      fputs (status_usage, stdout);
+      return 0;
+    }
+  json_object *status = NULL;
+  if (gather (&a, &status, err) < 0)
+    return -1;
+  if (a.json)
+    puts (json_object_to_json_string_ext (status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+  else
+    cp_status_print_text (status, stdout);
+  json_object_put (status);
+  return 0;
+}
+

@@ -1,0 +1,17 @@
+/* cachepin: `cachepin status`: what cachepin sees on this host, read-only.
+ *
+ * cmd_status.c gathers everything into one JSON object (the `--json` output,
+ * whose keys are stable: a part that could not be read keeps its keys, with null
+ * values and an "error" string); status_text.c renders that same object for
+ * people, so the two outputs cannot disagree.  docs/status.md lists the keys. */
+#ifndef CP_STATUS_H
+#define CP_STATUS_H
+
+#include <json-c/json.h>
+#include <stdio.h>
+
+/* The status object as text on OUT (one screen for a small host).  Pure: reads
+ * STATUS only; a key that is missing or of another type prints as "?". */
+void cp_status_print_text (json_object *status, FILE *out);
+
+#endif

@@ -1,0 +1,156 @@
+/* `cachepin status` as text (hook/status_text.c): the status object in, the
+ * lines people read out.  Pure: the gathering is tested against the real binary
+ * in tests/cli/status.sh. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/status.h"
+#include "policy/util.h"
+
+static char *
+render (const char *json)
+{
+  json_object *status = json_tokener_parse (json);
+  assert_non_null (status);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *out = open_memstream (&text, &size);
+  assert_non_null (out);
+  cp_status_print_text (status, out);
+  fclose (out);
+  json_object_put (status);
+  return text;
+}
+
+/* The number of lines of TEXT that start with PREFIX. */
+static int
+lines_starting (const char *text, const char *prefix)
+{
+  int n = 0;
+  for (const char *l = text; l && *l; l = strchr (l, '\n') ? strchr (l, '\n') + 1 : NULL)
+    n += strncmp (l, prefix, strlen (prefix)) == 0;
+  return n;
+}
+
+#define FEATURES_NO_CAS                                                                                           \
+  "\"features\": {\"cache_aware_scheduling\": {\"interface\": \"none\", \"state\": \"debugfs-not-mounted\","     \
+  " \"enabled\": null, \"errno\": null, \"error\": null},"                                                        \
+  " \"core_scheduling\": {\"state\": \"unsupported\", \"smt_active\": false, \"errno\": \"EINVAL\", \"error\": null}," \
+  " \"smt_asym_packing\": {\"state\": \"unset\", \"effective\": false, \"error\": null}}"
+
+static const char full[] =
+  "{\"cgroup\": {\"mode\": \"v2\", \"cpuset_version\": 2, \"cpuset_mount\": \"/sys/fs/cgroup\", \"error\": null},"
+  " \"topology\": {\"source\": \"host\", \"online\": \"0-7\", \"allowed\": \"0-7\", \"packages\": 1,"
+  "  \"numa_nodes\": [{\"os_index\": 0, \"cpus\": \"0-7\"}], \"llc_label\": \"L3\","
+  "  \"llcs\": [{\"index\": 0, \"cpus\": \"0-7\", \"cores\": 4, \"fallback\": false}], \"cores\": 4,"
+  "  \"pe0\": \"0,2,4,6\", \"smt_width\": 2, \"cpu_kinds\": [], \"error\": null},"
+  " \"ledger\": {\"path\": \"/run/cachepin/ledger.json\", \"state\": \"ok\","
+  "  \"entries\": [{\"id\": \"ctr-a\", \"cgroup_mount\": \"/sys/fs/cgroup\", \"cgroup\": \"/a\", \"pid\": 7,"
+  "   \"mode\": \"exclusive\", \"cpus\": \"0,2\", \"held\": \"0-3\", \"mems\": \"0\", \"placed_at\": 0, \"llcs\": [0]}],"
+  "  \"occupancy\": [{\"index\": 0, \"cpus\": \"0-7\", \"size\": 8, \"held\": \"0-3\", \"held_count\": 4,"
+  "   \"shared\": \"\", \"map\": \"####....\", \"holders\": [\"ctr-a\", \"ctr-b\"]}],"
+  "  \"held\": \"0-3\", \"held_count\": 4, \"held_outside_topology\": \"\", \"error\": null}, " FEATURES_NO_CAS ","
+  " \"config\": {\"path\": \"/etc/cachepin/config.json\", \"found\": false, \"state_dir\": \"/run/cachepin\","
+  "  \"topology\": \"host\", \"cpus\": \"all\", \"reserved\": \"\", \"defaults\": {\"align\": \"llc\","
+  "  \"smt\": \"pe0-first\", \"mode\": \"exclusive\", \"strict\": false}, \"on_error\": \"allow\","
+  "  \"log_level\": \"info\", \"lock_timeout_ms\": 5000, \"sandbox\": true, \"error\": null}}";
+
+static void
+test_full (void **state)
+{
+  (void) state;
+  cleanup_free char *text = render (full);
+  tu_assert_contains (text, "cgroup      v2; cpuset hierarchy: v2 at /sys/fs/cgroup\n");
+  tu_assert_contains (text, "host: 1 package, 1 NUMA node, 1 L3, 4 cores, SMT 2");
+  tu_assert_contains (text, "  PE0        0,2,4,6\n");
+  tu_assert_contains (text, "  L3#0    0-7   ####....  4/8 held  [ctr-a ctr-b]\n");
+  tu_assert_contains (text, "1970-01-01 00:00:00");
+  tu_assert_contains (text, "ledger      /run/cachepin/ledger.json: 1 entry, CPUs held: 0-3\n");
+  /* One line per kernel feature, saying what this host lacks. */
+  assert_int_equal (lines_starting (text, "  cache-aware scheduling"), 1);
+  tu_assert_contains (text, "debugfs is not mounted");
+  tu_assert_contains (text, "  core scheduling         unsupported: no CONFIG_SCHED_CORE\n");
+  tu_assert_contains (text, "  sched_smt_asym_packing  off (not on the kernel command line)\n");
+  tu_assert_contains (text, "(not found: the defaults)");
+  tu_assert_contains (text, "reserved none");
+}
+
+/* A part that could not be read is one line saying why; the others still show. */
+static void
+test_failed_parts (void **state)
+{
+  (void) state;
+  cleanup_free char *text = render (
+    "{\"cgroup\": {\"mode\": \"hybrid\", \"cpuset_version\": null, \"cpuset_mount\": null, \"error\": \"no cpuset\"},"
+    " \"topology\": {\"source\": \"/x.xml\", \"error\": \"`/x.xml`: not a usable hwloc XML file\"},"
+    " \"ledger\": {\"path\": \"/s/ledger.json\", \"state\": \"invalid\", \"entries\": null, \"occupancy\": null,"
+    "  \"warnings\": [\"a ledger the hook could not trust was set aside\"],"
+    "  \"error\": \"/s/ledger.json: invalid JSON at byte 28\"}, " FEATURES_NO_CAS ","
+    " \"config\": {\"path\": \"/c.json\", \"error\": \"open /c.json: No such file or directory\"}}");
+  tu_assert_contains (text, "cgroup      hybrid; cpuset: no cpuset\n");
+  tu_assert_contains (text, "topology    `/x.xml`: not a usable hwloc XML file\n");
+  assert_int_equal (lines_starting (text, "ledger"), 1);
+  tu_assert_contains (text, "ledger      invalid: /s/ledger.json: invalid JSON at byte 28\n"
+                            "  warning: a ledger the hook could not trust was set aside\n");
+  tu_assert_contains (text, "config      open /c.json: No such file or directory\n");
+  assert_int_equal (lines_starting (text, "  L3#"), 0);
+}
+
+/* CAS's other states, and core scheduling denied. */
+static void
+test_feature_states (void **state)
+{
+  (void) state;
+  cleanup_free char *text = render (
+    "{\"features\": {\"cache_aware_scheduling\": {\"interface\": \"llc_balancing\", \"state\": \"on\","
+    " \"enabled\": true, \"errno\": null, \"error\": null},"
+    " \"core_scheduling\": {\"state\": \"denied\", \"smt_active\": true, \"errno\": \"EPERM\", \"error\": null},"
+    " \"smt_asym_packing\": {\"state\": \"on\", \"effective\": true, \"error\": null}}}");
+  tu_assert_contains (text, "  cache-aware scheduling  on (interface llc_balancing)\n");
+  tu_assert_contains (text, "  core scheduling         denied (EPERM)\n");
+  tu_assert_contains (text, "  sched_smt_asym_packing  boot option on\n");
+  cleanup_free char *denied = render (
+    "{\"features\": {\"cache_aware_scheduling\": {\"interface\": \"none\", \"state\": \"denied\","
+    " \"enabled\": null, \"errno\": \"EACCES\", \"error\": null}}}");
+  tu_assert_contains (denied, "  cache-aware scheduling  unknown: access denied (EACCES; interface none)\n");
+}
+
+/* Strings come from files others wrote: no control character reaches the terminal. */
+static void
+test_sanitized (void **state)
+{
+  (void) state;
+  cleanup_free char *text = render (
+    "{\"ledger\": {\"path\": \"/s/\\u001b[2Jledger.json\", \"state\": \"ok\", \"entries\": [], \"error\": null,"
+    "  \"held\": \"\", \"occupancy\": [{\"index\": 0, \"cpus\": \"0\", \"size\": 1, \"held_count\": 1,"
+    "  \"map\": \"#\", \"holders\": [\"evil\\u001b]0;x\\u0007\"]}], \"held_outside_topology\": \"\"}}");
+  assert_null (strchr (text, '\x1b'));
+  assert_null (strchr (text, '\a'));
+  tu_assert_contains (text, "ledger.json");
+}
+
+/* Missing keys and wrong types print "?", never crash. */
+static void
+test_garbage (void **state)
+{
+  (void) state;
+  cleanup_free char *empty = render ("{}");
+  tu_assert_contains (empty, "kernel features\n");
+  cleanup_free char *wrong = render ("{\"cgroup\": 1, \"topology\": [], \"ledger\": \"x\", \"features\": null,"
+                                     " \"config\": {\"error\": null, \"defaults\": 3}}");
+  tu_assert_contains (wrong, "config      ?");
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_full),          cmocka_unit_test (test_failed_parts), cmocka_unit_test (test_feature_states),
+    cmocka_unit_test (test_sanitized),     cmocka_unit_test (test_garbage),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
