@@ -10,12 +10,9 @@
 #include "cgroup.h"
 #include "cgroup_parse.h"
 
-/* Bounds on what we read: a cgroup file (a cpulist and its newline), /proc/<pid>/cgroup
- * (one line per hierarchy, each path up to PATH_MAX), /proc/self/mountinfo (hosts
- * running thousands of containers have tens of thousands of mounts). */
+/* Bound on a cgroup file we read (a cpulist and its newline); the kernel texts'
+ * bounds are in cgroup_parse.h. */
 #define CP_CGROUP_FILE_MAX (CP_CPULIST_MAX_LEN + 2)
-#define CP_CGROUP_PROC_CGROUP_MAX (256 * 1024)
-#define CP_CGROUP_MOUNTINFO_MAX (16 * 1024 * 1024)
 
 enum cp_cgroup_open_flags
 {

@@ -19,6 +19,11 @@
 
 /* Longest mount point and longest cgroup path we accept (PATH_MAX - 1, as the ledger). */
 #define CP_CGROUP_MAX_PATH 4095
+/* Bounds on the kernel texts these parsers take: /proc/<pid>/cgroup (one line per
+ * hierarchy, each path up to PATH_MAX), /proc/self/mountinfo (hosts running
+ * thousands of containers have tens of thousands of mounts). */
+#define CP_CGROUP_PROC_CGROUP_MAX (256 * 1024)
+#define CP_CGROUP_MOUNTINFO_MAX (16 * 1024 * 1024)
 
 /* Where a cgroup is, as mountinfo and /proc/<pid>/cgroup tell it.  Located or
  * resolved, MOUNT is absolute with no empty, "." or ".." component, PATH starts

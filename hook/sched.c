@@ -463,20 +463,34 @@ boot_probe (int rootfd)
 /* ------------------------------------------------------------------ everything */
 
 int
-cp_sched_probe (const char *root, struct cp_sched_state *out, cp_error_t *err)
+cp_sched_core_probe (const char *root, struct cp_sched_core *out, cp_error_t *err)
 {
-  *out = (struct cp_sched_state) { 0 };
-  if (cp_sched_cas_probe (root, &out->cas, err) < 0)
-    return -1;
   cleanup_close int rootfd = open_root (root, err);
   if (rootfd < 0)
     return -1;
   uint64_t cookie = 0;
   int rc = prctl (PR_SCHED_CORE, PR_SCHED_CORE_GET, 0UL, CP_PIDTYPE_PID, (unsigned long) (uintptr_t) &cookie);
   int e = rc < 0 ? errno : 0;
-  if (cp_sched_core_classify (rc, e, smt_active (rootfd), &out->core, err) < 0)
+  if (cp_sched_core_classify (rc, e, smt_active (rootfd), out, err) < 0)
     return cp_error_wrap (err, "core scheduling");
-  out->smt_asym_packing = boot_probe (rootfd);
+  return 0;
+}
+
+enum cp_sched_boot
+cp_sched_boot_probe (const char *root)
+{
+  cleanup_error cp_error_t ignored = NULL;
+  cleanup_close int rootfd = open_root (root, &ignored);
+  return rootfd < 0 ? CP_SCHED_BOOT_UNKNOWN : boot_probe (rootfd);
+}
+
+int
+cp_sched_probe (const char *root, struct cp_sched_state *out, cp_error_t *err)
+{
+  *out = (struct cp_sched_state) { 0 };
+  if (cp_sched_cas_probe (root, &out->cas, err) < 0 || cp_sched_core_probe (root, &out->core, err) < 0)
+    return -1;
+  out->smt_asym_packing = cp_sched_boot_probe (root);
   return 0;
 }
 

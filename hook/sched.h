@@ -110,6 +110,10 @@ int cp_sched_cas_set (const char *root, bool on, struct cp_sched_cas_change *out
  * feeds it the real prctl, tests every outcome.  Another errno is an error. */
 int cp_sched_core_classify (int rc, int errnum, int smt_active, struct cp_sched_core *out, cp_error_t *err);
 
+/* Core scheduling alone: PR_SCHED_CORE_GET on this process, classified with
+ * ROOT's smt/active (see cp_sched_core_classify). */
+int cp_sched_core_probe (const char *root, struct cp_sched_core *out, cp_error_t *err);
+
 /* Give process PID (and every thread of its group, and what it forks later) a
  * new core-scheduling cookie: prctl(PR_SCHED_CORE, PR_SCHED_CORE_CREATE, PID,
  * PIDTYPE_TGID).  A runtime error with the prctl's errno on failure (EINVAL: no
@@ -119,6 +123,10 @@ int cp_sched_core_create (pid_t pid, cp_error_t *err);
 /* The `sched_smt_asym_packing=` option in the text of /proc/cmdline (the last
  * occurrence wins, as the kernel parses it).  Pure. */
 enum cp_sched_boot cp_sched_boot_parse (const char *cmdline);
+
+/* The boot option alone, from ROOT/proc/cmdline (CP_SCHED_BOOT_UNKNOWN when it
+ * cannot be read). */
+enum cp_sched_boot cp_sched_boot_probe (const char *root);
 
 /* Short names for messages and JSON ("dir", "supported", ...). */
 const char *cp_sched_cas_iface_name (enum cp_sched_cas_iface iface);

@@ -8,25 +8,10 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "../oci/io.h"
 #include "cgroup_parse.h"
 #include "sched.h"
-
-/* Bounds on the kernel texts read here (as hook/cgroup.c's). */
-#define STATUS_MOUNTINFO_MAX (16 * 1024 * 1024)
-#define STATUS_PROC_CGROUP_MAX (256 * 1024)
-#define STATUS_SMALL_MAX 4096
-#define STATUS_CMDLINE_MAX (64 * 1024)
-
-#ifndef PR_SCHED_CORE
-#define PR_SCHED_CORE 62
-#endif
-#ifndef PR_SCHED_CORE_GET
-#define PR_SCHED_CORE_GET 0
-#endif
-#define STATUS_PIDTYPE_PID 0
 
 /* Read PATH (a kernel text) into *OUT. */
 static int
@@ -62,8 +47,8 @@ cgroup_read (json_object *o, cp_error_t *err)
 {
   cleanup_free char *mountinfo = NULL;
   cleanup_free char *self = NULL;
-  if (read_text ("/proc/self/mountinfo", STATUS_MOUNTINFO_MAX, &mountinfo, err) < 0
-      || read_text ("/proc/self/cgroup", STATUS_PROC_CGROUP_MAX, &self, err) < 0)
+  if (read_text ("/proc/self/mountinfo", CP_CGROUP_MOUNTINFO_MAX, &mountinfo, err) < 0
+      || read_text ("/proc/self/cgroup", CP_CGROUP_PROC_CGROUP_MAX, &self, err) < 0)
     return -1;
   add (o, "mode", jstr (cgroup_mode (mountinfo)));
   cleanup_where struct cp_cgroup_where w = { 0 };
@@ -125,32 +110,17 @@ cas_part (bool *ok)
   return o;
 }
 
-/* /sys/devices/system/cpu/smt/active: 1, 0, or -1 when it cannot be read. */
-static int
-smt_active (void)
-{
-  cleanup_free char *text = NULL;
-  cleanup_error cp_error_t ignored = NULL;
-  if (read_text ("/sys/devices/system/cpu/smt/active", STATUS_SMALL_MAX, &text, &ignored) < 0)
-    return -1;
-  return text[0] == '1' ? 1 : text[0] == '0' ? 0 : -1;
-}
-
 static json_object *
 core_part (bool *ok)
 {
-  uint64_t cookie = 0;
-  int rc = prctl (PR_SCHED_CORE, PR_SCHED_CORE_GET, 0UL, STATUS_PIDTYPE_PID, (unsigned long) (uintptr_t) &cookie);
-  int errnum = rc < 0 ? errno : 0;
-  int smt = smt_active ();
   struct cp_sched_core core;
   cleanup_error cp_error_t e = NULL;
   json_object *o = json_object_new_object ();
-  bool known = cp_sched_core_classify (rc, errnum, smt, &core, &e) == 0;
+  bool known = cp_sched_core_probe ("/", &core, &e) == 0;
   *ok = *ok || known;
   add (o, "state", known ? jstr (cp_sched_core_avail_name (core.avail)) : NULL);
-  add (o, "smt_active", smt < 0 ? NULL : json_object_new_boolean (smt == 1));
-  add (o, "errno", errnum ? jstr (strerrorname_np (errnum)) : NULL);
+  add (o, "smt_active", !known || core.smt_active < 0 ? NULL : json_object_new_boolean (core.smt_active == 1));
+  add (o, "errno", known && core.errnum ? jstr (strerrorname_np (core.errnum)) : NULL);
   add (o, "error", known ? NULL : jstr (cp_error_message (e)));
   return o;
 }
@@ -158,18 +128,12 @@ core_part (bool *ok)
 static json_object *
 asym_part (bool *ok)
 {
-  cleanup_free char *cmdline = NULL;
-  cleanup_error cp_error_t e = NULL;
-  enum cp_sched_boot boot = CP_SCHED_BOOT_UNKNOWN;
-  if (read_text ("/proc/cmdline", STATUS_CMDLINE_MAX, &cmdline, &e) == 0)
-    {
-      boot = cp_sched_boot_parse (cmdline);
-      *ok = true;
-    }
+  enum cp_sched_boot boot = cp_sched_boot_probe ("/");
+  *ok = *ok || boot != CP_SCHED_BOOT_UNKNOWN;
   json_object *o = json_object_new_object ();
   add (o, "state", jstr (cp_sched_boot_name (boot)));
   add (o, "effective", json_object_new_boolean (boot == CP_SCHED_BOOT_ON));
-  add (o, "error", e ? jstr (cp_error_message (e)) : NULL);
+  add (o, "error", boot == CP_SCHED_BOOT_UNKNOWN ? jstr ("/proc/cmdline could not be read") : NULL);
   return o;
 }
 
