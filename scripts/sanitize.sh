@@ -28,5 +28,7 @@ cmake --build "$dir" -j"$(nproc)" >"$dir/build.log" 2>&1 \
 # status even where a test only looks at "non-zero"; the hook's children inherit these.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# Leaks inside libraries we cannot fix, each with its reason (scripts/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp:print_suppressions=0"
 cd "$dir"
 ctest --output-on-failure -L "$labels"
