@@ -230,6 +230,17 @@ open_dir (int rootfd, const char *dir, const char *name, cp_error_t *err)
   return fd;
 }
 
+/* Open IFACE's directory (as open_dir()) and name its file for messages in *NAME
+ * (ROOT/dir/file; the caller frees it, also on failure). */
+static int
+open_iface_dir (int rootfd, const char *root, struct iface_place p, char **name, cp_error_t *err)
+{
+  cleanup_free char *rel = cp_xasprintf ("%s/%s", p.dir, p.file);
+  *name = display_path (root, rel);
+  cleanup_free char *dname = display_path (root, p.dir);
+  return open_dir (rootfd, p.dir, dname, err);
+}
+
 /* Read IFACE's value: 0 or 1, or -1 with the errno in *ERR (ENOENT: this kernel
  * has not that interface; EACCES/EPERM: denied).  Features without either token
  * is ENOENT too: that kernel has the file but no CAS. */
@@ -237,12 +248,10 @@ static int
 read_iface (int rootfd, const char *root, enum cp_sched_cas_iface iface, int *value, cp_error_t *err)
 {
   struct iface_place p = iface_place (iface);
-  cleanup_free char *dname = display_path (root, p.dir);
-  cleanup_close int dirfd = open_dir (rootfd, p.dir, dname, err);
+  cleanup_free char *name = NULL;
+  cleanup_close int dirfd = open_iface_dir (rootfd, root, p, &name, err);
   if (dirfd < 0)
     return -1;
-  cleanup_free char *rel = cp_xasprintf ("%s/%s", p.dir, p.file);
-  cleanup_free char *name = display_path (root, rel);
   cleanup_free char *text = NULL;
   size_t max = iface == CP_SCHED_CAS_IFACE_FEATURES ? FEATURES_MAX : SWITCH_MAX;
   if (cp_io_read_at (dirfd, p.file, O_NOFOLLOW, name, max, CP_IO_NO_NUL, &text, NULL, err) < 0)
@@ -333,12 +342,10 @@ cp_sched_cas_set (const char *root, bool on, struct cp_sched_cas_change *out, cp
   cleanup_close int rootfd = open_root (root, err);
   if (rootfd < 0)
     return -1;
-  cleanup_free char *dname = display_path (root, p.dir);
-  cleanup_close int dirfd = open_dir (rootfd, p.dir, dname, err);
+  cleanup_free char *name = NULL;
+  cleanup_close int dirfd = open_iface_dir (rootfd, root, p, &name, err);
   if (dirfd < 0)
     return -1;
-  cleanup_free char *rel = cp_xasprintf ("%s/%s", p.dir, p.file);
-  cleanup_free char *name = display_path (root, rel);
   if (cp_io_write_control (dirfd, p.file, name, value, err) < 0)
     return -1;
   out->written = true;
