@@ -225,33 +225,39 @@ print_asked_by (FILE *out, json_object *ids)
 {
   if (ids == NULL)
     {
-      fprintf (out, "; asked by ? (ledger not read)");
+      fprintf (out, "asked by ? (ledger not read)");
       return;
     }
   size_t n = json_object_array_length (ids);
   for (size_t i = 0; i < n; i++)
-    fprintf (out, "%s%s", i == 0 ? "; asked by " : ", ", json_object_get_string (json_object_array_get_idx (ids, i)));
+    fprintf (out, "%s%s", i == 0 ? "asked by " : ", ", json_object_get_string (json_object_array_get_idx (ids, i)));
   if (n == 0)
-    fprintf (out, "; no placed container asks");
+    fprintf (out, "no placed container asks");
 }
 
+/* One line: the state, and the host setting; a second only when containers ask
+   or cachepin holds the switch. */
 static void
 print_cas (FILE *out, json_object *c)
 {
   fprintf (out, "  %-24s", "cache-aware scheduling");
   if (!is_null (c, "error"))
-    fprintf (out, "could not tell: %s\n", S (c, "error"));
+    fprintf (out, "could not tell: %s", S (c, "error"));
   else if (strcmp (S (c, "state"), "on") == 0 || strcmp (S (c, "state"), "off") == 0)
-    fprintf (out, "%s (interface %s)\n", S (c, "state"), S (c, "interface"));
+    fprintf (out, "%s (interface %s)", S (c, "state"), S (c, "interface"));
   else if (strcmp (S (c, "state"), "debugfs-not-mounted") == 0)
-    fprintf (out, "unknown: debugfs is not mounted at /sys/kernel/debug\n");
+    fprintf (out, "unknown: debugfs is not mounted at /sys/kernel/debug");
   else if (strcmp (S (c, "state"), "denied") == 0)
-    fprintf (out, "unknown: access denied (%s; interface %s)\n", is_null (c, "errno") ? "?" : S (c, "errno"),
+    fprintf (out, "unknown: access denied (%s; interface %s)", is_null (c, "errno") ? "?" : S (c, "errno"),
              S (c, "interface"));
   else
-    fprintf (out, "unsupported: this kernel has no CONFIG_SCHED_CACHE\n");
-  fprintf (out, "  %-24ssetting %s", "", S (c, "setting"));
-  print_asked_by (out, get (c, "asked_by"));
+    fprintf (out, "unsupported: this kernel has no CONFIG_SCHED_CACHE");
+  fprintf (out, "; sched_cache %s\n", S (c, "setting"));
+  json_object *ids = get (c, "asked_by");
+  if (ids != NULL && json_object_array_length (ids) == 0 && is_null (c, "restore"))
+    return;
+  fprintf (out, "  %-24s", "");
+  print_asked_by (out, ids);
   if (!is_null (c, "restore"))
     fprintf (out, "; held by cachepin, gives back %s when none asks", S (c, "restore"));
   fputc ('\n', out);
@@ -275,7 +281,7 @@ print_core (FILE *out, json_object *c)
   json_object *ids = get (c, "asked_by");
   if (ids == NULL || json_object_array_length (ids) > 0)
     {
-      fprintf (out, "  %-24scookies", "");
+      fprintf (out, "  %-24scookies: ", "");
       print_asked_by (out, ids);
       fputc ('\n', out);
     }
