@@ -3,7 +3,7 @@
 # owns.  The top-level CMakeLists.txt sets CACHEPIN_SOURCE_DIR, CACHEPIN_BINDIR,
 # CACHEPIN_HOOKSDIR and CACHEPIN_CONFDIR first (relative ones are below the
 # install-time prefix, so `cmake --install build --prefix /opt/x` gets hooks that
-# name /opt/x/bin/cachepin).
+# name /opt/x/bin/cachepin) and CACHEPIN_BUILD_DIR.
 
 function(cachepin_full out dir)
   if(IS_ABSOLUTE "${dir}")
@@ -20,7 +20,7 @@ cachepin_full(confdir "${CACHEPIN_CONFDIR}")
 # hooks.d: podman and CRI-O run the file's "path", which must be the installed
 # binary (never the DESTDIR staging copy).
 set(CACHEPIN_INSTALLED_BIN "${bindir}/cachepin")
-set(staged "${CMAKE_CURRENT_BINARY_DIR}/cachepin-hooks.d")
+set(staged "${CACHEPIN_BUILD_DIR}/hooks.d") # generated here, then installed
 foreach(stage create poststop)
   configure_file("${CACHEPIN_SOURCE_DIR}/deploy/hooks.d/cachepin-${stage}.json.in"
                  "${staged}/cachepin-${stage}.json" @ONLY)

@@ -15,7 +15,10 @@ trap 'rm -rf "$DIR"' EXIT
 # $1: the prefix given to `cmake --install`; the staged tree is $DIR/$1.
 layout () {
   local prefix=$1 root=$DIR/$1
-  DESTDIR=$root cmake --install "$BUILD" --prefix "$prefix" >"$DIR/log" 2>&1 || { fail "install to $prefix: $(cat "$DIR/log")"; return; }
+  mkdir -p "$DIR/cwd"
+  (cd "$DIR/cwd" && DESTDIR=$root cmake --install "$BUILD" --prefix "$prefix") >"$DIR/log" 2>&1 ||
+    { fail "install to $prefix: $(cat "$DIR/log")"; return; }
+  check "$prefix: the install wrote nothing into its working directory [$(ls -A "$DIR/cwd")]" [ -z "$(ls -A "$DIR/cwd")" ]
   local bin=$root$prefix/bin/cachepin share=$root$prefix/share cfg=$root/etc/cachepin/config.json
   check "$prefix: bin/cachepin is executable" [ -x "$bin" ]
   check "$prefix: --version is the project's ($VERSION)" [ "$("$bin" --version)" = "cachepin $VERSION" ]
