@@ -35,9 +35,9 @@ cleanup () {
 }
 trap cleanup EXIT
 
-# Built from the tree already compiled: DESTDIR staging with the prefix /usr
-# (CPACK_SET_DESTDIR), so the hooks.d files name /usr/bin/cachepin.
-if ! cpack --config "$BUILD/CPackConfig.cmake" -G DEB -D CPACK_INSTALL_PREFIX=/usr -B "$DIR/pkg" >"$DIR/cpack.log" 2>&1; then
+# Built from the tree already compiled, whatever its prefix (/usr/local by default):
+# the package installs into /usr (CPACK_INSTALL_PREFIX), its hooks naming /usr/bin/cachepin.
+if ! cpack --config "$BUILD/CPackConfig.cmake" -G DEB -B "$DIR/pkg" >"$DIR/cpack.log" 2>&1; then
   cat "$DIR/cpack.log"; fail "cpack -G DEB"; finish; exit
 fi
 DEB=$(ls "$DIR"/pkg/cachepin_*.deb)
