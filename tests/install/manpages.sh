@@ -20,7 +20,8 @@ keys=$(sed -n '/option_names\[OPT_COUNT\] = {/,/};/p' "$SRC/oci/annotations.c" |
   sed 's/.*"\(.*\)"/\1/' | sort)
 check "oci/annotations.c's option_names read ($(echo $keys))" [ "$(wc -w <<< "$keys")" -ge 6 ]
 # The keys the page lists, each as a tagged paragraph in its KEYS section.
-listed=$(sed -n '/^\.SH KEYS/,/^\.SH /p' "$ANN" | sed -n 's/^\.B cachepin\.io\/\([a-z0-9-]*\)$/\1/p' | sort)
+# (roff spells a hyphen in a name `\-`.)
+listed=$(sed -n '/^\.SH KEYS/,/^\.SH /p' "$ANN" | sed 's/\\-/-/g' | sed -n 's/^\.B cachepin\.io\/\([a-z0-9-]*\)$/\1/p' | sort)
 check "cachepin-annotations(7) KEYS lists exactly the parser's keys ([$(echo $listed)])" [ "$listed" = "$keys" ]
 documented=$(grep -o '^| `cachepin\.io/[a-z0-9-]*`' "$SRC/docs/annotations.md" | sed 's/.*\///; s/`//' | sort)
 check "docs/annotations.md lists exactly the parser's keys ([$(echo $documented)])" [ "$documented" = "$keys" ]
