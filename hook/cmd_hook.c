@@ -24,6 +24,7 @@
 #include "hostconfig.h"
 #include "log.h"
 #include "placer.h"
+#include "proc.h"
 #include "sched.h"
 
 static const char hook_usage[] =
@@ -248,6 +249,15 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
   if (check_pid (st, err) < 0)
     return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
+  /* A rootless runtime runs its hooks in its user namespace: nothing there may
+     write the host's cgroups or /run/cachepin.  Said up front, in one line, rather
+     than as whichever EACCES comes first. */
+  cleanup_free char *rootless = cp_proc_rootless_reason ();
+  if (rootless)
+    {
+      cp_fail_unsatisfiable (err, "rootless: not supported (%s)", rootless);
+      return allow_or_fail (hc, creq.req.strict, st->id, CP_LOG_WARNING, err);
+    }
 
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
@@ -279,6 +289,12 @@ static int
 release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, cp_error_t *err)
 {
   bool found = false;
+  cleanup_free char *rootless = cp_proc_rootless_reason ();
+  if (rootless)
+    {
+      cp_log (CP_LOG_DEBUG, "release of %s: nothing to do, rootless (%s)", st->id, rootless);
+      return 0;
+    }
   if (cp_placer_release (hc, st->id, NULL, &found, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */

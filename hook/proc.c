@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../oci/io.h"
 #include "../policy/util.h"
@@ -67,4 +68,31 @@ cp_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_
   if (zombie)
     *zombie = st == 'Z' || st == 'X' || st == 'x';
   return 0;
+}
+
+bool
+cp_proc_uid_map_is_initial (const char *uid_map)
+{
+  unsigned long inside, outside, count;
+  char rest;
+  return sscanf (uid_map, " %lu %lu %lu %c", &inside, &outside, &count, &rest) == 3 && inside == 0 && outside == 0
+         && count == 4294967295UL;
+}
+
+char *
+cp_proc_rootless_reason (void)
+{
+  uid_t uid = geteuid ();
+  cleanup_free char *map = NULL;
+  cleanup_error cp_error_t e = NULL;
+  /* No uid_map: a kernel without user namespaces, so the initial one. */
+  bool in_userns = cp_io_read_at (AT_FDCWD, "/proc/self/uid_map", 0, "/proc/self/uid_map", 65536, CP_IO_NO_NUL, &map,
+                                  NULL, &e)
+                       == 0
+                   && !cp_proc_uid_map_is_initial (map);
+  if (in_userns)
+    return cp_xasprintf ("running as uid %u in a user namespace", (unsigned) uid);
+  if (uid != 0)
+    return cp_xasprintf ("running as uid %u, not root", (unsigned) uid);
+  return NULL;
 }

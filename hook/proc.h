@@ -27,4 +27,13 @@ int cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_t
  * process. */
 int cp_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_error_t *err);
 
+/* Whether UID_MAP (the text of /proc/<pid>/uid_map) is the initial user
+ * namespace's identity map, "0 0 4294967295".  Pure. */
+bool cp_proc_uid_map_is_initial (const char *uid_map);
+
+/* Why this process cannot place containers, or NULL: it is not uid 0, or it runs
+ * in a user namespace (a rootless runtime: its "root" cannot write the host's
+ * cgroups nor /run/cachepin).  A phrase for messages; the caller frees it. */
+char *cp_proc_rootless_reason (void);
+
 #endif
