@@ -103,10 +103,12 @@ enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const 
 }
 
 /* The CPUs and nodes the target may get: what its parent cgroup allows, within
- * the host's hand-out set, minus the reserved CPUs and anything not online. */
+ * the host's hand-out set, minus the reserved CPUs and anything not online, and
+ * within the spec's own cpuset when it names one (a bound, never a size: runc
+ * `--cpuset-cpus 1` means CPU 1, not "one CPU"). */
 static int
-target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_topo *topo,
-               hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
+target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
+               const struct cp_topo *topo, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
 {
   if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
     return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
@@ -116,6 +118,26 @@ target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const 
   if (hwloc_bitmap_iszero (cpus))
     return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
                                        "configured `cpus` or inside `reserved`");
+  if (creq->bound_cpus)
+    {
+      hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
+      if (hwloc_bitmap_iszero (cpus))
+        {
+          cleanup_free char *spec = cp_cpulist_format (creq->bound_cpus);
+          return cp_fail_unsatisfiable (err, "linux.resources.cpu.cpus `%s`: none of them is a CPU the parent "
+                                             "cgroup allows and the host hands out", spec);
+        }
+    }
+  if (creq->bound_mems)
+    {
+      hwloc_bitmap_and (mems, mems, creq->bound_mems);
+      if (hwloc_bitmap_iszero (mems))
+        {
+          cleanup_free char *spec = cp_cpulist_format (creq->bound_mems);
+          return cp_fail_unsatisfiable (err, "linux.resources.cpu.mems `%s`: none of them is a node the parent "
+                                             "cgroup allows", spec);
+        }
+    }
   return 0;
 }
 
@@ -271,7 +293,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
 
   if (cp_topo_load (hc->topology, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
-  if (target_limits (hc, t, topo, cpus, mems, err) < 0)
+  if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)
     return -1;
   /* mems=keep: the ledger records what the cgroup has, which is what stays. */
   if (creq->mems_keep)

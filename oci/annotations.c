@@ -245,16 +245,13 @@ apply_option (enum option which, const char *value, struct cp_container_request 
     }
 }
 
-/* cpus when no annotation gives it: from the spec, or one domain in shared mode. */
+/* cpus when no annotation gives it: from the spec's CPU quota, or one domain in
+   shared mode.  Never from linux.resources.cpu.cpus: that says where the container
+   may run (a Kubernetes shared-pool container's is the whole pool), not how many
+   CPUs it needs; it bounds the placement instead (bound_cpus). */
 static int
 cpus_fallback (const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err)
 {
-  if (cfg && cfg->cpus && !hwloc_bitmap_iszero (cfg->cpus))
-    {
-      out->req.cpus = (unsigned) hwloc_bitmap_weight (cfg->cpus);
-      out->cpus_source = CP_CPUS_SOURCE_CPUSET;
-      return 0;
-    }
   if (cfg && cfg->quota > 0)
     {
       uint64_t period = cfg->period ? cfg->period : CP_OCI_DEFAULT_CPU_PERIOD;
@@ -275,8 +272,8 @@ cpus_fallback (const struct cp_oci_config *cfg, struct cp_container_request *out
       out->cpus_source = CP_CPUS_SOURCE_SHARED;
       return 0;
     }
-  return cp_fail_input (err, CP_ANNOTATION_PREFIX "cpus: missing, and the spec sets neither "
-                             "linux.resources.cpu.cpus nor a CPU quota");
+  return cp_fail_input (err, CP_ANNOTATION_PREFIX "cpus: missing, and the spec sets no CPU quota "
+                             "(linux.resources.cpu.cpus bounds where it runs, it is not a count)");
 }
 
 int
@@ -311,6 +308,11 @@ cp_annotations_to_request (const struct cp_annotations *a, const struct cp_reque
   for (int i = 0; i < OPT_COUNT; i++)
     if (chosen[i] && apply_option ((enum option) i, chosen[i]->value, out, err) < 0)
       return cp_error_wrap (err, "annotation %s", chosen[i]->key);
+  if (cfg)
+    {
+      out->bound_cpus = cfg->cpus;
+      out->bound_mems = cfg->mems;
+    }
   if (!out->cpus_from_annotation)
     return cpus_fallback (cfg, out, err);
   return 0;

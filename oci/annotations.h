@@ -21,6 +21,7 @@
 #ifndef CP_ANNOTATIONS_H
 #define CP_ANNOTATIONS_H
 
+#include <hwloc.h>
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,7 +91,6 @@ bool cp_annotations_is_sandbox (const struct cp_annotations *a);
 
 /* Where cpus came from (cp_container_request.cpus_source). */
 #define CP_CPUS_SOURCE_ANNOTATION "annotation"
-#define CP_CPUS_SOURCE_CPUSET "linux.resources.cpu.cpus"
 #define CP_CPUS_SOURCE_QUOTA "quota/period"
 #define CP_CPUS_SOURCE_SHARED "shared: one domain"
 
@@ -108,6 +108,10 @@ struct cp_container_request
   bool mems_keep;            /* cachepin.io/mems=keep: leave cpuset.mems alone */
   bool cpus_from_annotation; /* req.cpus is what the user asked for, not derived */
   const char *cpus_source;   /* one of CP_CPUS_SOURCE_* (static) */
+  hwloc_const_bitmap_t bound_cpus; /* the spec's linux.resources.cpu.cpus: the placement
+                                      stays within it (NULL: no bound); points into the
+                                      cp_oci_config it came from */
+  hwloc_const_bitmap_t bound_mems; /* linux.resources.cpu.mems, the same way */
   enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
   bool core_sched;           /* cachepin.io/core-sched=true */
 };
@@ -117,12 +121,13 @@ struct cp_oci_config;
 /* The request for this container.  DEFAULTS (NULL: cp_request_init()) gives
  * align, smt, mode and strict where no annotation does (its cpus is ignored);
  * CFG (may be NULL) supplies cpus when no cachepin.io/cpus applies:
- *   1. the number of CPUs in linux.resources.cpu.cpus;
- *   2. else ceil(quota / period) when the quota is > 0 (a missing period is the
+ *   1. ceil(quota / period) when the quota is > 0 (a missing period is the
  *      kernel's default, 100000 us);
- *   3. else in shared mode 0 (one whole domain);
- *   4. else an input error "cachepin.io/cpus: missing, and the spec sets neither
- *      linux.resources.cpu.cpus nor a CPU quota".
+ *   2. else in shared mode 0 (one whole domain);
+ *   3. else an input error "cachepin.io/cpus: missing, and the spec sets no CPU
+ *      quota (...)".
+ * The spec's linux.resources.cpu.cpus and .mems are bounds (OUT->bound_cpus,
+ * bound_mems, pointing into CFG), never a count.
  * Invalid values fail with an input error naming the key and the value:
  * "annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)";
  * so do unknown cachepin.io/ keys, whichever container they address. */

@@ -12,6 +12,32 @@
 #include "io.h"
 #include "json.h"
 
+/* linux.resources.cpu.KEY, a cpulist as the runtime writes it into cpuset.KEY and
+   the kernel reads it, into *OUT (NULL when absent, "" or blank: not set). */
+static int
+parse_cpuset_field (json_object *cpu, const char *key, hwloc_bitmap_t *out, cp_error_t *err)
+{
+  json_object *v;
+  if (!cp_json_member (cpu, key, true, &v))
+    return 0;
+  cleanup_free char *field = cp_xasprintf ("linux.resources.cpu.%s", key);
+  const char *s;
+  if (cp_json_string (v, field, CP_CPULIST_MAX_LEN, true, &s, err) < 0)
+    return -1;
+  if (*s == '\0') /* "" is how engines say "not set" */
+    return 0;
+  *out = cp_bitmap_new ();
+  if (cp_cpulist_parse (s, CP_CPULIST_KERNEL | CP_CPULIST_ALLOW_EMPTY, *out, err) < 0)
+    return cp_error_wrap (err, "%s", field);
+  if (hwloc_bitmap_iszero (*out))
+    {
+      /* White space only: the kernel's empty list, as "" here. */
+      hwloc_bitmap_free (*out);
+      *out = NULL;
+    }
+  return 0;
+}
+
 /* linux.resources.cpu */
 static int
 parse_cpu (json_object *cpu, struct cp_oci_config *out, cp_error_t *err)
@@ -19,26 +45,8 @@ parse_cpu (json_object *cpu, struct cp_oci_config *out, cp_error_t *err)
   json_object *v;
   if (cp_json_object (cpu, "linux.resources.cpu", err) < 0)
     return -1;
-  if (cp_json_member (cpu, "cpus", true, &v))
-    {
-      const char *s;
-      if (cp_json_string (v, "linux.resources.cpu.cpus", CP_CPULIST_MAX_LEN, true, &s, err) < 0)
-        return -1;
-      /* "" is how engines say "not set". */
-      if (*s)
-        {
-          /* What the runtime writes into cpuset.cpus, as the kernel reads it. */
-          out->cpus = cp_bitmap_new ();
-          if (cp_cpulist_parse (s, CP_CPULIST_KERNEL | CP_CPULIST_ALLOW_EMPTY, out->cpus, err) < 0)
-            return cp_error_wrap (err, "linux.resources.cpu.cpus");
-          if (hwloc_bitmap_iszero (out->cpus))
-            {
-              /* White space only: the kernel's empty list, as "" here. */
-              hwloc_bitmap_free (out->cpus);
-              out->cpus = NULL;
-            }
-        }
-    }
+  if (parse_cpuset_field (cpu, "cpus", &out->cpus, err) < 0 || parse_cpuset_field (cpu, "mems", &out->mems, err) < 0)
+    return -1;
   if (cp_json_member (cpu, "quota", true, &v)
       && cp_json_int (v, "linux.resources.cpu.quota", INT64_MIN, INT64_MAX, &out->quota, err) < 0)
     return -1;
@@ -151,6 +159,8 @@ cp_oci_config_free (struct cp_oci_config *cfg)
   cp_annotations_free (&cfg->annotations);
   if (cfg->cpus)
     hwloc_bitmap_free (cfg->cpus);
+  if (cfg->mems)
+    hwloc_bitmap_free (cfg->mems);
   free (cfg->cgroups_path);
   free (cfg->cgroupfs_path);
   memset (cfg, 0, sizeof *cfg);

@@ -24,7 +24,10 @@ struct cp_oci_config
 {
   struct cp_annotations annotations; /* "annotations"; empty when absent */
   hwloc_bitmap_t cpus;               /* linux.resources.cpu.cpus as the kernel reads it
-                                        (CP_CPULIST_KERNEL); NULL when absent, "" or blank */
+                                        (CP_CPULIST_KERNEL); NULL when absent, "" or blank.
+                                        A bound on where the container may run, never a
+                                        count (oci/annotations.h) */
+  hwloc_bitmap_t mems;               /* linux.resources.cpu.mems, the same way */
   int64_t quota;                     /* linux.resources.cpu.quota in us; <= 0: none (absent, -1) */
   uint64_t period;                   /* linux.resources.cpu.period in us; 0: absent */
   char *cgroups_path;                /* linux.cgroupsPath; NULL when absent */

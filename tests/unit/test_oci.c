@@ -650,9 +650,14 @@ static const struct request_case request_cases[] = {
     .cpus = 3, .source = "quota/period", .smt = CP_SMT_PE0 },
   { .name = "quota without period: the kernel's 100000", .config = ANN_CPU ("\"cachepin.io/mems\":\"local\"", "\"quota\":50000"),
     .cpus = 1, .source = "quota/period" },
-  { .name = "cpuset count wins over quota",
+  /* The spec's cpuset is a bound, not a count (a Kubernetes shared-pool container
+     carries the whole pool): the quota gives the count. */
+  { .name = "quota gives the count, the cpuset only bounds",
     .config = ANN_CPU ("\"cachepin.io/mode\":\"exclusive\"", "\"cpus\":\"0-3,8\",\"quota\":900000,\"period\":100000"),
-    .cpus = 5, .source = "linux.resources.cpu.cpus" },
+    .cpus = 9, .source = "quota/period" },
+  { .name = "a cpuset alone is no count", .config = ANN_CPU ("\"cachepin.io/align\":\"llc\"", "\"cpus\":\"0-7\""),
+    .error = "cachepin.io/cpus: missing, and the spec sets no CPU quota (linux.resources.cpu.cpus bounds where it runs, "
+             "it is not a count)" },
   { .name = "annotation wins over the spec", .config = ANN_CPU ("\"cachepin.io/cpus\":\"3\"", "\"cpus\":\"0-7\""),
     .cpus = 3, .source = "annotation" },
   { .name = "shared without cpus: one domain", .config = ANN ("\"cachepin.io/mode\":\"shared\""),
@@ -661,9 +666,11 @@ static const struct request_case request_cases[] = {
     .defaults = &numa_defaults, .cpus = 1, .source = "quota/period", .align = "numa", .smt = CP_SMT_ANY,
     .strict = true },
   { .name = "exclusive without any cpus", .config = ANN ("\"cachepin.io/align\":\"llc\""),
-    .error = "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota" },
+    .error = "cachepin.io/cpus: missing, and the spec sets no CPU quota (linux.resources.cpu.cpus bounds where it runs, "
+             "it is not a count)" },
   { .name = "quota -1 is no quota", .config = ANN_CPU ("\"cachepin.io/align\":\"llc\"", "\"quota\":-1,\"period\":100000"),
-    .error = "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota" },
+    .error = "cachepin.io/cpus: missing, and the spec sets no CPU quota (linux.resources.cpu.cpus bounds where it runs, "
+             "it is not a count)" },
   { .name = "quota beyond any machine", .config = ANN_CPU ("\"cachepin.io/align\":\"llc\"", "\"quota\":100000000000,\"period\":1000"),
     .error = "linux.resources.cpu.quota: 100000000000 per period 1000 is 100000000 CPUs, more than 8192" },
   { .name = "invalid smt", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/smt\":\"pe1\""),
@@ -747,7 +754,8 @@ test_annotations_no_config (void **state)
   assert_string_equal (out.cpus_source, CP_CPUS_SOURCE_SHARED);
   items[0].value = "exclusive";
   tu_check_error ("exclusive without config", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
-               "cachepin.io/cpus: missing, and the spec sets neither linux.resources.cpu.cpus nor a CPU quota");
+               "cachepin.io/cpus: missing, and the spec sets no CPU quota (linux.resources.cpu.cpus bounds where "
+               "it runs, it is not a count)");
   cp_error_free (&err);
 }
 
