@@ -7,6 +7,7 @@
 #include "cgroup_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/util.h"
+#include "proc.h"
 
 /* "MOUNT" + "DIR" (below the mount, "/" for its root) + "/NAME" (NAME may be NULL). */
 static char *
@@ -339,6 +341,46 @@ cp_cgroup_write_cpuset (const struct cp_cgroup *cg, hwloc_const_bitmap_t cpus, h
       cleanup_free char *mems_text = cp_cpulist_format (mems);
       if (write_at (cg->dirfd, name, "cpuset.mems", mems_text, err) < 0)
         return -1;
+    }
+  return 0;
+}
+
+/* cgroup.procs: one pid per line; 4 MiB is over 500,000 of them. */
+#define PROCS_MAX (4u << 20)
+
+int
+cp_cgroup_foreign_process (const struct cp_cgroup *cg, pid_t container, pid_t *foreign, cp_error_t *err)
+{
+  cleanup_free char *full = cp_xasprintf ("%s%s/cgroup.procs", cg->mount, cg->path);
+  cleanup_free char *text = NULL;
+  *foreign = 0;
+  if (cp_io_read_at (cg->dirfd, "cgroup.procs", O_NOFOLLOW, full, PROCS_MAX, CP_IO_NO_NUL, &text, NULL, err) < 0)
+    return -1;
+  char *save = NULL;
+  for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char *end = NULL;
+      errno = 0;
+      long pid = strtol (line, &end, 10);
+      if (errno || end == line || *end != '\0' || pid <= 0 || pid > INT_MAX)
+        return cp_fail_runtime (err, "%s: unexpected line `%.32s`", full, line);
+      if ((pid_t) pid == container)
+        continue;
+      cleanup_error cp_error_t inner = NULL;
+      int r = cp_proc_descends_from ((pid_t) pid, container, &inner);
+      if (r < 0 && (cp_error_errno (inner) == ENOENT || cp_error_errno (inner) == ESRCH))
+        continue; /* gone while we looked: not in the cgroup any more */
+      if (r < 0)
+        {
+          cp_error_free (err);
+          *err = cp_steal_pointer (&inner);
+          return -1;
+        }
+      if (r == 0)
+        {
+          *foreign = (pid_t) pid;
+          return 0;
+        }
     }
   return 0;
 }

@@ -89,4 +89,10 @@ void cp_cgroup_free (struct cp_cgroup *cg);
 #define cleanup_cgroup __attribute__ ((cleanup (cp_cgroup_freep)))
 void cp_cgroup_freep (struct cp_cgroup **cg);
 
+/* A process in CG's cgroup.procs that is neither CONTAINER nor one of its
+ * descendants, in *FOREIGN (0: none).  A cgroup the runtime shares with other
+ * processes (runc joining a non-empty cgroup, podman --cgroups=disabled) is not
+ * the container's to pin. */
+int cp_cgroup_foreign_process (const struct cp_cgroup *cg, pid_t container, pid_t *foreign, cp_error_t *err);
+
 #endif

@@ -240,6 +240,22 @@ core_sched_cookie (const struct cp_oci_state *st, bool strict, bool *got, cp_err
   return 0;
 }
 
+/* The cgroup found from the pid must hold the container alone (its init and what
+   that started): pinning a cgroup others share would pin them too. */
+static int
+check_cgroup_alone (const struct cp_oci_state *st, const struct cp_cgroup *cg, cp_error_t *err)
+{
+  pid_t foreign = 0;
+  if (cp_cgroup_foreign_process (cg, st->pid, &foreign, err) < 0)
+    return cp_error_wrap (err, "cgroup %s%s", cg->mount, cg->path);
+  if (foreign)
+    return cp_fail_runtime (err,
+                            "cgroup %s%s also holds process %d, which is not the container's (not %d nor one of "
+                            "its descendants); refusing to pin a shared cgroup",
+                            cg->mount, cg->path, (int) foreign, (int) st->pid);
+  return 0;
+}
+
 static int
 place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
        const struct cp_oci_config *cfg, cp_error_t *err)
@@ -272,7 +288,9 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
       target.cgroup = cg;
       target.cgroup_mount = cg->mount;
       target.cgroup_path = cg->path;
-      ret = creq.core_sched ? core_sched_cookie (st, creq.req.strict, &target.core_sched, err) : 0;
+      ret = check_cgroup_alone (st, cg, err);
+      if (ret == 0 && creq.core_sched)
+        ret = core_sched_cookie (st, creq.req.strict, &target.core_sched, err);
       if (ret == 0)
         ret = cp_placer_place (hc, &target, &creq, &plan, err);
     }

@@ -96,3 +96,55 @@ cp_proc_rootless_reason (void)
     return cp_xasprintf ("running as uid %u, not root", (unsigned) uid);
   return NULL;
 }
+
+int
+cp_proc_parse_ppid (const char *buf, size_t len, pid_t *ppid, cp_error_t *err)
+{
+  const char *paren = memrchr (buf, ')', len);
+  if (paren == NULL)
+    return cp_fail_input (err, "/proc stat: no `)` after the command name");
+  const char *p = paren + 1, *end = buf + len;
+  if (end - p < 4 || p[0] != ' ' || p[2] != ' ')
+    return cp_fail_input (err, "/proc stat: no state after the command name");
+  p += 3;
+  long v = 0;
+  const char *digits = p;
+  while (p < end && *p >= '0' && *p <= '9' && v <= INT_MAX / 10)
+    v = v * 10 + (*p++ - '0');
+  if (p == digits || v > INT_MAX || (p < end && *p != ' '))
+    return cp_fail_input (err, "/proc stat: field 4 (parent pid) is not a pid");
+  *ppid = (pid_t) v;
+  return 0;
+}
+
+/* The parent of PID, from /proc/PID/stat. */
+static int
+parent_of (pid_t pid, pid_t *ppid, cp_error_t *err)
+{
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_PROC_STAT_MAX, 0, &buf, &len, err) < 0)
+    return -1;
+  if (cp_proc_parse_ppid (buf, len, ppid, err) < 0)
+    return cp_error_wrap (err, "%s", path);
+  return 0;
+}
+
+int
+cp_proc_descends_from (pid_t pid, pid_t ancestor, cp_error_t *err)
+{
+  /* Deeper than any process tree a container builds before it starts; a loop
+     (a pid reused while we walk) ends here too. */
+  for (int depth = 0; depth < 256 && pid > 1; depth++)
+    {
+      if (pid == ancestor)
+        return 1;
+      pid_t ppid;
+      if (parent_of (pid, &ppid, err) < 0)
+        return -1;
+      pid = ppid;
+    }
+  return pid == ancestor;
+}

@@ -27,6 +27,14 @@ int cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_t
  * process. */
 int cp_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_error_t *err);
 
+/* The parent pid (field 4) in the text of a /proc/<pid>/stat.  Pure; CP_ERR_INPUT. */
+int cp_proc_parse_ppid (const char *buf, size_t len, pid_t *ppid, cp_error_t *err);
+
+/* 1 when PID is ANCESTOR or one of its descendants (by /proc's parent pids), 0 when
+ * not, -1 when /proc could not tell (errnum ENOENT/ESRCH: a process of the chain
+ * is gone). */
+int cp_proc_descends_from (pid_t pid, pid_t ancestor, cp_error_t *err);
+
 /* Whether UID_MAP (the text of /proc/<pid>/uid_map) is the initial user
  * namespace's identity map, "0 0 4294967295".  Pure. */
 bool cp_proc_uid_map_is_initial (const char *uid_map);
