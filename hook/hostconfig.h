@@ -9,7 +9,10 @@
  *    "on_error": "allow",     or "deny": whether a container starts when the hook fails
  *    "log_level": "info",     error | warning | info | debug
  *    "lock_timeout_ms": 5000, 1..60000
- *    "topology": "host",      or the absolute path of an hwloc XML file
+ *    "topology": "host",      or the absolute path of an hwloc XML file, or "sysfs:" and
+ *                             the absolute path of a Linux sysfs/procfs dump (hwloc's
+ *                             Linux discovery with that directory as its root: for
+ *                             benchmarks and tests; hook/topocache.h)
  *    "sandbox": true}         false: no seccomp/Landlock sandbox (debugging only)
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
@@ -50,7 +53,7 @@ struct cp_hostconfig
   enum cp_on_error on_error;
   enum cp_log_level log_level;
   unsigned lock_timeout_ms;
-  char *topology;           /* "host" or an absolute path */
+  char *topology;           /* "host", an absolute path, or "sysfs:" + an absolute path */
   bool sandbox;             /* enter hook/sandbox.h once inputs are read (default true) */
 };
 

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "topocache.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -219,7 +220,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
 
-  if (cp_topo_load (hc->topology, &topo, err) < 0)
+  if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   if (target_limits (hc, t, topo, cpus, mems, err) < 0)
     return -1;

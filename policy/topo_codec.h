@@ -39,9 +39,10 @@
 
 /* Bounds the decoder enforces (and the encoder, so that it never writes what the
    decoder refuses).  CPU and node numbers: cp_topo_from_hwloc() refuses CPUs above
-   65535; the tag and source: a path or a description plus a few lines of key. */
+   65535; the tag and the source: a path or a description, and the cache key with
+   two cpulists (8192 CPUs every other one: about 40 KiB). */
 #define CP_TOPO_CODEC_MAX_INDEX 65535u
-#define CP_TOPO_CODEC_MAX_TEXT 16384u
+#define CP_TOPO_CODEC_MAX_TEXT 65536u
 
 /* TOPO with TAG (a NUL-terminated text, at most CP_TOPO_CODEC_MAX_TEXT bytes) into
  * *OUT (caller frees), *LEN bytes.  Fails (CP_ERR_RUNTIME) only on a model the
