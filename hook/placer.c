@@ -51,6 +51,14 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
   cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
 }
 
+/* cp_ledger_cgroup_state() with each mount point opened once for the whole
+   reconcile (DATA), not once per entry. */
+static int
+cgroup_state (const char *cgroup_mount, const char *cgroup, void *data)
+{
+  return cp_cgroup_dir_state_in (data, cgroup_mount, cgroup);
+}
+
 int
 cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
 {
@@ -62,11 +70,14 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
   struct cp_ledger_liveness alive = {
-    .cgroup_exists = cp_ledger_cgroup_state,
+    .cgroup_exists = cgroup_state,
     .pid_start_time = cp_ledger_pid_start_time,
     .dropped = log_dropped,
+    .data = cp_cgroup_mounts_new (),
   };
-  if (cp_ledger_reconcile (l, &alive, NULL, err) < 0)
+  int r = cp_ledger_reconcile (l, &alive, NULL, err);
+  cp_cgroup_mounts_free (alive.data);
+  if (r < 0)
     {
       cp_ledger_close (l);
       return cp_error_wrap (err, "ledger %s", hc->state_dir);
