@@ -1,6 +1,8 @@
 /* Fuzz cp_topo_decode(): the topology cache's bytes are someone's input.
  *
- * Input: the bytes of a cache file, decoded without a tag (any key).
+ * Input: the bytes of a cache file, decoded without a tag (any key) as they are,
+ * then again with their last 8 bytes replaced by the right checksum, so that
+ * mutations reach the parser behind the checksum instead of stopping at it.
  * Invariants:
  *   - on failure: an input error with a one-line printable message, *out untouched;
  *   - on success: the model is what placement may rely on: every core's PUs
@@ -50,18 +52,18 @@ place_on (const struct cp_topo *t, enum cp_mode mode, unsigned cpus)
   cp_error_free (&err);
 }
 
-int
-LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+static void
+decode_one (const char *data, size_t size)
 {
   struct cp_topo *t = NULL;
   cp_error_t err = NULL;
-  int r = cp_topo_decode ((const char *) data, size, NULL, &t, &err);
+  int r = cp_topo_decode (data, size, NULL, &t, &err);
   if (r < 0)
     {
       fuzz_check_input_error (r, err, "topology cache: ");
       FUZZ_CHECK (t == NULL);
       cp_error_free (&err);
-      return 0;
+      return;
     }
   check_model (t);
   char *buf = NULL, *again = NULL;
@@ -80,5 +82,24 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   free (buf);
   cp_topo_free (back);
   cp_topo_free (t);
+}
+
+int
+LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+  decode_one ((const char *) data, size);
+  if (size < 8)
+    return 0;
+  char *copy = malloc (size);
+  if (copy == NULL)
+    abort ();
+  memcpy (copy, data, size);
+  uint64_t h = 14695981039346656037ull; /* the codec's FNV-1a */
+  for (size_t i = 0; i < size - 8; i++)
+    h = (h ^ (unsigned char) copy[i]) * 1099511628211ull;
+  for (int i = 0; i < 8; i++)
+    copy[size - 8 + (size_t) i] = (char) (h >> (8 * i));
+  decode_one (copy, size);
+  free (copy);
   return 0;
 }

@@ -13,7 +13,10 @@
  *   boot=    /proc/sys/kernel/random/boot_id: a reboot may bring other CPUs
  *   online=  /sys/devices/system/cpu/online, as the kernel writes it (hotplug)
  *   allowed= the hook's own CPU affinity (a cpuset change of the runtime's cgroup
- *            that hwloc would report as the allowed CPUs)
+ *            that hwloc would report as the allowed CPUs; a narrower affinity
+ *            only costs a rediscovery.  The hook's placements do not use the
+ *            model's allowed sets anyway: a container's CPUs and nodes come from
+ *            its parent cgroup; `status` shows them)
  *   source=  the host config's `topology`
  *   file=    for an XML file or a sysfs directory, its identity: st_dev, st_ino,
  *            size, mtime and ctime (ns), taken before the discovery, so a file
