@@ -6,29 +6,25 @@
 #     RUNS=20 LEDGER=1000 OUT=bench/results/hook-latency.md DATA=bench/results/data/hook-latency.tsv
 #     NOTE="a sentence about the machine, put in the results file"
 #
-# Needs root and a cpuset cgroup hierarchy (v1 or v2).  For every *.xml under
-# TOPOLOGY_DIR (recursively) it times, RUNS times, interleaved (each round visits
-# every topology, and within a topology the commands in a rotating order):
+# Needs root and a cpuset cgroup hierarchy (v1 or v2).  Inputs: every *.xml under
+# TOPOLOGY_DIR (recursively), host config `topology` = FILE, and every sysfs dump
+# TOPOLOGY_DIR/hwloc/sysfs-tarballs/*.tar.bz2 (extracted to a temporary directory),
+# host config `topology` = "sysfs:DIR" (hwloc's Linux discovery on that root).
+# For each it times, RUNS times, interleaved (each round visits every input, and
+# within an input the commands in a rotating order):
 #   floor       build/bench/bench-floor fed the createRuntime state, then the
 #               poststop state (two process starts, as the hook pair is)
-#   hwloc-calc  hwloc-calc --input FILE all
-#   hook-0      cachepin hook createRuntime, then poststop, on a real cgroup with a
-#               sleeper in it, host config `topology` = FILE, empty ledger
-#   hook-N      the same with LEDGER entries in the ledger
-# and for every sysfs dump TOPOLOGY_DIR/hwloc/sysfs-tarballs/*.tar.bz2 (extracted
-# to a temporary directory) discovery with HWLOC_FSROOT, which the hook cannot be
-# given (it scrubs HWLOC_* and its host config has no fsroot key), so through
-#   plan        HWLOC_FSROOT=DIR cachepin plan --topology host --cpus 1
-#   floor       bench-floor fed the createRuntime state (one process start)
-#   hwloc-calc  HWLOC_FSROOT=DIR hwloc-calc all
+#   hwloc-calc  hwloc-calc --input FILE all, or HWLOC_FSROOT=DIR hwloc-calc all
+#   cold-0      cachepin hook createRuntime, then poststop, on a real cgroup with a
+#               sleeper in it, empty ledger, topology cache removed first
+#   cold-N      the same with LEDGER entries in the ledger
+#   warm-0      empty ledger, a valid topology cache in place (STATE/topology.cache,
+#               saved by the untimed check run and copied back before the sample)
+#   warm-N      the same with LEDGER entries
 # Each sample is one bench-spawn: wall time fork-to-wait4 and the child's peak RSS
 # (ru_maxrss, what /usr/bin/time -f %M prints).
-#
-# --cache: the cold/warm comparison of the topology cache (issue 12, item 1).  This
-# build has no cache: the mode says so and the table marks the columns n/a.
 set -u
-CACHE=0
-[ "${1:-}" = --cache ] && { CACHE=1; shift; }
+[ "${1:-}" = --cache ] && shift # the cold/warm comparison is always made now
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TOPDIR=$(realpath "${1:-/work/shared/topologies}")
 BUILD=$(realpath -m "${2:-$SRC/build}")
@@ -47,13 +43,6 @@ command -v jq >/dev/null || die "no jq"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null || die "cmake failed"
 cmake --build "$BUILD" -j2 --target cachepin bench-floor bench-spawn >/dev/null || die "build failed"
 BIN=$BUILD/cachepin FLOOR=$BUILD/bench/bench-floor SPAWN=$BUILD/bench/bench-spawn
-
-if [ "$CACHE" = 1 ]; then
-  # Once the cache exists: run hook-0/hook-N twice, with the cache file removed
-  # before each sample (cold) and kept from the previous one (warm).
-  echo "hook-latency: --cache: the topology cache is not available in this build (issue 12, item 1);" \
-    "measuring without it" >&2
-fi
 
 D=$(mktemp -d /tmp/cachepin-bench.XXXXXX)
 TOP="$MNT/cachepin-bench-$$"
@@ -124,8 +113,8 @@ done
 
 # The host config of one topology: its own state_dir; CPUs limited to the ones
 # this host has (0-1 at least), so the cpuset write is real and succeeds.
-hostcfg () { # NAME PATH
-  mkdir -p "$D/state/$1"
+hostcfg () { # NAME TOPOLOGY
+  mkdir -p -m 700 "$D/state/$1"
   jq -n --arg s "$D/state/$1" --arg t "$2" --arg c "$ALL" \
     '{state_dir: $s, topology: $t, cpus: $c, on_error: "allow", log_level: "error"}' > "$D/cfg-$1.json"
 }
@@ -142,17 +131,17 @@ sample () { # NAME KIND PATH VARIANT
   local name=$1 kind=$2 path=$3 var=$4
   echo "0 0 0" > "$D/b"
   case "$kind:$var" in
-    xml:floor|sysfs:floor)
+    *:floor)
       "$SPAWN" "$D/create.json" "$FLOOR" > "$D/a"
-      [ "$kind" = xml ] && "$SPAWN" "$D/poststop.json" "$FLOOR" > "$D/b" ;;
+      "$SPAWN" "$D/poststop.json" "$FLOOR" > "$D/b" ;;
     xml:hwloc-calc)
       "$SPAWN" /dev/null hwloc-calc --input "$path" all > "$D/a" ;;
     sysfs:hwloc-calc)
       HWLOC_FSROOT=$path "$SPAWN" /dev/null hwloc-calc all > "$D/a" ;;
-    sysfs:plan)
-      HWLOC_FSROOT=$path "$SPAWN" /dev/null "$BIN" plan --topology host --cpus 1 > "$D/a" ;;
-    xml:hook-0|xml:hook-N)
-      if [ "$var" = hook-0 ]; then reset_ledger "$name" 0; else reset_ledger "$name" "$LEDGER"; fi
+    *:cold-0|*:cold-N|*:warm-0|*:warm-N)
+      if [ "${var#*-}" = 0 ]; then reset_ledger "$name" 0; else reset_ledger "$name" "$LEDGER"; fi
+      if [ "${var%-*}" = cold ]; then rm -f "$D/state/$name/topology.cache"
+      else cp "$D/cache-$name" "$D/state/$name/topology.cache"; fi
       widen
       "$SPAWN" "$D/create.json" "$BIN" hook --config "$D/cfg-$name.json" createRuntime > "$D/a"
       "$SPAWN" "$D/poststop.json" "$BIN" hook --config "$D/cfg-$name.json" poststop > "$D/b" ;;
@@ -171,8 +160,8 @@ sample () { # NAME KIND PATH VARIANT
 printf 'topology\tcommand\twall_us\tfirst_us\tsecond_us\tmaxrss_kb\tstatus\n' > "$D/raw.tsv"
 : > "$D/placed"
 while IFS=$'\t' read -r name kind path; do
-  [ "$kind" = xml ] || continue
-  hostcfg "$name" "$path"
+  if [ "$kind" = xml ]; then hostcfg "$name" "$path"; else hostcfg "$name" "sysfs:$path"; fi
+  rm -f "$D/state/$name/topology.cache"
   for n in 0 "$LEDGER"; do
     reset_ledger "$name" "$n"
     widen
@@ -193,6 +182,9 @@ while IFS=$'\t' read -r name kind path; do
     fi
     printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$got" "$ok" >> "$D/placed"
   done
+  # the cache the first run wrote, for the warm samples; the second run must have used it
+  [ -f "$D/state/$name/topology.cache" ] || die "$name: the hook wrote no topology cache"
+  cp "$D/state/$name/topology.cache" "$D/cache-$name"
 done < "$D/topos"
 echo "hook-latency: checked ($SECONDS s)" >&2
 
@@ -200,7 +192,7 @@ echo "hook-latency: $(wc -l < "$D/topos") inputs, $RUNS rounds" >&2
 START=$(date +%s)
 for r in $(seq 1 "$RUNS"); do
   while IFS=$'\t' read -r name kind path; do
-    if [ "$kind" = xml ]; then vs=(floor hwloc-calc hook-0 hook-N); else vs=(floor hwloc-calc plan); fi
+    vs=(floor hwloc-calc cold-0 cold-N warm-0 warm-N)
     k=${#vs[@]}
     for ((j = 0; j < k; j++)); do sample "$name" "$kind" "$path" "${vs[$(((j + r) % k))]}"; done
   done < "$D/topos"
@@ -220,11 +212,11 @@ awk -F'\t' 'NR > 1 {print $1 "\t" $2 "\t" $3 "\t" $6}' "$DATA" | sort -t$'\t' -k
     { k = $1 "\t" $2; if (k != cur) { flush(); cur = k; key1 = $1; key2 = $2; n = 0; rmax = 0 }
       v[++n] = $3; if ($4 > rmax) rmax = $4 }
     END { flush() }' > "$D/stats.tsv"
-# createRuntime alone, hook-N: its median as one more "command"
-awk -F'\t' 'NR > 1 && $2 == "hook-N" {print $1 "\t" $4}' "$DATA" | sort -t$'\t' -k1,1 -k2,2n \
+# createRuntime alone (the first spawn of a pair): its median as one more "command", create-<variant>
+awk -F'\t' 'NR > 1 && $2 ~ /^(cold|warm)-/ {print $1 "\t" $2 "\t" $4}' "$DATA" | sort -t$'\t' -k1,1 -k2,2 -k3,3n \
   | awk -F'\t' '
-    function flush() { if (n) printf "%s\tcreate-N\t%.1f\n", cur, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) / 1000 }
-    { if ($1 != cur) { flush(); cur = $1; n = 0 } v[++n] = $2 }
+    function flush() { if (n) printf "%s\tcreate-%s\t%.1f\n", c1, c2, (n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2) / 1000 }
+    { k = $1 "\t" $2; if (k != cur) { flush(); cur = k; c1 = $1; c2 = $2; n = 0 } v[++n] = $3 }
     END { flush() }' >> "$D/stats.tsv"
 declare -A ST
 while IFS=$'\t' read -r t c med mn mx rss; do
@@ -235,6 +227,21 @@ ratio () { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) pr
 cell () { printf '%s (%s-%s)' "$(stat "$1" "$2" 3)" "$(stat "$1" "$2" 4)" "$(stat "$1" "$2" 5)"; }
 
 HW_HOST=$(hwloc-calc --number-of pu all 2>/dev/null)
+N=$LEDGER
+# count TOPOLOGIES-WHERE: how many inputs satisfy A <= F * B (medians), as "m/n"
+count () { # A B F [kind]
+  awk -F'\t' -v a="$1" -v b="$2" -v f="$3" -v only="${4:-}" '
+    FNR == NR { kind[$1] = $2; next }
+    $2 == a {x[$1] = $3} $2 == b {y[$1] = $3}
+    END {n = 0; m = 0; for (t in x) if (only == "" || kind[t] == only) {n++; if (x[t] <= f * y[t]) m++}; print m "/" n}' \
+    <(awk -F'\t' '{print $1 "\t" $2}' "$D/topos") "$D/stats.tsv"
+}
+range () { # VARIANT-A VARIANT-B: min-max of the ratio of medians over the placed inputs
+  while IFS=$'\t' read -r name kind path; do
+    grep -q "^$name	[0-9]*	[^	]*	unplaced" "$D/placed" && continue
+    ratio "$(stat "$name" "$1" 3)" "$(stat "$name" "$2" 3)"; echo
+  done < "$D/topos" | sort -n | awk 'NF {v[++n] = $1} END {if (n) printf "%s-%s", v[1], v[n]}'
+}
 {
   echo "# Hook latency (bench/hook-latency)"
   echo
@@ -244,60 +251,42 @@ HW_HOST=$(hwloc-calc --number-of pu all 2>/dev/null)
   echo "run to run; the ratios are of commands measured side by side, in the same rounds."
   echo "Rerun: \`sudo RUNS=$RUNS LEDGER=$LEDGER bench/hook-latency.sh $TOPDIR\`."
   echo "Times in ms, wall clock fork to wait4, as *median (min-max)*; peak RSS the largest"
-  echo "over the samples, KiB. Topology cache (issue 12, item 1): **not available in this build**: every hook"
-  echo "run is cold (discovery, here an XML load, on every invocation)."
+  echo "over the samples, KiB."
   echo
-  echo "## From XML: \`cachepin hook createRuntime\` + \`poststop\`"
+  echo "## \`cachepin hook createRuntime\` + \`poststop\`, cold and warm topology cache"
   echo
+  echo "Inputs: the XML files (host config \`topology\` = the file) and the sysfs dumps (\`topology\` ="
+  echo "\`sysfs:DIR\`, hwloc's Linux discovery on the dump; \`sysfs:\` in the first column)."
   echo "floor = bench-floor fed the createRuntime state, then the poststop state (two process starts, like the"
-  echo "hook pair). hook-0: empty ledger; hook-$LEDGER: $LEDGER ledger entries (shared, live cgroups)."
-  echo "\"(unplaced)\": none of this host's CPUs is online in that topology, so createRuntime loads the"
-  echo "topology and the ledger, finds nothing to place, and lets the container start unplaced (see Checks)."
+  echo "hook pair). cold: the topology cache removed before the sample (discovery, and the cache written);"
+  echo "warm: a valid cache in place. -0: empty ledger; -$N: $N ledger entries (shared, live cgroups)."
+  echo "create: createRuntime alone (one start). \"(unplaced)\": none of this host's CPUs is online in that"
+  echo "topology, so createRuntime loads the topology and the ledger, finds nothing to place, and lets the"
+  echo "container start unplaced (see Checks)."
   echo
-  echo "| topology | floor | hwloc-calc | hook-0 | hook-$LEDGER | hook-$LEDGER / floor | hook-$LEDGER / hwloc-calc | createRuntime alone / hwloc-calc | peak RSS floor / hwloc-calc / hook-$LEDGER |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| input | floor | hwloc-calc | cold-0 | cold-$N | warm-0 | warm-$N | warm-$N / floor | cold create-0 / hwloc-calc | cold-0 / hwloc-calc | peak RSS floor / hwloc-calc / cold-$N / warm-$N |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|"
   while IFS=$'\t' read -r name kind path; do
-    [ "$kind" = xml ] || continue
-    cr=$(stat "$name" create-N 3)
     mark=""
     grep -q "^$name	[0-9]*	[^	]*	unplaced" "$D/placed" && mark=" (unplaced)"
-    printf '| %s%s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s |\n' "$name" "$mark" \
-      "$(cell "$name" floor)" "$(cell "$name" hwloc-calc)" "$(cell "$name" hook-0)" "$(cell "$name" hook-N)" \
-      "$(ratio "$(stat "$name" hook-N 3)" "$(stat "$name" floor 3)")" \
-      "$(ratio "$(stat "$name" hook-N 3)" "$(stat "$name" hwloc-calc 3)")" \
-      "$(ratio "$cr" "$(stat "$name" hwloc-calc 3)")" \
-      "$(stat "$name" floor 6)" "$(stat "$name" hwloc-calc 6)" "$(stat "$name" hook-N 6)"
-  done < "$D/topos"
-  echo
-  echo "## Discovery from sysfs dumps (\`HWLOC_FSROOT\`): through \`cachepin plan\`, not the hook"
-  echo
-  echo "The hook cannot be pointed at a sysfs dump: it removes every HWLOC_* variable from its environment"
-  echo "(hook/main.c, scrub_environment) and its host config's \`topology\` is \"host\" or an XML file. So"
-  echo "discovery is measured with \`HWLOC_FSROOT=DIR cachepin plan --topology host --cpus 1\` (plan keeps its"
-  echo "environment; same cp_topo_load() and placement, no ledger or cgroup), against one floor start and"
-  echo "\`HWLOC_FSROOT=DIR hwloc-calc all\`."
-  echo
-  echo "| sysfs dump | floor | hwloc-calc | plan | plan / floor | plan / hwloc-calc | peak RSS floor / hwloc-calc / plan |"
-  echo "|---|---|---|---|---|---|---|"
-  while IFS=$'\t' read -r name kind path; do
-    [ "$kind" = sysfs ] || continue
-    printf '| %s | %s | %s | %s | %s | %s | %s / %s / %s |\n' "${name#sysfs:}" \
-      "$(cell "$name" floor)" "$(cell "$name" hwloc-calc)" "$(cell "$name" plan)" \
-      "$(ratio "$(stat "$name" plan 3)" "$(stat "$name" floor 3)")" \
-      "$(ratio "$(stat "$name" plan 3)" "$(stat "$name" hwloc-calc 3)")" \
-      "$(stat "$name" floor 6)" "$(stat "$name" hwloc-calc 6)" "$(stat "$name" plan 6)"
+    printf '| %s%s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s / %s / %s / %s |\n' "$name" "$mark" \
+      "$(cell "$name" floor)" "$(cell "$name" hwloc-calc)" "$(cell "$name" cold-0)" "$(cell "$name" cold-N)" \
+      "$(cell "$name" warm-0)" "$(cell "$name" warm-N)" \
+      "$(ratio "$(stat "$name" warm-N 3)" "$(stat "$name" floor 3)")" \
+      "$(ratio "$(stat "$name" create-cold-0 3)" "$(stat "$name" hwloc-calc 3)")" \
+      "$(ratio "$(stat "$name" cold-0 3)" "$(stat "$name" hwloc-calc 3)")" \
+      "$(stat "$name" floor 6)" "$(stat "$name" hwloc-calc 6)" "$(stat "$name" cold-N 6)" "$(stat "$name" warm-N 6)"
   done < "$D/topos"
   echo
   echo "## Targets (issue 12), as measured here"
   echo
-  warm_ok=$(awk -F'\t' '$2 == "hook-N" {h[$1] = $3} $2 == "floor" {f[$1] = $3}
-    END {n = 0; m = 0; for (t in h) {n++; if (h[t] <= 2 * f[t]) m++}; print m "/" n}' "$D/stats.tsv")
-  cold_ok=$(awk -F'\t' '$2 == "hook-N" {h[$1] = $3} $2 == "hwloc-calc" {c[$1] = $3}
-    END {n = 0; m = 0; for (t in h) {n++; if (h[t] <= c[t]) m++}; print m "/" n}' "$D/stats.tsv")
-  echo "- Warm hook at most 2x the floor with $LEDGER entries: no warm hook exists (no cache); the"
-  echo "  uncached hook (hook-$LEDGER) is within 2x the floor on $warm_ok XML topologies."
-  echo "- Cold at most hwloc-calc on the same input: hook-$LEDGER (createRuntime + poststop) is at most"
-  echo "  hwloc-calc on $cold_ok XML topologies."
+  echo "- Warm hook at most 2x the floor with $N entries (warm-$N / floor <= 2): $(count warm-N floor 2) inputs"
+  echo "  ($(count warm-N floor 2 xml) XML, $(count warm-N floor 2 sysfs) sysfs); ratio $(range warm-N floor) on the placed ones."
+  echo "  With an empty ledger (warm-0 / floor <= 2): $(count warm-0 floor 2)."
+  echo "- Cold at most hwloc-calc on the same input: one cold createRuntime (empty ledger) <= one"
+  echo "  hwloc-calc: $(count create-cold-0 hwloc-calc 1) inputs ($(count create-cold-0 hwloc-calc 1 xml) XML,"
+  echo "  $(count create-cold-0 hwloc-calc 1 sysfs) sysfs), ratio $(range create-cold-0 hwloc-calc); the cold pair (two starts) <= one hwloc-calc:"
+  echo "  $(count cold-0 hwloc-calc 1); with $N entries, one cold createRuntime: $(count create-cold-N hwloc-calc 1)."
   echo
   echo "## Checks"
   echo

@@ -84,6 +84,14 @@ int cp_cgroup_write_cpuset (const struct cp_cgroup *cg, hwloc_const_bitmap_t cpu
  * EACCES, EMFILE, ...): a reconcile keeps an entry on -1. */
 int cp_cgroup_dir_state (const char *mount, const char *path);
 
+/* The same for many cgroups (reconcile): each mount point is opened and checked
+ * once, in M, and kept open until cp_cgroup_mounts_free(); M NULL is
+ * cp_cgroup_dir_state(). */
+struct cp_cgroup_mounts;
+struct cp_cgroup_mounts *cp_cgroup_mounts_new (void);
+void cp_cgroup_mounts_free (struct cp_cgroup_mounts *m);
+int cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path);
+
 void cp_cgroup_free (struct cp_cgroup *cg);
 
 #define cleanup_cgroup __attribute__ ((cleanup (cp_cgroup_freep)))

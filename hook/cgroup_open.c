@@ -199,26 +199,106 @@ state_of (cp_error_t e)
   return n == ENOENT || n == ENOTDIR ? 0 : -1;
 }
 
+/* Reconcile asks about every entry of the ledger, nearly all under one or two
+   mount points: each is opened (and its filesystem checked) once, and every entry
+   resolved beneath that fd with the same flags as before (cp_cgroup_open_dir():
+   no symlinks, no "..", no other mount).  A bounded number of them, so that a
+   ledger naming thousands of mount points costs what it did before, not a search
+   per entry through all of them. */
+#define MOUNTS_MAX 16
+
+struct cp_cgroup_mounts
+{
+  struct
+  {
+    char *mount;
+    int fd;    /* the mount point, or -1 ... */
+    int state; /* ... and then what every cgroup under it is: 0 gone, -1 could not tell */
+  } slot[MOUNTS_MAX];
+  unsigned n;
+};
+
+struct cp_cgroup_mounts *
+cp_cgroup_mounts_new (void)
+{
+  return cp_xmalloc0 (sizeof (struct cp_cgroup_mounts));
+}
+
+void
+cp_cgroup_mounts_free (struct cp_cgroup_mounts *m)
+{
+  if (m == NULL)
+    return;
+  for (unsigned i = 0; i < m->n; i++)
+    {
+      free (m->slot[i].mount);
+      if (m->slot[i].fd >= 0)
+        close (m->slot[i].fd);
+    }
+  free (m);
+}
+
+/* MOUNT opened from "/" without following symlinks, on a cgroup filesystem: the fd,
+   or -1 with *STATE saying what that means for the cgroups under it. */
+static int
+open_mount (const char *mount, int *state)
+{
+  cleanup_error cp_error_t err = NULL;
+  cleanup_close int mountfd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, &err);
+  if (mountfd < 0)
+    {
+      *state = state_of (err);
+      return -1;
+    }
+  struct statfs sfs;
+  if (fstatfs (mountfd, &sfs) < 0
+      || !(is_cgroup_magic (1, (long) sfs.f_type) || is_cgroup_magic (2, (long) sfs.f_type)))
+    {
+      *state = -1;
+      return -1;
+    }
+  *state = 1;
+  return steal_fd (&mountfd);
+}
+
+static int
+state_beneath (int mountfd, const char *mount, const char *path)
+{
+  cleanup_error cp_error_t err = NULL;
+  cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
+  if (fd < 0)
+    return state_of (err);
+  return 1;
+}
+
 int
-cp_cgroup_dir_state (const char *mount, const char *path)
+cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path)
 {
   if (mount == NULL || path == NULL || mount[0] != '/' || path[0] != '/' || strlen (mount) > CP_CGROUP_MAX_PATH
       || strlen (path) > CP_CGROUP_MAX_PATH)
     return 0;
   if (cp_cgroup_path_problem (path + 1))
     return 0;
-  cleanup_error cp_error_t err = NULL;
-  cleanup_close int mountfd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, &err);
-  if (mountfd < 0)
-    return state_of (err);
-  struct statfs sfs;
-  if (fstatfs (mountfd, &sfs) < 0
-      || !(is_cgroup_magic (1, (long) sfs.f_type) || is_cgroup_magic (2, (long) sfs.f_type)))
-    return -1;
-  cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
-  if (fd < 0)
-    return state_of (err);
-  return 1;
+  for (unsigned i = 0; m && i < m->n; i++)
+    if (strcmp (m->slot[i].mount, mount) == 0)
+      return m->slot[i].fd < 0 ? m->slot[i].state : state_beneath (m->slot[i].fd, mount, path);
+  int state;
+  cleanup_close int mountfd = open_mount (mount, &state);
+  if (m && m->n < MOUNTS_MAX)
+    {
+      unsigned i = m->n++;
+      m->slot[i].mount = cp_xstrdup (mount);
+      m->slot[i].state = state;
+      m->slot[i].fd = steal_fd (&mountfd);
+      return m->slot[i].fd < 0 ? state : state_beneath (m->slot[i].fd, mount, path);
+    }
+  return mountfd < 0 ? state : state_beneath (mountfd, mount, path);
+}
+
+int
+cp_cgroup_dir_state (const char *mount, const char *path)
+{
+  return cp_cgroup_dir_state_in (NULL, mount, path);
 }
 
 void

@@ -14,6 +14,7 @@
 #include "hostconfig.h"
 #include "log.h"
 #include "placer.h"
+#include "topocache.h"
 
 static const char apply_usage[] =
   "Usage: cachepin apply --cgroup PATH [OPTIONS]\n"
@@ -159,7 +160,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   /* --json names the domains: load the topology for it now, as placing leaves the
      process in its sandbox (no more /sys). */
   __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
-  if (a->json && cp_topo_load (hc->topology, &topo, err) < 0)
+  if (a->json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };

@@ -13,6 +13,7 @@
 
 #include "cli.h"
 #include "status_internal.h"
+#include "topocache.h"
 
 static const char status_usage[] =
   "Usage: cachepin status [--json] [--config PATH]\n"
@@ -181,7 +182,7 @@ gather (const struct status_args *a, json_object **out, cp_error_t *err)
     cp_hostconfig_init (&hc); /* the topology still shows; the ledger does not */
   struct cp_topo *topo = NULL;
   cleanup_error cp_error_t topo_err = NULL;
-  if (cp_topo_load (hc.topology, &topo, &topo_err) < 0)
+  if (cp_topocache_load (&hc, CP_TOPOCACHE_READ_ONLY, &topo, &topo_err) < 0)
     topo = NULL;
 
   bool ok[5] = { false };

@@ -129,8 +129,9 @@ parse_topology (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
   const char *s;
   if (cp_json_string (v, "topology", CP_HOSTCONFIG_PATH_MAX, false, &s, err) < 0)
     return -1;
-  if (*s != '/' && strcmp (s, "host") != 0)
-    return cp_fail_input (err, "topology: expected \"host\" or an absolute path, got \"%.128s\"", s);
+  if (*s != '/' && strcmp (s, "host") != 0 && strncmp (s, "sysfs:/", 7) != 0)
+    return cp_fail_input (err, "topology: expected \"host\", an absolute path or \"sysfs:\" and one, got \"%.128s\"",
+                          s);
   free (hc->topology);
   hc->topology = cp_xstrdup (s);
   return 0;

@@ -9,7 +9,10 @@
  *    "on_error": "allow",     or "deny": whether a container starts when the hook fails
  *    "log_level": "info",     error | warning | info | debug
  *    "lock_timeout_ms": 5000, 1..60000
- *    "topology": "host",      or the absolute path of an hwloc XML file
+ *    "topology": "host",      or the absolute path of an hwloc XML file, or "sysfs:" and
+ *                             the absolute path of a Linux sysfs/procfs dump (hwloc's
+ *                             Linux discovery with that directory as its root: for
+ *                             benchmarks and tests; hook/topocache.h)
  *    "sandbox": true,         false: no seccomp/Landlock sandbox (debugging only)
  *    "sched_cache": "leave",  the kernel's cache-aware scheduling switch (host-wide):
  *                             leave (never written), on-demand (on while a placed
@@ -65,7 +68,7 @@ struct cp_hostconfig
   enum cp_on_error on_error;
   enum cp_log_level log_level;
   unsigned lock_timeout_ms;
-  char *topology;           /* "host" or an absolute path */
+  char *topology;           /* "host", an absolute path, or "sysfs:" + an absolute path */
   bool sandbox;             /* enter hook/sandbox.h once inputs are read (default true) */
   enum cp_sched_cache_setting sched_cache;
   char *kernel_root;        /* "/" unless a test says otherwise */

@@ -84,6 +84,12 @@ open_state_dir (const char *state_dir, cp_error_t *err)
   return ret;
 }
 
+int
+cp_ledger_open_dir (const char *state_dir, cp_error_t *err)
+{
+  return open_state_dir (state_dir, err);
+}
+
 /* ------------------------------------------------------------ setting aside */
 
 int

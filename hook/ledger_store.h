@@ -44,6 +44,10 @@
  * an I/O error. */
 int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
 
+/* The state directory alone, created and checked as cp_ledger_open() does, no lock:
+ * for the other files kept there (hook/topocache.h).  The fd, or -1. */
+int cp_ledger_open_dir (const char *state_dir, cp_error_t *err);
+
 /* True when open found an untrusted ledger.json and started empty; *WHY (if not
  * NULL) is then a one-line explanation for the log, valid until close. */
 bool cp_ledger_was_recovered (const struct cp_ledger *l, const char **why);

@@ -13,6 +13,7 @@
 #include "proc.h"
 #include "sandbox.h"
 #include "schedctl.h"
+#include "topocache.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -51,6 +52,14 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
   cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
 }
 
+/* cp_ledger_cgroup_state() with each mount point opened once for the whole
+   reconcile (DATA), not once per entry. */
+static int
+cgroup_state (const char *cgroup_mount, const char *cgroup, void *data)
+{
+  return cp_cgroup_dir_state_in (data, cgroup_mount, cgroup);
+}
+
 int
 cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
 {
@@ -62,11 +71,14 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
   struct cp_ledger_liveness alive = {
-    .cgroup_exists = cp_ledger_cgroup_state,
+    .cgroup_exists = cgroup_state,
     .pid_start_time = cp_ledger_pid_start_time,
     .dropped = log_dropped,
+    .data = cp_cgroup_mounts_new (),
   };
-  if (cp_ledger_reconcile (l, &alive, NULL, err) < 0)
+  int r = cp_ledger_reconcile (l, &alive, NULL, err);
+  cp_cgroup_mounts_free (alive.data);
+  if (r < 0)
     {
       cp_ledger_close (l);
       return cp_error_wrap (err, "ledger %s", hc->state_dir);
@@ -291,7 +303,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
 
-  if (cp_topo_load (hc->topology, &topo, err) < 0)
+  if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)
     return -1;

@@ -151,7 +151,7 @@ static const struct
   { "lock_timeout_ms a float", "{\"lock_timeout_ms\":5e3}",
     NAME ": lock_timeout_ms: expected an integer from 1 to 60000, got 5e3" },
   { "topology relative", "{\"topology\":\"epyc.xml\"}",
-    NAME ": topology: expected \"host\" or an absolute path, got \"epyc.xml\"" },
+    NAME ": topology: expected \"host\", an absolute path or \"sysfs:\" and one, got \"epyc.xml\"" },
   { "topology not a string", "{\"topology\":{}}", NAME ": topology: expected a string, got {}" },
   { "unknown key", "{\"on-error\":\"deny\"}", NAME ": unknown key \"on-error\"" },
   { "duplicate key", "{\"on_error\":\"deny\",\"on_error\":\"allow\"}", NAME ": duplicate key \"on_error\"" },

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Reconcile opens each cgroup mount point once, not once per ledger entry, and
+# still judges every entry as before (real binary $1, real cgroups; root, a cpuset
+# hierarchy, jq and strace, skipped without them).
+#
+# A ledger of N entries, each naming its own cgroup directory under one mount
+# (pid 0: liveness by cgroup only): some directories removed, one entry under a
+# mount that is not a cgroup filesystem.  One createRuntime must drop exactly the
+# removed ones, keep the rest (the one it cannot judge too), and make at most
+# N + a few openat2 calls: one per entry beneath the mount's fd, one per mount
+# point (it was two per entry, the mount opened again for each).
+#
+#   bash tests/cli/reconcile.sh build/cachepin
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
+BIN=$(realpath "${1:?usage: reconcile.sh PATH-TO-cachepin}")
+PASS=0 FAIL=0
+ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
+ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
+check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
+
+[ "$(id -u)" = 0 ] || { echo "reconcile.sh: skipped: needs root"; exit 0; }
+MNT=$(find_cpuset_mount)
+[ -n "$MNT" ] || { echo "reconcile.sh: skipped: no cpuset hierarchy"; exit 0; }
+command -v jq >/dev/null || { echo "reconcile.sh: skipped: no jq"; exit 0; }
+command -v strace >/dev/null || { echo "reconcile.sh: skipped: no strace"; exit 0; }
+
+N=120
+D=$(mktemp -d /tmp/cachepin-reconcile.XXXXXX)
+TOP="$MNT/cachepin-reconcile-$$"
+SLEEPER=""
+cleanup () {
+  [ -n "$SLEEPER" ] && { kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; }
+  [ -d "$TOP/l" ] && find "$TOP/l" -mindepth 1 -maxdepth 1 -type d -exec rmdir {} + 2>/dev/null
+  rmdir "$TOP/l" "$TOP/c" "$TOP" 2>/dev/null
+  rm -rf "$D"
+}
+trap cleanup EXIT
+make_cgroup () {
+  mkdir "$1"
+  if [ "$MNT" != /sys/fs/cgroup ]; then
+    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
+    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
+  fi
+}
+make_cgroup "$TOP"
+make_cgroup "$TOP/c"
+mkdir "$TOP/l"
+for i in $(seq 1 "$N"); do mkdir "$TOP/l/e$i"; done
+sleep 600 </dev/null >/dev/null 2>&1 &
+SLEEPER=$!
+echo "$SLEEPER" > "$TOP/c/cgroup.procs"
+mkdir -p "$D/bundle" "$D/state"
+chmod 700 "$D/state"
+echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
+jq -n --arg s "$D/state" '{state_dir: $s, log_level: "info"}' > "$D/cfg.json"
+# N shared entries under the cpuset mount, and one under /tmp (not a cgroup fs)
+jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" '
+  {version: 1, entries: ([range(1; $n + 1) as $i
+    | {id: ("e" + ($i | tostring)), cgroup_mount: $mnt, cgroup: ($top + "/l/e" + ($i | tostring)), pid: 0,
+       start_time: 0, mode: "shared", cpus: "0", held: "", mems: "0", placed_at: 1}]
+   + [{id: "elsewhere", cgroup_mount: $tmp, cgroup: "/x", pid: 0, start_time: 0, mode: "shared",
+       cpus: "0", held: "", mems: "0", placed_at: 1}])}' > "$D/state/ledger.json"
+chmod 600 "$D/state/ledger.json"
+# gone: every tenth
+for i in $(seq 10 10 "$N"); do rmdir "$TOP/l/e$i"; done
+GONE=$((N / 10))
+
+jq -cn --argjson pid "$SLEEPER" --arg b "$D/bundle" '{"ociVersion": "1.0.2", id: "rc", status: "creating",
+  pid: $pid, bundle: $b, annotations: {"cachepin.io/cpus": "1"}}' > "$D/create.json"
+strace -f -qq -e trace=openat2 -o "$D/trace" "$BIN" hook --config "$D/cfg.json" createRuntime \
+  < "$D/create.json" 2>"$D/err"
+check "createRuntime succeeds" "$?" 0
+check "the removed cgroups' entries are dropped, the rest kept, the new one added" \
+  "$(jq '.entries | length' "$D/state/ledger.json")" $((N + 1 - GONE + 1))
+check "no removed entry is left" "$(jq '[.entries[].id | select(test("^e[0-9]*0$"))] | length' "$D/state/ledger.json")" 0
+check "the entry reconcile cannot judge is kept" \
+  "$(jq '[.entries[] | select(.id == "elsewhere")] | length' "$D/state/ledger.json")" 1
+check "the log names each dropped entry" "$(grep -c 'released e[0-9]*0 ' "$D/err")" "$GONE"
+OPENS=$(grep -c 'openat2(' "$D/trace")
+if [ "$OPENS" -le $((N + 12)) ]; then ok "openat2 calls: $OPENS for $N entries (at most $((N + 12)))"
+else ko "openat2 calls: $OPENS for $N entries (at most $((N + 12))): the mount is opened per entry"; fi
+
+echo "reconcile.sh: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]
