@@ -237,7 +237,12 @@ ledger () { cat "$D/hookstate/ledger.json" 2>/dev/null || echo '{"entries":[]}';
 held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .held] | join(",")'; }
 entries () { ledger | jq '.entries | length'; }
 allowed () { cri exec "$1" grep '^Cpus_allowed_list:' /proc/self/status 2>/dev/null | awk '{print $2}'; }
-cgroup_cpus () { cat "$CPUSET$PARENT/$1/cpuset.cpus" 2>/dev/null; }
+# cgroup_cpus [ID]: the effective CPUs of the pods' parent cgroup or of container ID's (v2
+# leaves cpuset.cpus empty where nothing was written: the effective set is what counts).
+cgroup_cpus () {
+  local dir=$CPUSET$PARENT${1:+/$1}
+  cat "$dir/cpuset.effective_cpus" 2>/dev/null || cat "$dir/cpuset.cpus.effective" 2>/dev/null
+}
 ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
 same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
 
@@ -257,7 +262,7 @@ placed () {
   h=$(held "$c")
   check "$what: the ledger holds 1 CPU for the container ($h)" [ "$(ncpus "$h")" = 1 ]
   check "$what: its Cpus_allowed_list is that CPU" same "$(allowed "$c")" "$h"
-  check "$what: its cgroup's cpuset.cpus is that CPU" same "$(cgroup_cpus "$c")" "$h"
+  check "$what: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$c")" "$h"
   sandbox_untouched "$what" "$pod"
 }
 
@@ -279,7 +284,7 @@ sandbox_untouched () {
     fi
   fi
   check "$what: the sandbox (pause) container holds nothing" [ -z "$(held "$pod")" ]
-  check "$what: the sandbox keeps its parent's CPUs" same "$(cgroup_cpus "$pod")" "$(cat "$CPUSET$PARENT/cpuset.cpus")"
+  check "$what: the sandbox keeps its parent's CPUs" same "$(cgroup_cpus "$pod")" "$(cgroup_cpus)"
 }
 
 # teardown POD CONTAINER...: stop and remove as the kubelet does; the ledger then holds none of them.
@@ -334,7 +339,7 @@ if run_pod "$TAG-ctr"; then
   # A container that does not ask, next to it: left alone.
   if create_start "$POD" plain "$TAG-ctr"; then
     check "no annotation: the ledger holds nothing for it" [ -z "$(held "$C")" ]
-    check "no annotation: its cgroup keeps the parent's CPUs" same "$(cgroup_cpus "$C")" "$(cat "$CPUSET$PARENT/cpuset.cpus")"
+    check "no annotation: its cgroup keeps the parent's CPUs" same "$(cgroup_cpus "$C")" "$(cgroup_cpus)"
   fi
   teardown "$POD" ${C1:+"$C1"} ${C:+"$C"}
 fi

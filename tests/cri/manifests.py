@@ -14,8 +14,10 @@ binary accepts.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 
 import yaml
@@ -195,6 +197,48 @@ def check_runtimeclass_and_pod(src, binary):
     check("example pod: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
 
 
+def check_install_run(src, binary):
+    """install.sh run for real: the image's tree as the Containerfile lays it out, a fake
+    node's /opt/cachepin and /etc/cachepin; the hook paths in what lands there name the
+    binary that landed there."""
+    with tempfile.TemporaryDirectory(prefix="cachepin-install-") as d:
+        img, host = os.path.join(d, "cachepin"), os.path.join(d, "host")
+        hooks = os.path.join(img, "share/containers/oci/hooks.d")
+        ctrd = os.path.join(img, "share/containerd")
+        for p in (os.path.join(img, "bin"), hooks, ctrd, os.path.join(d, "config")):
+            os.makedirs(p)
+        shutil.copy(binary, os.path.join(img, "bin/cachepin"))
+        for name in ("cachepin-create.json", "cachepin-poststop.json"):  # the Containerfile's jq
+            h = json.loads(read(src, f"deploy/hooks.d/{name}"))
+            h["hook"]["path"] = BIN
+            with open(os.path.join(hooks, name), "w") as f:
+                json.dump(h, f)
+        for name in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"):
+            shutil.copy(os.path.join(src, "deploy/containerd", name), ctrd)
+        cm = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["ConfigMap"][0]["data"]["config.json"]
+        with open(os.path.join(d, "config/config.json"), "w") as f:
+            f.write(cm)
+        env = dict(os.environ, CACHEPIN_SRC=img, CACHEPIN_HOST_PREFIX=host + PREFIX,
+                   CACHEPIN_HOST_ETC=host + ETC, CACHEPIN_CONFIG=os.path.join(d, "config/config.json"))
+        r = subprocess.run(["sh", os.path.join(src, "deploy/kubernetes/install.sh")], env=env,
+                           capture_output=True, text=True)
+        check("install.sh: runs", r.returncode == 0, r.stderr.strip())
+        landed = host + BIN
+        check(f"install.sh: {BIN}, executable", os.access(landed, os.X_OK))
+        spec = json.loads(open(host + BASE_SPEC).read()) if os.path.exists(host + BASE_SPEC) else {}
+        paths = {e["path"] for es in spec.get("hooks", {}).values() for e in es}
+        check(f"install.sh: {BASE_SPEC}, its hooks naming {BIN}", paths == {BIN}, str(paths))
+        for name in ("cachepin-create.json", "cachepin-poststop.json"):
+            f = host + PREFIX + "/share/containers/oci/hooks.d/" + name
+            ok = os.path.exists(f) and json.loads(open(f).read())["hook"]["path"] == BIN
+            check(f"install.sh: hooks.d/{name}, naming {BIN}", ok)
+        cfg = host + ETC + "/config.json"
+        check(f"install.sh: {ETC}/config.json is the ConfigMap's",
+              os.path.exists(cfg) and open(cfg).read() == cm)
+        left = [f for _, _, fs in os.walk(host) for f in fs if ".tmp." in f]
+        check("install.sh: no temporary file left", not left, str(left))
+
+
 def main(argv):
     src, binary = argv[1], os.path.realpath(argv[2])
     version = project_version(src)
@@ -203,6 +247,7 @@ def main(argv):
     check_image_build(src, version)
     check_installer(src, version)
     check_runtimeclass_and_pod(src, binary)
+    check_install_run(src, binary)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
     return 1 if failures else 0
 
