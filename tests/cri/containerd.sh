@@ -20,6 +20,9 @@
 # without annotations is left alone; once the containers and pods are stopped and removed
 # the ledger holds nothing.
 #
+# Debugging: CACHEPIN_CRI_KEEP=1 keeps the scratch directory (containerd's log, configs);
+# CACHEPIN_CRI_PAUSE=SECONDS waits that long before cleaning up, containerd still running.
+#
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
 # the Debian archive unreachable with nothing cached).
 set -u

@@ -59,7 +59,9 @@ newest_cached() {
 # candidate PKG: the suite's version of PKG (empty when unknown or offline).
 candidate() {
   [ "$online" = 1 ] || [ -e "$stamp" ] || return 0
-  apt-cache "${APT[@]}" show "$1" 2>/dev/null | awk '$1 == "Version:" { print $2; exit }'
+  # awk reads to the end: an early exit would kill apt-cache with SIGPIPE (and this
+  # script, under pipefail).
+  apt-cache "${APT[@]}" policy "$1" 2>/dev/null | awk '$1 == "Candidate:" && $2 != "(none)" { v = $2 } END { print v }'
 }
 
 # have PKG VERSION: DIR with the unpacked files, fetching them when needed.
