@@ -33,7 +33,7 @@ if [ "$MNT" != /sys/fs/cgroup ]; then # v1 cpuset: a new cgroup starts empty
   cat "$MNT/cpuset.cpus" >"$CG/cpuset.cpus"
   cat "$MNT/cpuset.mems" >"$CG/cpuset.mems"
 fi
-sleep 600 </dev/null >/dev/null 2>&1 &
+sleep 600 >/dev/null 2>&1 &
 SLEEPER=$!
 echo "$SLEEPER" >"$CG/cgroup.procs"
 BEFORE=$(cat "$CG/cpuset.cpus")
