@@ -24,6 +24,7 @@
 #include "hostconfig.h"
 #include "log.h"
 #include "placer.h"
+#include "sched.h"
 
 static const char hook_usage[] =
   "Usage: cachepin hook [--config PATH] [STAGE]   (options may also follow STAGE)\n"
@@ -204,6 +205,40 @@ check_pid_cgroup (const struct cp_oci_state *st, const struct cp_cgroup *cg, con
                         (int) st->pid, cg->path, cfg->cgroupfs_path);
 }
 
+/* cachepin.io/core-sched=true: a core-scheduling cookie for the container's
+   init, which its threads and everything it starts inherit, so that no task of
+   another container (or of the host) runs on its cores' other hardware threads
+   at the same time.  Made before the sandbox (which allows no prctl).  Where the
+   kernel cannot (no CONFIG_SCHED_CORE, no SMT, not allowed): a warning, and the
+   container starts without it, or a refusal when it is strict.  *GOT says whether
+   it has one. */
+static int
+core_sched_cookie (const struct cp_oci_state *st, bool strict, bool *got, cp_error_t *err)
+{
+  *got = false;
+  if (cp_sched_core_create (st->pid, err) == 0)
+    {
+      *got = true;
+      cp_log (CP_LOG_INFO, "%s: core-scheduling cookie for process %d", st->id, (int) st->pid);
+      return 0;
+    }
+  int e = cp_error_errno (*err);
+  const char *why = e == EINVAL   ? "this kernel has no core scheduling (CONFIG_SCHED_CORE)"
+                    : e == ENODEV ? "this machine has no SMT (or it is off)"
+                                  : NULL;
+  if (strict && why)
+    {
+      cp_error_free (err);
+      return cp_fail_unsatisfiable (err, "cachepin.io/core-sched: %s", why);
+    }
+  if (strict)
+    return -1;
+  cp_log (CP_LOG_WARNING, "%s asks cachepin.io/core-sched, started without it: %s", st->id,
+          why ? why : cp_error_message (*err));
+  cp_error_free (err);
+  return 0;
+}
+
 static int
 place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
        const struct cp_oci_config *cfg, cp_error_t *err)
@@ -227,7 +262,9 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
       target.cgroup = cg;
       target.cgroup_mount = cg->mount;
       target.cgroup_path = cg->path;
-      ret = cp_placer_place (hc, &target, &creq, &plan, err);
+      ret = creq.core_sched ? core_sched_cookie (st, creq.req.strict, &target.core_sched, err) : 0;
+      if (ret == 0)
+        ret = cp_placer_place (hc, &target, &creq, &plan, err);
     }
   if (ret < 0)
     {

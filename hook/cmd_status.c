@@ -103,7 +103,8 @@ static json_object *
 config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, bool *ok)
 {
   static const char *const keys[] = { "found", "state_dir", "topology", "cpus", "reserved", "defaults",
-                                      "on_error", "log_level", "lock_timeout_ms", "sandbox", NULL };
+                                      "on_error", "log_level", "lock_timeout_ms", "sandbox", "sched_cache",
+                                      "kernel_root", NULL };
   if (e)
     {
       json_object *f = failed_part (keys, e);
@@ -123,11 +124,51 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "log_level", jstr (log_level_name (hc->log_level)));
   add (o, "lock_timeout_ms", json_object_new_int ((int) hc->lock_timeout_ms));
   add (o, "sandbox", json_object_new_boolean (hc->sandbox));
+  add (o, "sched_cache", jstr (cp_sched_cache_setting_name (hc->sched_cache)));
+  add (o, "kernel_root", jstr (hc->kernel_root));
   add (o, "error", NULL);
   return o;
 }
 
 /* ------------------------------------------------------------------ the command */
+
+/* The ids of LEDGER's entries whose KEY is VALUE (a JSON array), or null when
+   the ledger could not be read. */
+static json_object *
+entries_where (json_object *ledger, const char *key, json_object *value)
+{
+  json_object *entries = NULL;
+  if (!json_object_object_get_ex (ledger, "entries", &entries) || !json_object_is_type (entries, json_type_array))
+    return NULL;
+  json_object *ids = json_object_new_array ();
+  for (size_t i = 0; i < json_object_array_length (entries); i++)
+    {
+      json_object *e = json_object_array_get_idx (entries, i), *v = NULL, *id = NULL;
+      if (json_object_object_get_ex (e, key, &v) && json_object_equal (v, value)
+          && json_object_object_get_ex (e, "id", &id))
+        json_object_array_add (ids, json_object_get (id));
+    }
+  return ids;
+}
+
+/* Each kernel feature with the containers that asked for it, and for cache-aware
+   scheduling the value cachepin will give back (null: it does not hold it). */
+static void
+link_features (json_object *features, json_object *ledger)
+{
+  json_object *cas = NULL, *core = NULL, *restore = NULL;
+  json_object *on = json_object_new_string ("on"), *yes = json_object_new_boolean (true);
+  if (json_object_object_get_ex (features, "cache_aware_scheduling", &cas))
+    {
+      add (cas, "asked_by", entries_where (ledger, "sched_cache", on));
+      json_object_object_get_ex (ledger, "sched_cache_restore", &restore);
+      add (cas, "restore", json_object_get (restore));
+    }
+  if (json_object_object_get_ex (features, "core_scheduling", &core))
+    add (core, "asked_by", entries_where (ledger, "core_sched", yes));
+  json_object_put (on);
+  json_object_put (yes);
+}
 
 /* Everything, into *OUT; fails only when no part could be read at all. */
 static int
@@ -147,8 +188,11 @@ gather (const struct status_args *a, json_object **out, cp_error_t *err)
   json_object *root = json_object_new_object ();
   add (root, "cgroup", cp_status_cgroup (&ok[0]));
   add (root, "topology", cp_status_topology (topo, hc.topology, topo_err, &ok[1]));
-  add (root, "ledger", cp_status_ledger (&hc, have_config, topo, &ok[2]));
-  add (root, "features", cp_status_features (&ok[3]));
+  json_object *ledger = cp_status_ledger (&hc, have_config, topo, &ok[2]);
+  json_object *features = cp_status_features (&hc, &ok[3]);
+  link_features (features, ledger);
+  add (root, "ledger", ledger);
+  add (root, "features", features);
   add (root, "config", config_part (a->config ? a->config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
   cp_topo_free (topo);
   cp_hostconfig_free (&hc);

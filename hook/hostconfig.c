@@ -26,6 +26,8 @@ cp_hostconfig_init (struct cp_hostconfig *hc)
   hc->lock_timeout_ms = CP_HOSTCONFIG_LOCK_TIMEOUT_DEFAULT;
   hc->topology = cp_xstrdup ("host");
   hc->sandbox = true;
+  hc->sched_cache = CP_SCHED_CACHE_LEAVE;
+  hc->kernel_root = cp_xstrdup ("/");
 }
 
 void
@@ -38,6 +40,7 @@ cp_hostconfig_free (struct cp_hostconfig *hc)
     hwloc_bitmap_free (hc->reserved);
   free (hc->state_dir);
   free (hc->topology);
+  free (hc->kernel_root);
   memset (hc, 0, sizeof *hc);
 }
 
@@ -183,6 +186,51 @@ parse_sandbox (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+static const char *const sched_cache_names[] = {
+  [CP_SCHED_CACHE_LEAVE] = "leave",
+  [CP_SCHED_CACHE_ON_DEMAND] = "on-demand",
+  [CP_SCHED_CACHE_ALWAYS] = "always",
+  [CP_SCHED_CACHE_NEVER] = "never",
+};
+
+const char *
+cp_sched_cache_setting_name (enum cp_sched_cache_setting setting)
+{
+  return (size_t) setting < CP_ARRAY_SIZE (sched_cache_names) ? sched_cache_names[setting] : "unknown";
+}
+
+static int
+parse_sched_cache (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (json_object_is_type (v, json_type_string))
+    {
+      const char *s = json_object_get_string (v);
+      bool plain = strlen (s) == (size_t) json_object_get_string_len (v);
+      for (size_t i = 0; plain && i < CP_ARRAY_SIZE (sched_cache_names); i++)
+        if (strcmp (s, sched_cache_names[i]) == 0)
+          {
+            hc->sched_cache = (enum cp_sched_cache_setting) i;
+            return 0;
+          }
+    }
+  cleanup_free char *got = cp_json_describe (v);
+  return cp_fail_input (err, "sched_cache: expected \"leave\", \"on-demand\", \"always\" or \"never\", got %s",
+                        got);
+}
+
+static int
+parse_kernel_root (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  const char *s;
+  if (cp_json_string (v, "kernel_root", CP_HOSTCONFIG_PATH_MAX, false, &s, err) < 0)
+    return -1;
+  if (*s != '/')
+    return cp_fail_input (err, "kernel_root: expected an absolute path, got \"%.128s\"", s);
+  free (hc->kernel_root);
+  hc->kernel_root = cp_xstrdup (s);
+  return 0;
+}
+
 static const struct
 {
   const char *key;
@@ -197,6 +245,8 @@ static const struct
   { "lock_timeout_ms", parse_lock_timeout },
   { "topology", parse_topology },
   { "sandbox", parse_sandbox },
+  { "sched_cache", parse_sched_cache },
+  { "kernel_root", parse_kernel_root },
 };
 
 static int

@@ -10,7 +10,13 @@
  *    "log_level": "info",     error | warning | info | debug
  *    "lock_timeout_ms": 5000, 1..60000
  *    "topology": "host",      or the absolute path of an hwloc XML file
- *    "sandbox": true}         false: no seccomp/Landlock sandbox (debugging only)
+ *    "sandbox": true,         false: no seccomp/Landlock sandbox (debugging only)
+ *    "sched_cache": "leave",  the kernel's cache-aware scheduling switch (host-wide):
+ *                             leave (never written), on-demand (on while a placed
+ *                             container asks cachepin.io/sched-cache=on, then back to
+ *                             what it was), always, never (hook/schedctl.h)
+ *    "kernel_root": "/"}      where /sys and /proc are found for the kernel features
+ *                             (tests point it at a fake tree)
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
  *   /etc/cachepin/config.json: on_error: expected "allow" or "deny", got "maybe"
@@ -39,6 +45,15 @@ enum cp_on_error
   CP_ON_ERROR_DENY,      /* fail the hook, so the runtime fails the container */
 };
 
+/* The host setting `sched_cache` (hook/schedctl.h says what each does). */
+enum cp_sched_cache_setting
+{
+  CP_SCHED_CACHE_LEAVE = 0,
+  CP_SCHED_CACHE_ON_DEMAND,
+  CP_SCHED_CACHE_ALWAYS,
+  CP_SCHED_CACHE_NEVER,
+};
+
 struct cp_hostconfig
 {
   char *path;               /* the file read; NULL when none was (defaults) */
@@ -52,6 +67,8 @@ struct cp_hostconfig
   unsigned lock_timeout_ms;
   char *topology;           /* "host" or an absolute path */
   bool sandbox;             /* enter hook/sandbox.h once inputs are read (default true) */
+  enum cp_sched_cache_setting sched_cache;
+  char *kernel_root;        /* "/" unless a test says otherwise */
 };
 
 /* The defaults, as if from an empty file. */
@@ -70,5 +87,6 @@ int cp_hostconfig_parse (const char *buf, size_t len, const char *name, struct c
 void cp_hostconfig_free (struct cp_hostconfig *hc);
 
 const char *cp_on_error_name (enum cp_on_error on_error);
+const char *cp_sched_cache_setting_name (enum cp_sched_cache_setting setting);
 
 #endif

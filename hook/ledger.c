@@ -42,6 +42,8 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->held = cp_bitmap_dup (src->held);
   dst->mems = cp_bitmap_dup (src->mems);
   dst->placed_at = src->placed_at;
+  dst->sched_cache = src->sched_cache;
+  dst->core_sched = src->core_sched;
 }
 
 static bool
@@ -51,7 +53,7 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
          && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
          && hwloc_bitmap_isequal (a->held, b->held) && hwloc_bitmap_isequal (a->mems, b->mems)
-         && a->placed_at == b->placed_at;
+         && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched;
 }
 
 struct cp_ledger *
@@ -60,6 +62,7 @@ cp_ledger_new (void)
   struct cp_ledger *l = cp_xmalloc0 (sizeof *l);
   l->dirfd = -1;
   l->lockfd = -1;
+  l->cas_restore = -1;
   return l;
 }
 
@@ -188,6 +191,8 @@ cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
     return cp_fail_input (err, "`held` is not empty in shared mode");
   if (e->mode == CP_MODE_EXCLUSIVE && !hwloc_bitmap_isincluded (e->cpus, e->held))
     return cp_fail_input (err, "`held` does not include `cpus` in exclusive mode");
+  if (e->sched_cache != CP_ASK_NONE && e->sched_cache != CP_ASK_ON && e->sched_cache != CP_ASK_OFF)
+    return cp_fail_input (err, "`sched_cache` %d is unknown", (int) e->sched_cache);
   return 0;
 }
 
@@ -425,4 +430,31 @@ cp_ledger_close (struct cp_ledger *l)
   free (l->dir);
   free (l->recovered);
   free (l);
+}
+
+/* ------------------------------------------------------------- kernel features */
+
+int
+cp_ledger_cas_restore (const struct cp_ledger *l)
+{
+  return l->cas_restore;
+}
+
+void
+cp_ledger_set_cas_restore (struct cp_ledger *l, int value)
+{
+  if (value < -1 || value > 1)
+    abort ();
+  if (l->cas_restore != value)
+    l->dirty = true;
+  l->cas_restore = value;
+}
+
+size_t
+cp_ledger_cas_askers (const struct cp_ledger *l)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < l->n; i++)
+    n += l->entries[i].sched_cache == CP_ASK_ON;
+  return n;
 }

@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "../oci/annotations.h"
 #include "../policy/error.h"
 #include "../policy/placement.h"
 #include "../policy/request.h"
@@ -49,6 +50,8 @@ struct cp_ledger_entry
   hwloc_bitmap_t held;           /* empty in shared mode; includes cpus in exclusive mode */
   hwloc_bitmap_t mems;           /* may be empty */
   long long placed_at;
+  enum cp_ask sched_cache;       /* what it asked of cache-aware scheduling */
+  bool core_sched;               /* it asked for core scheduling and got a cookie */
 };
 
 struct cp_ledger;
@@ -70,6 +73,16 @@ int cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_erro
 
 /* Remove the entry ID; false when there was none. */
 bool cp_ledger_remove (struct cp_ledger *l, const char *id);
+
+/* The value of the kernel's cache-aware scheduling switch to give back (0 or 1)
+ * once no placed container asks for it, or -1: cachepin does not hold the switch
+ * (hook/schedctl.h).  Kept in the ledger so that a crash, or a poststop that
+ * never came, does not lose it. */
+int cp_ledger_cas_restore (const struct cp_ledger *l);
+void cp_ledger_set_cas_restore (struct cp_ledger *l, int value);
+
+/* How many entries ask cachepin.io/sched-cache=on. */
+size_t cp_ledger_cas_askers (const struct cp_ledger *l);
 
 /* Release the lock (without committing) and free.  NULL is fine. */
 void cp_ledger_close (struct cp_ledger *l);

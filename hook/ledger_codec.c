@@ -80,15 +80,60 @@ get_cpulist (json_object *obj, const char *key, bool allow_empty, hwloc_bitmap_t
   return 0;
 }
 
-static const char *const entry_keys[] = {
+static const char *const entry_keys_v1[] = {
   "id", "cgroup_mount", "cgroup", "pid", "start_time", "mode", "cpus", "held", "mems", "placed_at", NULL,
 };
+static const char *const entry_keys[] = {
+  "id",   "cgroup_mount", "cgroup",    "pid",         "start_time", "mode", "cpus",
+  "held", "mems",         "placed_at", "sched_cache", "core_sched", NULL,
+};
 
-/* Fills E from the object OBJ (the caller clears E, also on failure). */
+static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
+
 static int
-entry_from_json (json_object *obj, struct cp_ledger_entry *e, cp_error_t *err)
+get_ask (json_object *obj, const char *key, enum cp_ask *out, cp_error_t *err)
 {
-  if (only_keys (obj, entry_keys, err) < 0)
+  const char *s;
+  if (get_string (obj, key, &s, err) < 0)
+    return -1;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ask_names); i++)
+    if (strcmp (s, ask_names[i]) == 0)
+      {
+        *out = (enum cp_ask) i;
+        return 0;
+      }
+  return cp_fail_input (err, "`%s`: expected \"none\", \"on\" or \"off\"", key);
+}
+
+static int
+get_bool (json_object *obj, const char *key, bool *out, cp_error_t *err)
+{
+  json_object *v;
+  if (member (obj, key, &v, err) < 0)
+    return -1;
+  if (!json_object_is_type (v, json_type_boolean))
+    return cp_fail_input (err, "`%s`: expected true or false", key);
+  *out = json_object_get_boolean (v);
+  return 0;
+}
+
+/* Version 2's fields about kernel features (version 1 had none: nothing asked). */
+static int
+kernel_fields_from_json (json_object *obj, struct cp_ledger_entry *e, cp_error_t *err)
+{
+  if (get_ask (obj, "sched_cache", &e->sched_cache, err) < 0 || get_bool (obj, "core_sched", &e->core_sched, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Fills E from the object OBJ of a ledger of VERSION (the caller clears E, also
+ * on failure). */
+static int
+entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, cp_error_t *err)
+{
+  if (only_keys (obj, version == 1 ? entry_keys_v1 : entry_keys, err) < 0)
+    return -1;
+  if (version > 1 && kernel_fields_from_json (obj, e, err) < 0)
     return -1;
   const char *id, *mount, *cgroup, *mode;
   int64_t pid, start_time, placed_at;
@@ -114,20 +159,40 @@ entry_from_json (json_object *obj, struct cp_ledger_entry *e, cp_error_t *err)
   return cp_ledger_entry_check (e, err);
 }
 
-static const char *const top_keys[] = { "version", "entries", NULL };
+static const char *const top_keys_v1[] = { "version", "entries", NULL };
+static const char *const top_keys[] = { "version", "entries", "sched_cache_restore", NULL };
+
+/* The optional "sched_cache_restore": "on" | "off" (absent: -1). */
+static int
+restore_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
+{
+  json_object *v;
+  if (!cp_json_member (root, "sched_cache_restore", false, &v))
+    return 0;
+  const char *s;
+  if (cp_json_string (v, "`sched_cache_restore`", 8, false, &s, err) < 0)
+    return -1;
+  if (strcmp (s, "on") != 0 && strcmp (s, "off") != 0)
+    return cp_fail_input (err, "`sched_cache_restore`: expected \"on\" or \"off\"");
+  l->cas_restore = strcmp (s, "on") == 0;
+  return 0;
+}
 
 static int
 ledger_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
 {
-  if (only_keys (root, top_keys, err) < 0)
-    return -1;
   json_object *version, *entries;
   int64_t number;
   if (member (root, "version", &version, err) < 0
       || cp_json_int (version, "`version`", 0, INT_MAX, &number, err) < 0)
     return -1;
-  if (number != CP_LEDGER_VERSION)
-    return cp_fail_input (err, "unsupported version %lld (expected %d)", (long long) number, CP_LEDGER_VERSION);
+  /* Version 1 (before kernel features) is still read, so that an upgrade keeps
+     the running containers' CPUs held; it is written back as the current one. */
+  if (number != CP_LEDGER_VERSION && number != 1)
+    return cp_fail_input (err, "unsupported version %lld (expected 1 or %d)", (long long) number,
+                          CP_LEDGER_VERSION);
+  if (only_keys (root, number == 1 ? top_keys_v1 : top_keys, err) < 0 || restore_from_json (root, l, err) < 0)
+    return -1;
   if (member (root, "entries", &entries, err) < 0)
     return -1;
   if (!json_object_is_type (entries, json_type_array))
@@ -145,7 +210,7 @@ ledger_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
       if (cp_json_object (v, field, err) < 0)
         return -1;
       struct cp_ledger_entry *e = cp_ledger_append (l);
-      if (entry_from_json (v, e, err) < 0)
+      if (entry_from_json (v, number, e, err) < 0)
         {
           if (e->id && cp_ledger_quotable (e->id))
             return cp_error_wrap (err, "entry %zu (`%.64s`)", i, e->id);
@@ -195,6 +260,8 @@ entry_to_json (const struct cp_ledger_entry *e)
   json_object_object_add (o, "held", json_cpulist_new (e->held));
   json_object_object_add (o, "mems", json_cpulist_new (e->mems));
   json_object_object_add (o, "placed_at", json_object_new_int64 (e->placed_at));
+  json_object_object_add (o, "sched_cache", json_object_new_string (ask_names[e->sched_cache]));
+  json_object_object_add (o, "core_sched", json_object_new_boolean (e->core_sched));
   return o;
 }
 
@@ -207,6 +274,8 @@ cp_ledger_serialize (const struct cp_ledger *l)
     abort ();
   json_object_object_add (root, "version", json_object_new_int (CP_LEDGER_VERSION));
   json_object_object_add (root, "entries", entries);
+  if (l->cas_restore >= 0)
+    json_object_object_add (root, "sched_cache_restore", json_object_new_string (l->cas_restore ? "on" : "off"));
   for (size_t i = 0; i < l->n; i++)
     json_object_array_add (entries, entry_to_json (&l->entries[i]));
   const char *text = json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);

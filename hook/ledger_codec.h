@@ -1,6 +1,9 @@
-/* cachepin: the ledger as text: ledger.json, version 1.
+/* cachepin: the ledger as text: ledger.json, version 2.
  *
- *   {"version": 1,
+ *   {"version": 2,
+ *    "sched_cache_restore": "off",  (optional: present while cachepin holds the
+ *                                    kernel's cache-aware scheduling switch, the
+ *                                    value to give back; hook/schedctl.h)
  *    "entries": [{"id": "<container id>" or "apply:<cgroup>",
  *                 "cgroup_mount": "/sys/fs/cgroup/cpuset",
  *                 "cgroup": "/path/in/hierarchy",
@@ -12,8 +15,12 @@
  *                                            shared: "")
  *                 "mems": "0",              (may be empty: a cgroup v2 cpuset.mems that
  *                                            was left to inherit; the ledger only records it)
- *                 "placed_at": 1700000000}  (unix seconds)
+ *                 "placed_at": 1700000000,  (unix seconds)
+ *                 "sched_cache": "none" | "on" | "off",  (cachepin.io/sched-cache)
+ *                 "core_sched": false}      (true: asked, and the cookie was made)
  *               ...]}
+ * Version 1 (no sched_cache_restore, sched_cache nor core_sched) is read as
+ * asking nothing, and written back as version 2.
  * Strict JSON (oci/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
  * key is required and no other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
@@ -26,7 +33,7 @@
 #include "../policy/error.h"
 #include "ledger.h"
 
-#define CP_LEDGER_VERSION 1
+#define CP_LEDGER_VERSION 2
 /* The largest ledger.json read (and therefore written). */
 #define CP_LEDGER_MAX_SIZE (4 * 1024 * 1024)
 

@@ -14,6 +14,7 @@ struct cp_ledger
   int lockfd; /* holds the flock; -1 when detached */
   struct cp_ledger_entry *entries;
   size_t n, cap;
+  int cas_restore; /* cp_ledger_cas_restore() */
   bool dirty;      /* changed since read or last commit */
   char *recovered; /* why ledger.json was set aside, or NULL */
 };

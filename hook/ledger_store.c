@@ -174,6 +174,7 @@ load (struct cp_ledger *l, cp_error_t *err)
     return set_aside (l, cp_error_message (perr), err);
   l->entries = cp_steal_pointer (&parsed->entries);
   l->n = parsed->n;
+  l->cas_restore = parsed->cas_restore;
   l->cap = parsed->cap;
   parsed->n = parsed->cap = 0;
   cp_ledger_close (parsed);

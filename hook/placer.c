@@ -12,6 +12,7 @@
 #include "log.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "schedctl.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -119,8 +120,8 @@ target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const 
 }
 
 static int
-record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *plan, hwloc_const_bitmap_t mems,
-        cp_error_t *err)
+record (struct cp_ledger *l, const struct cp_target *t, const struct cp_container_request *creq,
+        const struct cp_plan *plan, hwloc_const_bitmap_t mems, cp_error_t *err)
 {
   struct cp_ledger_entry e = {
     .id = (char *) t->id,
@@ -132,6 +133,8 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_plan *pl
     .held = plan->held,
     .mems = (hwloc_bitmap_t) mems,
     .placed_at = (long long) time (NULL),
+    .sched_cache = creq->sched_cache,
+    .core_sched = t->core_sched,
   };
   if (t->pid > 0)
     {
@@ -202,16 +205,63 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
       cp_error_free (&ignored);
       return -1;
     }
-  if (record (l, t, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
+  if (record (l, t, creq, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
     return cp_error_wrap (err, "ledger");
   *plan_out = cp_steal_pointer (&plan);
   return 0;
+}
+
+static void
+cleanup_schedctl_fn (struct cp_schedctl *sc)
+{
+  cp_schedctl_close (sc);
+}
+#define cleanup_schedctl __attribute__ ((cleanup (cleanup_schedctl_fn)))
+
+/* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
+ * A probe that fails is logged and the switch left alone: the kernel features
+ * never stand in the way of a placement, except that a strict container asking
+ * for one is refused when it cannot have it (cp_schedctl_check_request()). */
+static void
+open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
+{
+  cleanup_error cp_error_t e = NULL;
+  if (cp_schedctl_open (hc, sc, &e) < 0)
+    {
+      cp_log (CP_LOG_WARNING, "cache-aware scheduling: %s; left as it is", cp_error_message (e));
+      cp_schedctl_close (sc);
+      *sc = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 },
+                                   .cas = { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 } };
+    }
+}
+
+/* The switch where the ledger's final entries want it; a failure is only logged
+ * (the placement stands, and the next run tries again). */
+static void
+sync_schedctl (struct cp_schedctl *sc, struct cp_ledger *l)
+{
+  cleanup_error cp_error_t e = NULL;
+  if (cp_schedctl_sync (sc, l, &e) < 0)
+    cp_log (CP_LOG_WARNING, "%s", cp_error_message (e));
+}
+
+/* Drop T's entry after a failure past the decision, and still bring the switch
+ * where the remaining entries want it. */
+static void
+take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *sc)
+{
+  cp_error_t ignored = NULL;
+  cp_ledger_remove (l, t->id);
+  cp_ledger_commit (l, &ignored);
+  cp_error_free (&ignored);
+  sync_schedctl (sc, l);
 }
 
 int
 cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
                  struct cp_plan **plan_out, cp_error_t *err)
 {
+  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_topo struct cp_topo *topo = NULL;
   cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
@@ -230,22 +280,26 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
       if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
         return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
+  open_schedctl (hc, &sc);
+  if (cp_schedctl_check_request (&sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
+    return -1;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
   if (enter_sandbox (hc, l, t->cgroup, t->pid, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
-    return -1;
+    {
+      sync_schedctl (&sc, l); /* reconcile may have dropped the last container asking */
+      return -1;
+    }
 
   if (cp_cgroup_enable_cpuset (t->cgroup, err) < 0
       || cp_cgroup_write_cpuset (t->cgroup, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
     {
-      cp_error_t ignored = NULL;
-      cp_ledger_remove (l, t->id);
-      cp_ledger_commit (l, &ignored);
-      cp_error_free (&ignored);
+      take_back (l, t, &sc);
       return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
+  sync_schedctl (&sc, l);
   *plan_out = cp_steal_pointer (&plan);
   return 0;
 }
@@ -265,7 +319,9 @@ int
 cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *widen_cg, bool *found,
                    cp_error_t *err)
 {
+  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_ledger struct cp_ledger *l = NULL;
+  open_schedctl (hc, &sc);
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
   if (enter_sandbox (hc, l, widen_cg, 0, err) < 0)
@@ -284,5 +340,6 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
   cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  sync_schedctl (&sc, l);
   return 0;
 }

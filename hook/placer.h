@@ -23,6 +23,7 @@ struct cp_target
   const char *cgroup_mount; /* where the ledger says it is: cgroup->mount ... */
   const char *cgroup_path;  /* ... and cgroup->path */
   pid_t pid;                /* its init process, 0 for none (liveness by cgroup only) */
+  bool core_sched;          /* it got a core-scheduling cookie (recorded in the ledger) */
 };
 
 /* Place TARGET: compute the plan against the ledger (after dropping entries whose

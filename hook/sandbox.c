@@ -161,7 +161,7 @@ static const char *const CP_SANDBOX_ALLOWED[] = {
   /* memory */
   "brk", "munmap", "mremap", "madvise",
   /* I/O on what is open, and the ledger's commit */
-  "read", "write", "close", "fstat", "newfstatat", "fstatat64", "fstat64", "statx", "fsync", "renameat",
+  "read", "pread64", "write", "close", "fstat", "newfstatat", "fstatat64", "fstat64", "statx", "fsync", "renameat",
   "renameat2", "unlinkat",
   /* process */
   "clock_gettime", "clock_gettime64", "getpid", "gettid", "rt_sigprocmask", "rt_sigreturn", "sigreturn",

@@ -286,7 +286,7 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
   for (size_t i = 0; i < CP_ARRAY_SIZE (order); i++)
     {
       cleanup_error cp_error_t inner = NULL;
-      int value;
+      int value = -1;
       if (read_iface (rootfd, root, order[i], &value, &inner) == 0)
         {
           *out = (struct cp_sched_cas) { .avail = CP_SCHED_SUPPORTED, .iface = order[i], .enabled = value };
@@ -314,11 +314,122 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
   return 0;
 }
 
+/* The whole text of the switch file behind FD, from offset 0 (pread: the same fd
+ * is read again after a write), at most MAX bytes, NUL-terminated. */
+static int
+pread_text (int fd, const char *name, size_t max, char **out, cp_error_t *err)
+{
+  cleanup_free char *buf = cp_xmalloc0 (max + 1);
+  size_t len = 0;
+  for (;;)
+    {
+      if (len == max)
+        return cp_fail_errno (err, EFBIG, "read %s: more than %zu bytes", name, max);
+      ssize_t n = pread (fd, buf + len, max - len, (off_t) len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return cp_fail_errno (err, errno, "read %s", name);
+      if (n == 0)
+        break;
+      len += (size_t) n;
+    }
+  if (memchr (buf, '\0', len) != NULL)
+    return cp_fail_runtime (err, "read %s: a NUL byte", name);
+  buf[len] = '\0';
+  *out = cp_steal_pointer (&buf);
+  return 0;
+}
+
+void
+cp_sched_cas_close (struct cp_sched_cas_handle *h)
+{
+  if (h->fd >= 0)
+    close (h->fd);
+  free (h->name);
+  *h = (struct cp_sched_cas_handle) { .fd = -1 };
+}
+
+int
+cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_cas_handle *out, cp_error_t *err)
+{
+  *out = (struct cp_sched_cas_handle) { .fd = -1 };
+  if (cp_sched_cas_probe (root, cas, err) < 0)
+    return -1;
+  if (cas->avail != CP_SCHED_SUPPORTED)
+    return 0;
+  cleanup_close int rootfd = open_root (root, err);
+  if (rootfd < 0)
+    return -1;
+  struct iface_place p = iface_place (cas->iface);
+  cleanup_free char *name = NULL;
+  cleanup_close int dirfd = open_iface_dir (rootfd, root, p, &name, err);
+  if (dirfd < 0)
+    return cp_error_wrap (err, "cache-aware scheduling");
+  int fd = openat (dirfd, p.file, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0 && is_denial (errno))
+    {
+      /* Readable but not writable: lockdown's integrity mode, a read-only mount. */
+      cas->avail = CP_SCHED_DENIED;
+      cas->errnum = errno;
+      return 0;
+    }
+  if (fd < 0)
+    return cp_fail_errno (err, errno, "open %s", name);
+  *out = (struct cp_sched_cas_handle) { .iface = cas->iface, .fd = fd, .name = cp_steal_pointer (&name) };
+  return 0;
+}
+
+int
+cp_sched_cas_read (const struct cp_sched_cas_handle *h, int *value, cp_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t max = h->iface == CP_SCHED_CAS_IFACE_FEATURES ? FEATURES_MAX : SWITCH_MAX;
+  if (pread_text (h->fd, h->name, max, &text, err) < 0)
+    return -1;
+  int v = h->iface == CP_SCHED_CAS_IFACE_FEATURES ? parse_features (text) : parse_switch (text);
+  if (v < 0)
+    return cp_fail_runtime (err, "%s: unexpected content '%.32s'", h->name, text);
+  *value = v;
+  return 0;
+}
+
+int
+cp_sched_cas_write (const struct cp_sched_cas_handle *h, bool on, struct cp_sched_cas_change *out, cp_error_t *err)
+{
+  int before;
+  if (cp_sched_cas_read (h, &before, err) < 0)
+    return -1;
+  *out = (struct cp_sched_cas_change) { .iface = h->iface, .before = before, .after = before };
+  if (before == (int) on)
+    return 0;
+  const char *value = h->iface == CP_SCHED_CAS_IFACE_FEATURES ? (on ? "SCHED_CACHE" : "NO_SCHED_CACHE")
+                                                              : (on ? "1" : "0");
+  size_t len = strlen (value);
+  ssize_t n;
+  do
+    n = write (h->fd, value, len);
+  while (n < 0 && errno == EINTR);
+  if (n < 0)
+    return cp_fail_errno (err, errno, "write %s to %s", value, h->name);
+  if ((size_t) n != len)
+    return cp_fail_runtime (err, "write %s to %s: only %zd of %zu bytes taken", value, h->name, n, len);
+  out->written = true;
+  int after;
+  if (cp_sched_cas_read (h, &after, err) < 0)
+    return cp_error_wrap (err, "read back after writing %s", value);
+  out->after = after;
+  if (after != (int) on)
+    return cp_fail_runtime (err, "%s: wrote %s but it reads back %s", h->name, value, after ? "on" : "off");
+  return 0;
+}
+
 int
 cp_sched_cas_set (const char *root, bool on, struct cp_sched_cas_change *out, cp_error_t *err)
 {
   struct cp_sched_cas cas;
-  if (cp_sched_cas_probe (root, &cas, err) < 0)
+  struct cp_sched_cas_handle h;
+  if (cp_sched_cas_open (root, &cas, &h, err) < 0)
     return -1;
   switch (cas.avail)
     {
@@ -333,29 +444,9 @@ cp_sched_cas_set (const char *root, bool on, struct cp_sched_cas_change *out, cp
     default:
       return cp_fail_errno (err, EOPNOTSUPP, "cache-aware scheduling: this kernel has none");
     }
-  *out = (struct cp_sched_cas_change) { .iface = cas.iface, .before = cas.enabled, .after = cas.enabled };
-  if (cas.enabled == (int) on)
-    return 0;
-  struct iface_place p = iface_place (cas.iface);
-  const char *value = cas.iface == CP_SCHED_CAS_IFACE_FEATURES ? (on ? "SCHED_CACHE" : "NO_SCHED_CACHE")
-                                                               : (on ? "1" : "0");
-  cleanup_close int rootfd = open_root (root, err);
-  if (rootfd < 0)
-    return -1;
-  cleanup_free char *name = NULL;
-  cleanup_close int dirfd = open_iface_dir (rootfd, root, p, &name, err);
-  if (dirfd < 0)
-    return -1;
-  if (cp_io_write_control (dirfd, p.file, name, value, err) < 0)
-    return -1;
-  out->written = true;
-  int after = -1;
-  if (read_iface (rootfd, root, cas.iface, &after, err) < 0)
-    return cp_error_wrap (err, "read back after writing %s", value);
-  out->after = after;
-  if (after != (int) on)
-    return cp_fail_runtime (err, "%s: wrote %s but it reads back %s", name, value, after ? "on" : "off");
-  return 0;
+  int r = cp_sched_cas_write (&h, on, out, err);
+  cp_sched_cas_close (&h);
+  return r;
 }
 
 /* ------------------------------------------------------------------ core scheduling */

@@ -98,6 +98,33 @@ struct cp_sched_cas_change
   bool written; /* false: it already was at the wanted value, nothing was written */
 };
 
+/* CAS's switch, open for reading and writing: the hook opens it before it enters
+ * its sandbox (hook/sandbox.h), which allows no new file outside the state
+ * directory and the cgroup, and reads and writes it afterwards. */
+struct cp_sched_cas_handle
+{
+  enum cp_sched_cas_iface iface;
+  int fd; /* -1: not open */
+  char *name;
+};
+
+/* Probe CAS under ROOT into *CAS and, when it is supported, open its switch
+ * (O_RDWR, never through a symlink) into *OUT.  A switch that reads but does not
+ * open for writing turns *CAS into CP_SCHED_DENIED.  *OUT->fd is -1 unless *CAS
+ * says CP_SCHED_SUPPORTED.  Errors as cp_sched_cas_probe(). */
+int cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_cas_handle *out,
+                       cp_error_t *err);
+
+/* The switch's value now: 0 or 1 (pread: works after the sandbox is entered). */
+int cp_sched_cas_read (const struct cp_sched_cas_handle *h, int *value, cp_error_t *err);
+
+/* cp_sched_cas_set() on an open switch. */
+int cp_sched_cas_write (const struct cp_sched_cas_handle *h, bool on, struct cp_sched_cas_change *out,
+                        cp_error_t *err);
+
+/* Close the switch; a closed or never-opened handle is fine. */
+void cp_sched_cas_close (struct cp_sched_cas_handle *h);
+
 /* Turn CAS on or off under ROOT, writing only when the value differs (one
  * write(2) of "0"/"1", or of SCHED_CACHE/NO_SCHED_CACHE to the features file),
  * then read it back: a value that does not read back as written is an error.

@@ -85,12 +85,15 @@ cp_status_cgroup (bool *ok)
 /* ------------------------------------------------------------------ kernel features */
 
 static json_object *
-cas_part (bool *ok)
+cas_part (const struct cp_hostconfig *hc, bool *ok)
 {
   struct cp_sched_cas cas;
   cleanup_error cp_error_t e = NULL;
   json_object *o = json_object_new_object ();
-  if (cp_sched_cas_probe ("/", &cas, &e) < 0)
+  /* What cachepin does with it; who asks and what comes back are the ledger's
+     (cmd_status.c adds them). */
+  add (o, "setting", jstr (cp_sched_cache_setting_name (hc->sched_cache)));
+  if (cp_sched_cas_probe (hc->kernel_root, &cas, &e) < 0)
     {
       add (o, "interface", NULL);
       add (o, "state", NULL);
@@ -111,12 +114,12 @@ cas_part (bool *ok)
 }
 
 static json_object *
-core_part (bool *ok)
+core_part (const struct cp_hostconfig *hc, bool *ok)
 {
   struct cp_sched_core core;
   cleanup_error cp_error_t e = NULL;
   json_object *o = json_object_new_object ();
-  bool known = cp_sched_core_probe ("/", &core, &e) == 0;
+  bool known = cp_sched_core_probe (hc->kernel_root, &core, &e) == 0;
   *ok = *ok || known;
   add (o, "state", known ? jstr (cp_sched_core_avail_name (core.avail)) : NULL);
   add (o, "smt_active", !known || core.smt_active < 0 ? NULL : json_object_new_boolean (core.smt_active == 1));
@@ -126,9 +129,9 @@ core_part (bool *ok)
 }
 
 static json_object *
-asym_part (bool *ok)
+asym_part (const struct cp_hostconfig *hc, bool *ok)
 {
-  enum cp_sched_boot boot = cp_sched_boot_probe ("/");
+  enum cp_sched_boot boot = cp_sched_boot_probe (hc->kernel_root);
   *ok = *ok || boot != CP_SCHED_BOOT_UNKNOWN;
   json_object *o = json_object_new_object ();
   add (o, "state", jstr (cp_sched_boot_name (boot)));
@@ -138,11 +141,11 @@ asym_part (bool *ok)
 }
 
 json_object *
-cp_status_features (bool *ok)
+cp_status_features (const struct cp_hostconfig *hc, bool *ok)
 {
   json_object *o = json_object_new_object ();
-  add (o, "cache_aware_scheduling", cas_part (ok));
-  add (o, "core_scheduling", core_part (ok));
-  add (o, "smt_asym_packing", asym_part (ok));
+  add (o, "cache_aware_scheduling", cas_part (hc, ok));
+  add (o, "core_scheduling", core_part (hc, ok));
+  add (o, "smt_asym_packing", asym_part (hc, ok));
   return o;
 }

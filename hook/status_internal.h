@@ -18,7 +18,7 @@
 #include "status.h"
 
 json_object *cp_status_cgroup (bool *ok);
-json_object *cp_status_features (bool *ok);
+json_object *cp_status_features (const struct cp_hostconfig *hc, bool *ok);
 /* TOPO NULL: it could not be loaded from SOURCE, E says why. */
 json_object *cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e, bool *ok);
 /* HAVE_CONFIG false: HC holds the defaults, and the ledger is not read.  TOPO may

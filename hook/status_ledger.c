@@ -130,6 +130,8 @@ entry_json (const struct cp_ledger_entry *e, const struct cp_topo *topo)
   add (o, "held", jcpulist (e->held));
   add (o, "mems", jcpulist (e->mems));
   add (o, "placed_at", json_object_new_int64 (e->placed_at));
+  add (o, "sched_cache", jstr (e->sched_cache == CP_ASK_ON ? "on" : e->sched_cache == CP_ASK_OFF ? "off" : "none"));
+  add (o, "core_sched", json_object_new_boolean (e->core_sched));
   json_object *llcs = NULL;
   if (topo)
     {
@@ -261,7 +263,7 @@ ledger_read (const char *path, const char **state, struct cp_ledger **out, cp_er
           return -1;
         }
       *state = "missing";
-      static const char empty[] = "{\"version\": 1, \"entries\": []}";
+      static const char empty[] = "{\"version\": 2, \"entries\": []}";
       return cp_ledger_parse (empty, sizeof empty - 1, out, err);
     }
   if (cp_ledger_parse (buf, len, out, err) < 0)
@@ -344,6 +346,8 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
   json_object *o = json_object_new_object ();
   add (o, "path", jstr (path));
   add (o, "state", jstr (state));
+  int restore = cp_ledger_cas_restore (l);
+  add (o, "sched_cache_restore", restore < 0 ? NULL : jstr (restore ? "on" : "off"));
   json_object *entries = json_object_new_array ();
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     json_object_array_add (entries, entry_json (cp_ledger_at (l, i), topo));

@@ -144,8 +144,12 @@ print_entry (FILE *out, json_object *e, int idw)
   struct tm tm;
   if (gmtime_r (&t, &tm))
     strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8" PRId64 " %-19s %s\n", idw, S (e, "id"), S (e, "mode"), S (e, "cpus"),
-           S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", num (e, "pid"), when, S (e, "cgroup"));
+  const char *cas = S (e, "sched_cache");
+  bool core = json_object_get_boolean (get (e, "core_sched"));
+  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8" PRId64 " %-19s %s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
+           S (e, "cpus"), S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", num (e, "pid"), when, S (e, "cgroup"),
+           strcmp (cas, "none") != 0 ? "  sched-cache=" : "", strcmp (cas, "none") != 0 ? cas : "",
+           core ? "  core-sched" : "");
 }
 
 static void
@@ -215,21 +219,48 @@ print_ledger (FILE *out, json_object *l, const char *llc_label)
 
 /* ------------------------------------------------------------------ features */
 
+/* "; asked by a, b" (nothing when nobody asked; "?" when the ledger is unread). */
+static void
+print_asked_by (FILE *out, json_object *ids)
+{
+  if (ids == NULL)
+    {
+      fprintf (out, "asked by ? (ledger not read)");
+      return;
+    }
+  size_t n = json_object_array_length (ids);
+  for (size_t i = 0; i < n; i++)
+    fprintf (out, "%s%s", i == 0 ? "asked by " : ", ", json_object_get_string (json_object_array_get_idx (ids, i)));
+  if (n == 0)
+    fprintf (out, "no placed container asks");
+}
+
+/* One line: the state, and the host setting; a second only when containers ask
+   or cachepin holds the switch. */
 static void
 print_cas (FILE *out, json_object *c)
 {
   fprintf (out, "  %-24s", "cache-aware scheduling");
   if (!is_null (c, "error"))
-    fprintf (out, "could not tell: %s\n", S (c, "error"));
+    fprintf (out, "could not tell: %s", S (c, "error"));
   else if (strcmp (S (c, "state"), "on") == 0 || strcmp (S (c, "state"), "off") == 0)
-    fprintf (out, "%s (interface %s)\n", S (c, "state"), S (c, "interface"));
+    fprintf (out, "%s (interface %s)", S (c, "state"), S (c, "interface"));
   else if (strcmp (S (c, "state"), "debugfs-not-mounted") == 0)
-    fprintf (out, "unknown: debugfs is not mounted at /sys/kernel/debug\n");
+    fprintf (out, "unknown: debugfs is not mounted at /sys/kernel/debug");
   else if (strcmp (S (c, "state"), "denied") == 0)
-    fprintf (out, "unknown: access denied (%s; interface %s)\n", is_null (c, "errno") ? "?" : S (c, "errno"),
+    fprintf (out, "unknown: access denied (%s; interface %s)", is_null (c, "errno") ? "?" : S (c, "errno"),
              S (c, "interface"));
   else
-    fprintf (out, "unsupported: this kernel has no CONFIG_SCHED_CACHE\n");
+    fprintf (out, "unsupported: this kernel has no CONFIG_SCHED_CACHE");
+  fprintf (out, "; sched_cache %s\n", S (c, "setting"));
+  json_object *ids = get (c, "asked_by");
+  if (ids != NULL && json_object_array_length (ids) == 0 && is_null (c, "restore"))
+    return;
+  fprintf (out, "  %-24s", "");
+  print_asked_by (out, ids);
+  if (!is_null (c, "restore"))
+    fprintf (out, "; held by cachepin, gives back %s when none asks", S (c, "restore"));
+  fputc ('\n', out);
 }
 
 static void
@@ -247,6 +278,13 @@ print_core (FILE *out, json_object *c)
     fprintf (out, "unsupported: no SMT (or SMT is off)\n");
   else
     fprintf (out, "%s (%s)\n", state, is_null (c, "errno") ? "?" : S (c, "errno"));
+  json_object *ids = get (c, "asked_by");
+  if (ids == NULL || json_object_array_length (ids) > 0)
+    {
+      fprintf (out, "  %-24scookies: ", "");
+      print_asked_by (out, ids);
+      fputc ('\n', out);
+    }
 }
 
 static void
@@ -294,8 +332,9 @@ print_config (FILE *out, json_object *c)
            S (c, "cpus"), *S (c, "reserved") ? S (c, "reserved") : "none");
   fprintf (out, "  defaults align=%s smt=%s mode=%s strict=%s\n", S (d, "align"), S (d, "smt"), S (d, "mode"),
            onoff (d, "strict"));
-  fprintf (out, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s\n", S (c, "on_error"),
-           S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"));
+  fprintf (out, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s  sched_cache %s\n",
+           S (c, "on_error"), S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"),
+           S (c, "sched_cache"));
 }
 
 void

@@ -145,12 +145,15 @@ enum option
   OPT_MODE,
   OPT_STRICT,
   OPT_MEMS,
+  OPT_SCHED_CACHE,
+  OPT_CORE_SCHED,
   OPT_COUNT
 };
 
 static const char *const option_names[OPT_COUNT] = {
   [OPT_CPUS] = "cpus", [OPT_ALIGN] = "align", [OPT_SMT] = "smt",
   [OPT_MODE] = "mode", [OPT_STRICT] = "strict", [OPT_MEMS] = "mems",
+  [OPT_SCHED_CACHE] = "sched-cache", [OPT_CORE_SCHED] = "core-sched",
 };
 
 /* Split a cachepin.io/ KEY into its option and, for a per-container key, the
@@ -172,7 +175,7 @@ parse_key (const char *key, enum option *which, const char **container, cp_error
       }
   return cp_fail_input (err,
                         "annotation %s: unknown key (expected " CP_ANNOTATION_PREFIX
-                        "cpus|align|smt|mode|strict|mems, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX
+                        "cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX
                         "<name>)",
                         key);
 }
@@ -235,6 +238,15 @@ apply_option (enum option which, const char *value, struct cp_container_request 
           return 0;
         }
       return cp_fail_input (err, "invalid value `%.64s` (expected local|keep)", value);
+    case OPT_SCHED_CACHE:
+      if (strcmp (value, "on") == 0 || strcmp (value, "off") == 0)
+        {
+          out->sched_cache = strcmp (value, "on") == 0 ? CP_ASK_ON : CP_ASK_OFF;
+          return 0;
+        }
+      return cp_fail_input (err, "invalid value `%.64s` (expected on|off)", value);
+    case OPT_CORE_SCHED:
+      return cp_parse_bool (value, &out->core_sched, err);
     case OPT_COUNT:
     default:
       abort ();

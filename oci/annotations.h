@@ -7,6 +7,11 @@
  *   cachepin.io/mode     exclusive | shared
  *   cachepin.io/strict   true | false
  *   cachepin.io/mems     local (default: the NUMA nodes local to the CPUs) | keep
+ *   cachepin.io/sched-cache  on | off: what the container asks of the kernel's
+ *                        cache-aware scheduling (a host-wide switch: the host
+ *                        setting `sched_cache` decides what is done, hook/schedctl.h)
+ *   cachepin.io/core-sched   true | false: a core-scheduling cookie for the
+ *                        container's processes (no other task on its cores' siblings)
  * Each may also be given for one container of a pod as
  * `cachepin.io/<key>.container.<name>`, which wins over the pod-wide key for the
  * container whose name (io.kubernetes.container.name under CRI-O,
@@ -90,12 +95,22 @@ bool cp_annotations_is_sandbox (const struct cp_annotations *a);
 #define CP_CPUS_SOURCE_QUOTA "quota/period"
 #define CP_CPUS_SOURCE_SHARED "shared: one domain"
 
+/* What a container asks of a kernel feature. */
+enum cp_ask
+{
+  CP_ASK_NONE = 0, /* nothing */
+  CP_ASK_ON,
+  CP_ASK_OFF,
+};
+
 struct cp_container_request
 {
   struct cp_request req;
   bool mems_keep;            /* cachepin.io/mems=keep: leave cpuset.mems alone */
   bool cpus_from_annotation; /* req.cpus is what the user asked for, not derived */
   const char *cpus_source;   /* one of CP_CPUS_SOURCE_* (static) */
+  enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
+  bool core_sched;           /* cachepin.io/core-sched=true */
 };
 
 struct cp_oci_config;

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 
-labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|cri|stress-short|vm}"
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|install|cri|stress-short|vm}"
 (cd build && ctest --output-on-failure -L "$labels")
 if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   echo "== sanitizers (ASan+UBSan): unit and cli"

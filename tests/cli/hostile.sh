@@ -293,7 +293,7 @@ T "cpus with an escaped NUL"             2 'cachepin hook: state: annotations: c
 T "cpus empty"                           2 'cachepin hook: annotation cachepin.io/cpus: invalid value ``: expected a number from 1 to 8192' - in_cpus ''
 T "cpus of 100000 bytes"                 2 'cachepin hook: state: annotations: cachepin.io/cpus: longer than 256 bytes' - in_huge_value
 T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the $(cat "$MNT/cpuset.effective_cpus" "$MNT/cpuset.cpus.effective" 2>/dev/null | head -1 | awk -F, '{n=0; for (i=1;i<=NF;i++) {split($i,r,"-"); n += (r[2]==""?1:r[2]-r[1]+1)} print n}') allowed CPUs" root in_cpus '64'
-T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
+T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
 T "unknown key of 2000 bytes"            2 'cachepin hook: state: annotations: key `cachepin.io/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` longer than 1024 bytes' - in_huge_key
 T "5000 foreign annotations, none ours"  0 '' - in_many_annotations
 T "5000 foreign annotations, bad smt"    2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_many_annotations '"cachepin.io/smt": "pe1"'
@@ -312,7 +312,7 @@ T "bare state, bad pid, config ours"     2 'cachepin hook: state: pid: expected 
 T "bare state, bundle relative"          0 'cachepin: warning: container hostile left alone: its state has no annotations and state: bundle: expected an absolute path, got "b"' - in_state 'del(.annotations) | .bundle = "b"'
 T "900 KB foreign value, bad smt"        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_huge_foreign
 T "smt with an escape sequence"          2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe0?[31m` (expected pe0-first|pe0|cores|any)' - in_ann '{"cachepin.io/smt": "pe0\u001b[31m"}'
-T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
+T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
 # bundle, the state asking for placement: config.json is needed, and refused
 T "bundle with ../ to nowhere"           1 'cachepin hook: bundle @D@/nowhere/../bundle: open: No such file or directory' - in_bundle "$D/nowhere/../bundle"
 T "config.json a symlink"                2 'cachepin hook: @D@/bundle/config.json: is a symbolic link' - bundle_symlink

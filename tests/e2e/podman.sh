@@ -23,9 +23,9 @@ cp "$(command -v busybox || echo /bin/busybox)" "$DIR/rootfs/bin/busybox"
 for c in sh grep cat sleep; do ln -s busybox "$DIR/rootfs/bin/$c"; done
 tar -C "$DIR/rootfs" -cf "$DIR/rootfs.tar" . && podman import -q "$DIR/rootfs.tar" "$IMAGE" >/dev/null
 printf '{"state_dir": "%s/state", "log_level": "debug"}\n' "$DIR" > "$DIR/cachepin.json"
-for f in "$HERE"/../../deploy/hooks.d/*.json; do
+for f in "$HERE"/../../deploy/hooks.d/*.json.in; do
   jq --arg bin "$CACHEPIN" --arg cfg "$DIR/cachepin.json" \
-    '.hook.path = $bin | .hook.args = (.hook.args[:2] + ["--config", $cfg] + .hook.args[2:])' "$f" > "$DIR/hooks/$(basename "$f")"
+    '.hook.path = $bin | .hook.args = (.hook.args[:2] + ["--config", $cfg] + .hook.args[2:])' "$f" > "$DIR/hooks/$(basename "$f" .in)"
 done
 # podman's default rlimits (nofile, nproc) exceed what this sandbox grants; unrelated to the hook.
 PODMAN=(podman --runtime runc --hooks-dir "$DIR/hooks")

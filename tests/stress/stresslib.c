@@ -285,8 +285,8 @@ check_json (struct json_object *root, struct st_ledger *out, char **why)
 {
   struct json_object *v, *entries;
   if (!json_object_is_type (root, json_type_object) || !json_object_object_get_ex (root, "version", &v)
-      || !json_object_is_type (v, json_type_int) || json_object_get_int64 (v) != 1)
-    return fail_why (why, "not a version 1 ledger");
+      || !json_object_is_type (v, json_type_int) || json_object_get_int64 (v) != CP_LEDGER_VERSION)
+    return fail_why (why, "not a current-version ledger");
   if (!json_object_object_get_ex (root, "entries", &entries) || !json_object_is_type (entries, json_type_array))
     return fail_why (why, "no entries array");
   size_t n = json_object_array_length (entries);

@@ -242,7 +242,9 @@ test_round_trip (void **state)
   assert_non_null (root);
   struct json_object *v, *entries, *e0, *f;
   assert_true (json_object_object_get_ex (root, "version", &v));
-  assert_int_equal (json_object_get_int (v), 1);
+  assert_int_equal (json_object_get_int (v), CP_LEDGER_VERSION);
+  assert_int_equal (CP_LEDGER_VERSION, 2);
+  assert_false (json_object_object_get_ex (root, "sched_cache_restore", &v));
   assert_true (json_object_object_get_ex (root, "entries", &entries));
   assert_int_equal (json_object_array_length (entries), 3);
   e0 = json_object_array_get_idx (entries, 0);
@@ -254,6 +256,10 @@ test_round_trip (void **state)
   assert_int_equal (json_object_get_int64 (f), 987654);
   assert_true (json_object_object_get_ex (e0, "cgroup_mount", &f));
   assert_string_equal (json_object_get_string (f), "/sys/fs/cgroup/cpuset");
+  assert_true (json_object_object_get_ex (e0, "sched_cache", &f));
+  assert_string_equal (json_object_get_string (f), "none");
+  assert_true (json_object_object_get_ex (e0, "core_sched", &f));
+  assert_false (json_object_get_boolean (f));
   json_object_put (root);
 
   l = open_ok (t.state);
@@ -461,6 +467,8 @@ test_concurrency (void **state)
   "\"placed_at\":1" extra "}"
 #define ENTRY(id, held) ENTRY_WITH (id, "exclusive", held, held, "")
 #define LEDGER(entries) "{\"version\":1,\"entries\":[" entries "]}"
+#define LEDGER2(entries) "{\"version\":2,\"entries\":[" entries "]}"
+#define KERNEL(ask, core) ",\"sched_cache\":\"" ask "\",\"core_sched\":" core
 #define RAW(mount, cgroup, pid, start)                                                                      \
   LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"" mount "\",\"cgroup\":\"" cgroup "\",\"pid\":" pid            \
           ",\"start_time\":" start ",\"mode\":\"exclusive\",\"cpus\":\"0\",\"held\":\"0\",\"mems\":\"0\","   \
@@ -490,7 +498,20 @@ static const struct bad bad_ledgers[] = {
   { "NUL bytes", LEDGER ("") "\0\0\0", sizeof (LEDGER ("") "\0\0\0") - 1, "NUL byte" },
   { "NUL inside", "{\"version\":1,\0\"entries\":[]}", 27, "invalid JSON at byte 13: NUL byte" },
   { "top level array", "[]", 0, "expected a JSON object" },
-  { "wrong version", "{\"version\":2,\"entries\":[]}", 0, "unsupported version 2" },
+  { "wrong version", "{\"version\":3,\"entries\":[]}", 0, "unsupported version 3" },
+  { "v2 entry without sched_cache", LEDGER2 (ENTRY ("a", "0")), 0, "`sched_cache` is missing" },
+  { "v2 sched_cache unknown", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("yes", "false"))), 0,
+    "`sched_cache`: expected \"none\", \"on\" or \"off\"" },
+  { "v2 core_sched a string", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("on", "\"true\""))), 0,
+    "`core_sched`: expected true or false" },
+  { "v1 entry with sched_cache", LEDGER (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("on", "false"))), 0,
+    "unknown key `sched_cache`" },
+  { "restore in version 1", "{\"version\":1,\"entries\":[],\"sched_cache_restore\":\"on\"}", 0,
+    "unknown key `sched_cache_restore`" },
+  { "restore not on/off", "{\"version\":2,\"entries\":[],\"sched_cache_restore\":\"1\"}", 0,
+    "`sched_cache_restore`: expected \"on\" or \"off\"" },
+  { "restore a number", "{\"version\":2,\"entries\":[],\"sched_cache_restore\":1}", 0,
+    "`sched_cache_restore`: expected a string" },
   { "version 0", "{\"version\":0,\"entries\":[]}", 0, "unsupported version 0" },
   { "version string", "{\"version\":\"1\",\"entries\":[]}", 0, "`version`: expected an integer" },
   { "version double", "{\"version\":1.0,\"entries\":[]}", 0, "`version`: expected an integer" },
@@ -618,6 +639,63 @@ expect_recovered (const struct tdir *t, const char *text, size_t len, const char
   assert_int_equal (cp_ledger_count (l), 1);
   cp_ledger_close (l);
   unlink (file);
+}
+
+/* Version 2's kernel-feature fields survive a commit, version 1 reads as asking
+ * nothing, and the count of containers asking for cache-aware scheduling is what
+ * the entries say. */
+static void
+test_kernel_fields (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *v1 = LEDGER (ENTRY ("old", "0-1"));
+  expect_ok (cp_ledger_parse (v1, strlen (v1), &l, &err), err);
+  assert_int_equal (cp_ledger_cas_restore (l), -1);
+  assert_int_equal (cp_ledger_at (l, 0)->sched_cache, CP_ASK_NONE);
+  assert_false (cp_ledger_at (l, 0)->core_sched);
+  assert_int_equal (cp_ledger_cas_askers (l), 0);
+  cp_ledger_close (l);
+
+  l = open_ok (t.state);
+  struct cp_ledger_entry a = entry ("a", CP_MODE_EXCLUSIVE, "0", "0");
+  struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "1", "1");
+  struct cp_ledger_entry c = entry ("c", CP_MODE_EXCLUSIVE, "2", "2");
+  a.sched_cache = CP_ASK_ON;
+  a.core_sched = true;
+  b.sched_cache = CP_ASK_OFF;
+  c.sched_cache = CP_ASK_ON;
+  put_ok (l, &a);
+  put_ok (l, &b);
+  put_ok (l, &c);
+  assert_int_equal (cp_ledger_cas_askers (l), 2);
+  cp_ledger_set_cas_restore (l, 0);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+
+  l = open_ok (t.state);
+  assert_int_equal (cp_ledger_cas_restore (l), 0);
+  assert_int_equal (cp_ledger_cas_askers (l), 2);
+  assert_int_equal (cp_ledger_find (l, "a")->sched_cache, CP_ASK_ON);
+  assert_true (cp_ledger_find (l, "a")->core_sched);
+  assert_int_equal (cp_ledger_find (l, "b")->sched_cache, CP_ASK_OFF);
+  assert_false (cp_ledger_find (l, "b")->core_sched);
+  assert_true (cp_ledger_remove (l, "a"));
+  assert_true (cp_ledger_remove (l, "c"));
+  assert_int_equal (cp_ledger_cas_askers (l), 0);
+  cp_ledger_set_cas_restore (l, -1);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+
+  l = open_ok (t.state);
+  assert_int_equal (cp_ledger_cas_restore (l), -1);
+  assert_int_equal (cp_ledger_count (l), 1);
+  cp_ledger_close (l);
+  entry_free (&a);
+  entry_free (&b);
+  entry_free (&c);
 }
 
 static void
@@ -1711,6 +1789,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_corruption, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_kernel_fields, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_utf8_text),
     cmocka_unit_test_setup_teardown (test_corruption_files, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_put_refuses),

@@ -686,11 +686,11 @@ static const struct request_case request_cases[] = {
     .config = ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"four\""),
     .error = "annotation cachepin.io/cpus.container.app: invalid value `four`: expected a number from 1 to 8192" },
   { .name = "unknown key", .config = ANN ("\"cachepin.io/cpu\":\"4\""),
-    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, "
+    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, "
              "optionally followed by .container.<name>)" },
   { .name = "unknown key for another container",
     .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"1\",\"cachepin.io/alig.container.db\":\"llc\""),
-    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems, "
+    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, "
              "optionally followed by .container.<name>)" },
   { .name = "empty container name", .config = ANN ("\"cachepin.io/cpus.container.\":\"4\""),
     .error = "annotation cachepin.io/cpus.container.: empty container name" },

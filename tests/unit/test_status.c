@@ -107,16 +107,20 @@ test_feature_states (void **state)
   (void) state;
   cleanup_free char *text = render (
     "{\"features\": {\"cache_aware_scheduling\": {\"interface\": \"llc_balancing\", \"state\": \"on\","
-    " \"enabled\": true, \"errno\": null, \"error\": null},"
+    " \"enabled\": true, \"errno\": null, \"error\": null, \"setting\": \"on-demand\","
+    " \"asked_by\": [\"a\", \"b\"], \"restore\": \"off\"},"
     " \"core_scheduling\": {\"state\": \"denied\", \"smt_active\": true, \"errno\": \"EPERM\", \"error\": null},"
     " \"smt_asym_packing\": {\"state\": \"on\", \"effective\": true, \"error\": null}}}");
-  tu_assert_contains (text, "  cache-aware scheduling  on (interface llc_balancing)\n");
+  tu_assert_contains (text, "  cache-aware scheduling  on (interface llc_balancing); sched_cache on-demand\n"
+                            "                          asked by a, b; held by cachepin, gives back off when none asks\n");
   tu_assert_contains (text, "  core scheduling         denied (EPERM)\n");
   tu_assert_contains (text, "  sched_smt_asym_packing  boot option on\n");
   cleanup_free char *denied = render (
     "{\"features\": {\"cache_aware_scheduling\": {\"interface\": \"none\", \"state\": \"denied\","
     " \"enabled\": null, \"errno\": \"EACCES\", \"error\": null}}}");
-  tu_assert_contains (denied, "  cache-aware scheduling  unknown: access denied (EACCES; interface none)\n");
+  tu_assert_contains (denied, "  cache-aware scheduling  unknown: access denied (EACCES; interface none); sched_cache ?\n");
+  /* A ledger that could not be read: who asks is unknown, and said so. */
+  assert_int_equal (lines_starting (denied, "                          asked by ? (ledger not read)"), 1);
 }
 
 /* Strings come from files others wrote: no control character reaches the terminal. */

@@ -7,6 +7,7 @@
 #                               [RUN-VM-OPTIONS...]
 #
 #   --probe PATH      cachepin-sched-probe (default: build/tests/cachepin-sched-probe)
+#   --bin PATH        the cachepin binary whose hook runc runs (default: build/cachepin)
 #   --kernel-suite S  default trixie-backports
 #   --kernel-pkg P    default linux-image-7.3.4+deb13-amd64
 #   other options go to run-vm.sh (e.g. --verbose, --env CPVM_SCHED_SAMPLES=80)
@@ -20,6 +21,7 @@ VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$VM_DIR/../.." && pwd)
 WORK=${CPVM_WORK:-$VM_DIR/work}
 PROBE=$REPO/build/tests/cachepin-sched-probe
+BIN=$REPO/build/cachepin
 SUITE=trixie-backports
 PKG=linux-image-7.3.4+deb13-amd64
 PASS_ON=()
@@ -27,6 +29,7 @@ PASS_ON=()
 while [ $# -gt 0 ]; do
   case $1 in
     --probe) PROBE=$2; shift 2 ;;
+    --bin) BIN=$2; shift 2 ;;
     --kernel-suite) SUITE=$2; shift 2 ;;
     --kernel-pkg) PKG=$2; shift 2 ;;
     --payload|--tests|--smp) echo "run-sched-suite: $1 is set by this script" >&2; exit 2 ;;
@@ -37,6 +40,7 @@ done
 skip() { echo "run-sched-suite: SKIP: $*"; exit 77; }
 
 [ -x "$PROBE" ] || { echo "run-sched-suite: $PROBE is not an executable (build the tests)" >&2; exit 2; }
+[ -x "$BIN" ] || { echo "run-sched-suite: $BIN is not an executable (build cachepin)" >&2; exit 2; }
 for tool in qemu-system-x86_64 runc crun jq bash gzip gcc; do command -v "$tool" >/dev/null || skip "missing $tool"; done
 if [ ! -x "${CPVM_BUSYBOX:-/bin/busybox}" ] || ldd "${CPVM_BUSYBOX:-/bin/busybox}" >/dev/null 2>&1; then skip "missing busybox-static"; fi
 kdir=$("$VM_DIR/fetch-kernel.sh" --suite "$SUITE" --pkg "$PKG") || skip "cannot fetch $PKG from $SUITE"
@@ -53,10 +57,12 @@ rm -rf "$PAYLOAD"
 mkdir -p "$PAYLOAD/bin"
 cp "$VM_DIR/sched-tests.sh" "$PAYLOAD/run-tests.sh"
 cp -L "$PROBE" "$PAYLOAD/bin/cachepin-sched-probe"
-gcc -O1 -static -pthread -o "$PAYLOAD/bin/busy3" "$VM_DIR/busy3.c" 2>"$WORK/sched-busy3.err" ||
-  skip "cannot link a static program: $(head -3 "$WORK/sched-busy3.err")"
+for prog in busy3 cas-watch; do
+  gcc -O1 -static -pthread -o "$PAYLOAD/bin/$prog" "$VM_DIR/$prog.c" 2>"$WORK/sched-$prog.err" ||
+    skip "cannot link a static program: $(head -3 "$WORK/sched-$prog.err")"
+done
 
 exec "$VM_DIR/run-vm.sh" --kernel-dir "$kdir" --smp 16,sockets=1,dies=2,cores=4,threads=2 \
-  --payload "$PAYLOAD" --name sched-7.3 --timeout 400 \
+  --payload "$PAYLOAD" --name sched-7.3 --timeout 900 --bin "$BIN" --host-tool flock \
   --env "CPVM_SCHED_CONFIG_CACHE=$(conf SCHED_CACHE)" --env "CPVM_SCHED_CONFIG_CORE=$(conf SCHED_CORE)" \
   "${PASS_ON[@]}"

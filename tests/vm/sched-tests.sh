@@ -92,17 +92,12 @@ cpvm_expect_eq sched.set.file "$((1 - initial))" "$(cat $DBG/enabled)" "the file
 $PROBE set $other >/tmp/set2.out 2>&1
 cpvm_expect_eq sched.set.idempotent 0 "$(key /tmp/set2.out written)" "set $other again: written"
 
-# --- the effect
+# --- cachepin's hook, through runc: sched_cache on-demand, leave, and the effect
 # l3_of: the L3 index of each CPU, from sysfs.
 declare -A L3_OF
 for i in "${!L3S[@]}"; do
   for c in $(cpvm_cpulist_expand "${L3S[$i]}"); do L3_OF[$c]=$i; done
 done
-CG=/sys/fs/cgroup/cpvm-sched
-mkdir -p $CG
-all=$(cat /sys/devices/system/cpu/online)
-echo "$all" >$CG/cpuset.cpus
-cpvm_expect_eq sched.cgroup.cpus "$(cpvm_cpulist_normalize "$all")" "$(cpvm_cpulist_normalize "$(cat $CG/cpuset.cpus.effective)")" "the cpuset spans both L3s:"
 
 # sample PID: PATTERN := the L3 pattern of PID's threads now, "3" (all on one L3) or
 # "12" / "21": field 39 of each thread's stat (the CPU it last ran on; after the
@@ -120,38 +115,132 @@ sample() {
   for i in "${!counts[@]}"; do out+=${counts[i]}; done
   PATTERN=$out
 }
-
-# together MODE: start busy3 in the cgroup with CAS MODE, wait, sample; prints
-# "<samples with every thread on one L3> <the per-sample L3 patterns>".
+# together PID: wait, sample; prints "<samples with every thread on one L3> <patterns>".
 together() {
-  local mode=$1 pid n=0 k patterns=""
-  $PROBE set "$mode" >/dev/null || return 1
-  sh -c "echo \$\$ >$CG/cgroup.procs && exec busy3" &
-  pid=$!
+  local pid=$1 n=0 k patterns=""
   sleep "$SETTLE"
   for ((k = 0; k < SAMPLES; k++)); do
-    sample $pid
+    sample "$pid"
     [ "$PATTERN" = 3 ] && n=$((n + 1))
     patterns+=" $PATTERN"
     sleep 0.1
   done
-  kill $pid
-  wait $pid 2>/dev/null
   echo "$n$patterns"
 }
-t0=$(cut -d' ' -f1 /proc/uptime)
-off=$(together off) || cpvm_fail sched.effect.off "set off failed"
-on=$(together on) || cpvm_fail sched.effect.on "set on failed"
-cpvm_info "effect: $SAMPLES samples after ${SETTLE}s; threads per L3 in each sample (3 = all on one): off:${off#* } on:${on#* }"
+
+CACHEPIN=/payload/bin/cachepin
+HDIR=/run/cpvm-sched
+STATE=$HDIR/state
+HCFG=$HDIR/config.json
+mkdir -p $HDIR
+hostconfig() { printf '{"state_dir": "%s", "sched_cache": "%s", "log_level": "debug", "lock_timeout_ms": 60000}\n' "$STATE" "$1" >$HCFG; }
+hooks() { # hooks POSTSTOP-TIMEOUT
+  printf '{"createRuntime": [{"path": "%s", "args": ["cachepin", "hook", "--config", "%s", "createRuntime"], "timeout": 60}],
+ "poststop": [{"path": "%s", "args": ["cachepin", "hook", "--config", "%s", "poststop"], "timeout": %s}]}' \
+    "$CACHEPIN" "$HCFG" "$CACHEPIN" "$HCFG" "$1"
+}
+CPVM_HOOKS=$(hooks 60)
+BIND='.mounts += [{"destination": "/opt", "type": "bind", "source": "/payload/bin", "options": ["rbind", "ro"]}]'
+ASK_ON='"cachepin.io/sched-cache": "on"'
+restore() { if [ -f $STATE/ledger.json ]; then jq -r '.sched_cache_restore // "none"' $STATE/ledger.json; else echo none; fi; }
+in_ledger() { jq -r --arg id "$1" '[.entries[] | select(.id == $id)] | length' $STATE/ledger.json; }
+# Every write into the switch, counted (cas-watch: inotify IN_MODIFY).
+WATCH=$HDIR/writes
+cas-watch $DBG/enabled $WATCH & watcher=$!
+for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s $WATCH ] && break; sleep 0.2; done
+writes() { grep -c modify $WATCH; }
+
+$PROBE set off >/dev/null
+w0=$(writes)
+hostconfig on-demand
+# A: twelve CPUs (smt=any: no idle siblings held, room for B), so its cpuset spans
+# both L3s of eight; three busy threads.
+SPAN='"cachepin.io/cpus": "12", "cachepin.io/smt": "any"'
+cpvm_create runc cas-a --annotations "{$SPAN, $ASK_ON}" --jq "$BIND" -- /opt/busy3 ||
+  cpvm_fail sched.hook.create.a "$(tail -c 400 "$CPVM_BUNDLES/cas-a/stderr")"
+cpvm_expect_eq sched.hook.on-demand.first 1 "$(cat $DBG/enabled)" "enabled after the first container asking (createRuntime):"
+cpvm_expect_eq sched.hook.on-demand.kept off "$(restore)" "the ledger keeps the value to give back:"
+a_pid=$(cpvm_pid runc cas-a)
+a_cpus=$(cpvm_cgroup_read "$a_pid" cpuset.cpus)
+declare -A a_l3
+for c in $(cpvm_cpulist_expand "$a_cpus"); do a_l3[${L3_OF[$c]}]=1; done
+a_l3s=${#a_l3[@]}
+cpvm_expect_eq sched.hook.spans 2 "$a_l3s" "L3s under container A's cpuset ($a_cpus):"
+
+# status --json in the guest, against the guest's sysfs.
+st=$($CACHEPIN status --json --config $HCFG 2>/dev/null)
+cpvm_expect_eq sched.status.cas.state on "$(jq -r '.features.cache_aware_scheduling.state' <<<"$st")"
+cpvm_expect_eq sched.status.cas.interface llc_balancing "$(jq -r '.features.cache_aware_scheduling.interface' <<<"$st")"
+cpvm_expect_eq sched.status.cas.asked_by '["cas-a"]' "$(jq -c '.features.cache_aware_scheduling.asked_by' <<<"$st")"
+cpvm_expect_eq sched.status.cas.restore off "$(jq -r '.features.cache_aware_scheduling.restore' <<<"$st")"
+cpvm_expect_eq sched.status.llcs "$(printf '%s\n' "${L3S[@]}" | while read -r l; do cpvm_cpulist_normalize "$l"; done | sort | paste -sd' ')" \
+  "$(jq -r '.topology.llcs[].cpus' <<<"$st" | while read -r l; do cpvm_cpulist_normalize "$l"; done | sort | paste -sd' ')" "LLC CPUs, status vs sysfs:"
+cpvm_expect_eq sched.status.online "$(cpvm_cpulist_normalize "$(cat /sys/devices/system/cpu/online)")" \
+  "$(cpvm_cpulist_normalize "$(jq -r '.topology.online' <<<"$st")")"
+cpvm_expect_eq sched.status.smt_width 2 "$(jq -r '.topology.smt_width' <<<"$st")"
+cpvm_expect_eq sched.status.entry.cpus "$(cpvm_cpulist_normalize "$a_cpus")" \
+  "$(cpvm_cpulist_normalize "$(jq -r '.ledger.entries[] | select(.id == "cas-a") | .cpus' <<<"$st")")" "container A's CPUs, status vs its cgroup:"
+
+# The effect, in A: its threads on one L3 while cachepin holds the switch on.
+cpvm_start runc cas-a
+on=$(together "$a_pid")
+cpvm__rt runc kill cas-a KILL # stop the busy loop now (TCG); its poststop comes with delete
+# B asks too; A goes: still on.  B goes: back to off.
+cpvm_create runc cas-b --annotations "{\"cachepin.io/cpus\": \"2\", $ASK_ON}" -- sleep 600
+cpvm_expect_eq sched.hook.b.placed 1 "$(in_ledger cas-b)" "B placed:"
+cpvm_expect_eq sched.hook.on-demand.second 1 "$(cat $DBG/enabled)"
+cpvm_delete runc cas-a
+cpvm_expect_eq sched.hook.on-demand.held 1 "$(cat $DBG/enabled)" "after A's poststop, B still asking:"
+cpvm_delete runc cas-b
+cpvm_expect_eq sched.hook.on-demand.restored 0 "$(cat $DBG/enabled)" "after the last poststop:"
+cpvm_expect_eq sched.hook.on-demand.forgotten none "$(restore)"
+cpvm_expect_eq sched.hook.on-demand.writes 2 "$(($(writes) - w0))" "writes into the switch (on once, off once):"
+
+# The effect's other half: the same container, not asking, with the switch off.
+cpvm_create runc cas-e --annotations "{$SPAN}" --jq "$BIND" -- /opt/busy3
+e_pid=$(cpvm_pid runc cas-e)
+cpvm_start runc cas-e
+off=$(together "$e_pid")
+cpvm_delete runc cas-e
+cpvm_expect_eq sched.hook.not-asking 0 "$(cat $DBG/enabled)" "a container not asking leaves it off:"
+cpvm_info "effect in a placed container spanning both L3s: $SAMPLES samples after ${SETTLE}s; threads per L3 in each sample (3 = all on one): off:${off#* } on:${on#* }"
 off_n=${off%% *} on_n=${on%% *}
-cpvm_info "CAS effect: all 3 threads on one L3 in $off_n/$SAMPLES samples with enabled=0, $on_n/$SAMPLES with enabled=1 ($(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }') s)"
+cpvm_info "CAS effect through the hook: all 3 threads on one L3 in $off_n/$SAMPLES samples with the switch off, $on_n/$SAMPLES with cachepin holding it on"
 if [ "${on_n:-0}" -ge "$ON_MIN" ]; then cpvm_pass sched.effect.on "$on_n/$SAMPLES >= $ON_MIN"
 else cpvm_fail sched.effect.on "$on_n/$SAMPLES samples on one L3 with CAS on, want >= $ON_MIN"; fi
 if [ "${off_n:-99}" -le "$OFF_MAX" ]; then cpvm_pass sched.effect.off "$off_n/$SAMPLES <= $OFF_MAX"
 else cpvm_fail sched.effect.off "$off_n/$SAMPLES samples on one L3 with CAS off, want <= $OFF_MAX"; fi
 
+# A poststop hook SIGKILLed (runc kills a hook at its timeout; here it waits for a
+# ledger lock the test holds): the switch stays on for the dead container until
+# the next run, which gives it back.
+CPVM_HOOKS=$(hooks 2)
+cpvm_create runc cas-k --annotations "{\"cachepin.io/cpus\": \"2\", $ASK_ON}" -- sleep 600
+cpvm_expect_eq sched.hook.killed.on 1 "$(cat $DBG/enabled)"
+flock $STATE/ledger.lock sleep 8 & locker=$!
+sleep 0.5
+t0=$(cut -d' ' -f1 /proc/uptime)
+cpvm_delete runc cas-k
+cpvm_info "runc delete with the poststop hook stalled: $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }') s"
+wait $locker
+cpvm_expect_eq sched.hook.killed.entry 1 "$(in_ledger cas-k)" "the killed poststop released nothing:"
+cpvm_expect_eq sched.hook.killed.held 1 "$(cat $DBG/enabled)"
+CPVM_HOOKS=$(hooks 60)
+cpvm_create runc cas-p --annotations '{"cachepin.io/cpus": "1"}' -- sleep 600
+cpvm_expect_eq sched.hook.killed.restored 0 "$(cat $DBG/enabled)" "the next hook run (another container):"
+cpvm_expect_eq sched.hook.killed.dropped 0 "$(in_ledger cas-k)"
+cpvm_delete runc cas-p
+
+# leave: never written, whoever asks.
+hostconfig leave
+w1=$(writes)
+cpvm_create runc cas-l --annotations "{\"cachepin.io/cpus\": \"2\", $ASK_ON}" -- sleep 600
+cpvm_delete runc cas-l
+cpvm_expect_eq sched.hook.leave.value 0 "$(cat $DBG/enabled)"
+cpvm_expect_eq sched.hook.leave.writes 0 "$(($(writes) - w1))" "writes into the switch under leave:"
+kill $watcher
+
 # Leave the kernel as it was found.
 if [ "$initial" = 1 ]; then $PROBE set on >/dev/null; else $PROBE set off >/dev/null; fi
 cpvm_expect_eq sched.restored "$initial" "$(cat $DBG/enabled)" "enabled restored"
-rmdir $CG
 cpvm_finish

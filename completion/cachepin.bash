@@ -1,0 +1,53 @@
+# bash completion for cachepin(8).  Self-contained (no bash-completion helpers), so
+# that `source completion/cachepin.bash` works alone; installed as
+# <prefix>/share/bash-completion/completions/cachepin, which bash-completion loads
+# on the first <TAB> after `cachepin`.  The options are those of `cachepin COMMAND
+# --help` (hook/cmd_*.c); tests/install/completion.sh checks they agree.
+
+_cachepin ()
+{
+  local cur=${COMP_WORDS[COMP_CWORD]} prev=
+  [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
+  local commands="plan hook apply release status"
+  local request="--cpus --align --smt --mode --strict"
+  COMPREPLY=()
+
+  if [ "$COMP_CWORD" -le 1 ]; then
+    COMPREPLY=($(compgen -W "$commands --help --version" -- "$cur"))
+    return 0
+  fi
+
+  # The value of an option.
+  case $prev in
+    --align) COMPREPLY=($(compgen -W "llc l2 numa package none" -- "$cur")); return 0 ;;
+    --smt) COMPREPLY=($(compgen -W "pe0-first pe0 cores any" -- "$cur")); return 0 ;;
+    --mode) COMPREPLY=($(compgen -W "exclusive shared" -- "$cur")); return 0 ;;
+    --mems) COMPREPLY=($(compgen -W "local keep" -- "$cur")); return 0 ;;
+    --topology)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -W "host" -- "$cur") $(compgen -f -- "$cur"))
+      return 0 ;;
+    --config)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -- "$cur"))
+      return 0 ;;
+    --cgroup)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
+      return 0 ;;
+    --cpus | --allowed | --occupied) return 0 ;; # a number or a cpulist: nothing to offer
+  esac
+
+  local words
+  case ${COMP_WORDS[1]} in
+    plan) words="$request --topology --allowed --occupied --json --help" ;;
+    hook) words="--config --help createRuntime prestart poststop" ;;
+    apply) words="--cgroup --mems --config --json $request --help" ;;
+    release) words="--cgroup --config --help" ;;
+    status) words="--json --config --help" ;;
+    *) return 0 ;;
+  esac
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+  return 0
+}
+complete -F _cachepin cachepin

@@ -1,0 +1,187 @@
+/* cachepin: the cache-aware scheduling switch under the host setting and the
+ * ledger (see schedctl.h). */
+#define _GNU_SOURCE
+#include "schedctl.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "../policy/util.h"
+#include "ledger.h"
+#include "log.h"
+
+#ifdef CACHEPIN_FAULT_INJECTION
+static cp_schedctl_fault_fn fault_fn;
+static void *fault_data;
+
+void
+cp_schedctl_set_fault_hook (cp_schedctl_fault_fn fn, void *data)
+{
+  fault_fn = fn;
+  fault_data = data;
+}
+
+#define FAULT(point)                  \
+  do                                  \
+    {                                 \
+      if (fault_fn)                   \
+        fault_fn (point, fault_data); \
+    }                                 \
+  while (0)
+#else
+#define FAULT(point) ((void) 0)
+#endif
+
+static const char *
+on_off (int v)
+{
+  return v ? "on" : "off";
+}
+
+void
+cp_schedctl_decide (enum cp_sched_cache_setting setting, size_t askers, int restore, int current,
+                    struct cp_schedctl_step *out)
+{
+  /* What the switch was before cachepin took it: the kept value, else now's. */
+  int found = restore >= 0 ? restore : current;
+  *out = (struct cp_schedctl_step) { .target = found, .restore_after = -1 };
+  switch (setting)
+    {
+    case CP_SCHED_CACHE_ON_DEMAND:
+      if (askers > 0)
+        *out = (struct cp_schedctl_step) { .target = 1, .restore_after = found };
+      return;
+    case CP_SCHED_CACHE_ALWAYS:
+      out->target = 1;
+      return;
+    case CP_SCHED_CACHE_NEVER:
+      out->target = 0;
+      return;
+    case CP_SCHED_CACHE_LEAVE:
+    default:
+      return;
+    }
+}
+
+int
+cp_schedctl_open (const struct cp_hostconfig *hc, struct cp_schedctl *out, cp_error_t *err)
+{
+  *out = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 } };
+  /* Opened under every setting: leave, too, gives back a value an earlier
+     on-demand run kept (schedctl.h).  Opening writes nothing. */
+  if (cp_sched_cas_open (hc->kernel_root, &out->cas, &out->handle, err) < 0)
+    return -1;
+  return 0;
+}
+
+void
+cp_schedctl_close (struct cp_schedctl *sc)
+{
+  cp_sched_cas_close (&sc->handle);
+}
+
+/* "not in this kernel", "denied (Permission denied)", ... for messages. */
+static char *
+unavailable_text (const struct cp_sched_cas *cas)
+{
+  switch (cas->avail)
+    {
+    case CP_SCHED_NO_DEBUGFS:
+      return cp_xstrdup ("not reachable: debugfs is not mounted");
+    case CP_SCHED_DENIED:
+      return cp_xasprintf ("denied (%s)", strerror (cas->errnum ? cas->errnum : EACCES));
+    case CP_SCHED_UNSUPPORTED:
+      return cp_xstrdup ("not in this kernel (no CONFIG_SCHED_CACHE)");
+    case CP_SCHED_SUPPORTED:
+    default:
+      return cp_xstrdup ("available");
+    }
+}
+
+int
+cp_schedctl_check_request (const struct cp_schedctl *sc, const char *id, enum cp_ask ask, bool strict,
+                           cp_error_t *err)
+{
+  const char *setting = cp_sched_cache_setting_name (sc->setting);
+  bool usable = sc->handle.fd >= 0;
+  cleanup_free char *state
+      = usable ? cp_xasprintf ("%s", on_off (sc->cas.enabled)) : unavailable_text (&sc->cas);
+  if (ask == CP_ASK_ON)
+    {
+      if (sc->setting == CP_SCHED_CACHE_LEAVE)
+        cp_log (CP_LOG_INFO, "%s asks cachepin.io/sched-cache=on; host setting sched_cache is leave: the kernel's "
+                             "switch is left as it is (%s)", id, state);
+      else if (sc->setting == CP_SCHED_CACHE_NEVER)
+        cp_log (CP_LOG_WARNING, "%s asks cachepin.io/sched-cache=on; host setting sched_cache is never: it stays off",
+                id);
+      else if (!usable && strict)
+        return cp_fail_unsatisfiable (err, "cachepin.io/sched-cache=on: cache-aware scheduling is %s", state);
+      else if (!usable)
+        cp_log (CP_LOG_WARNING, "%s asks cachepin.io/sched-cache=on, but cache-aware scheduling is %s: placed "
+                                "without it", id, state);
+    }
+  else if (ask == CP_ASK_OFF)
+    {
+      if (sc->setting == CP_SCHED_CACHE_ALWAYS)
+        cp_log (CP_LOG_WARNING, "%s asks cachepin.io/sched-cache=off; host setting sched_cache is always: it stays on",
+                id);
+      else if (usable && sc->cas.enabled == 1)
+        cp_log (CP_LOG_INFO, "%s asks cachepin.io/sched-cache=off; the switch is host-wide and stays on (sched_cache "
+                             "%s)", id, setting);
+    }
+  return 0;
+}
+
+static const char *
+why_text (enum cp_sched_cache_setting setting, size_t askers, int target, char **buf)
+{
+  if (setting == CP_SCHED_CACHE_ON_DEMAND && askers > 0)
+    return *buf = cp_xasprintf ("sched_cache on-demand: %zu placed container%s ask%s", askers,
+                                askers == 1 ? "" : "s", askers == 1 ? "s" : "");
+  if (setting == CP_SCHED_CACHE_ALWAYS || setting == CP_SCHED_CACHE_NEVER)
+    return *buf = cp_xasprintf ("sched_cache %s", cp_sched_cache_setting_name (setting));
+  return *buf = cp_xasprintf ("sched_cache %s: no placed container asks; back to %s, the value found before",
+                              cp_sched_cache_setting_name (setting), on_off (target));
+}
+
+int
+cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
+{
+  if (sc->handle.fd < 0)
+    return 0;
+  int current;
+  if (cp_sched_cas_read (&sc->handle, &current, err) < 0)
+    return cp_error_wrap (err, "cache-aware scheduling");
+  size_t askers = cp_ledger_cas_askers (l);
+  int kept = cp_ledger_cas_restore (l);
+  struct cp_schedctl_step step;
+  cp_schedctl_decide (sc->setting, askers, kept, current, &step);
+
+  /* Keep the value to give back before the switch moves away from it. */
+  if (step.restore_after >= 0 && step.restore_after != kept)
+    {
+      cp_ledger_set_cas_restore (l, step.restore_after);
+      if (cp_ledger_commit (l, err) < 0)
+        return cp_error_wrap (err, "cache-aware scheduling: keep the value to restore");
+      FAULT (CP_SCHEDCTL_FAULT_KEPT);
+    }
+  if (step.target != current)
+    {
+      struct cp_sched_cas_change ch;
+      cleanup_free char *why = NULL;
+      if (cp_sched_cas_write (&sc->handle, step.target, &ch, err) < 0)
+        return cp_error_wrap (err, "cache-aware scheduling");
+      cp_log (CP_LOG_INFO, "cache-aware scheduling (%s): %s -> %s (%s)", sc->handle.name, on_off (ch.before),
+              on_off (ch.after), why_text (sc->setting, askers, step.target, &why));
+      sc->cas.enabled = ch.after;
+      FAULT (CP_SCHEDCTL_FAULT_WRITTEN);
+    }
+  /* Forget it only once it was given back. */
+  if (step.restore_after < 0 && kept >= 0)
+    {
+      cp_ledger_set_cas_restore (l, -1);
+      if (cp_ledger_commit (l, err) < 0)
+        return cp_error_wrap (err, "cache-aware scheduling: forget the value restored");
+    }
+  return 0;
+}

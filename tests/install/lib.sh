@@ -1,0 +1,9 @@
+# Shared by tests/install/*.sh: the PASS/FAIL counting of tests/e2e/podman.sh.
+PASS=0 FAIL=0
+pass () { echo "PASS: $*"; PASS=$((PASS + 1)); }
+fail () { echo "FAIL: $*"; FAIL=$((FAIL + 1)); }
+check () { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish () { echo "$PASS passed, $FAIL failed"; [ "$FAIL" = 0 ]; }
+
+# groff's warnings (-ww) for man page $1, empty when it renders cleanly.
+man_warnings () { groff -man -Tutf8 -ww "$1" 2>&1 >/dev/null; }
