@@ -88,7 +88,7 @@ PARENT=/$TAG # every pod's cgroup parent (cgroupfs), removed at the end
 IMAGE=localhost/cachepin-test/busybox:$TAG
 CTRD_PID="" CLIENT_PID=""
 PODS=()
-PASS=0 FAIL=0 SAID_SANDBOX_HOOKS=""
+PASS=0 FAIL=0 SAID_SANDBOX_HOOKS="" POD_KEY=""
 export CRI_STUBS=$STUBS
 
 # cri COMMAND [ARGS]: one command to the CRI client (cri_client.py --serve, started once);
@@ -270,7 +270,7 @@ placed () {
 }
 
 # sandbox_untouched WHAT POD: the sandbox holds nothing and kept its parent's CPUs. Its spec
-# carries the pod's annotations (what the hook would see); containerd 1.6 and 2.1 build it
+# carries the pod's annotations (what the hook would see: $POD_KEY, when set, checked); containerd 1.6 and 2.1 build it
 # without base_runtime_spec, so it has no hooks and the hook's own skip (the container-type
 # annotation) is not what keeps it alone here: said once, from the spec itself.
 sandbox_untouched () {
@@ -278,6 +278,10 @@ sandbox_untouched () {
   spec=$(ctr containers info "$pod" 2>/dev/null | jq -c '.Spec')
   check "$what: the sandbox's spec says container-type sandbox" \
     [ "$(jq -r '.annotations["io.kubernetes.cri.container-type"]' <<<"$spec")" = sandbox ]
+  if [ -n "$POD_KEY" ]; then
+    check "$what: the sandbox's spec carries the pod's $POD_KEY" \
+      [ "$(jq -r --arg k "$POD_KEY" '.annotations[$k] // empty' <<<"$spec")" = 1 ]
+  fi
   if [ -z "$SAID_SANDBOX_HOOKS" ]; then
     SAID_SANDBOX_HOOKS=1
     if [ "$(jq '.hooks.createRuntime // [] | length' <<<"$spec")" = 0 ]; then
@@ -322,6 +326,7 @@ echo "containerd: $(cri version) ($SUITE, config version $CONFIG_VERSION)"
 ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
 
 # 1. A pod annotation: every container of the pod asks; the sandbox carries it too.
+POD_KEY=cachepin.io/cpus
 if run_pod "$TAG-pod" cachepin.io/cpus=1; then
   if create_start "$POD" app "$TAG-pod" pod:cachepin.io/cpus=1; then placed "pod annotation" "$POD" "$C"; fi
   teardown "$POD" ${C:+"$C"}
@@ -329,12 +334,14 @@ fi
 check "pod annotation: nothing left in the ledger" [ "$(entries)" = 0 ]
 
 # 2. A per-container key among the pod's annotations.
+POD_KEY=cachepin.io/cpus.container.app
 if run_pod "$TAG-named" cachepin.io/cpus.container.app=1; then
   if create_start "$POD" app "$TAG-named" pod:cachepin.io/cpus.container.app=1; then placed "per-container pod annotation" "$POD" "$C"; fi
   teardown "$POD" ${C:+"$C"}
 fi
 
 # 3. A container annotation, in a pod that has none.
+POD_KEY=""
 if run_pod "$TAG-ctr"; then
   sandbox_untouched "pod without annotations" "$POD"
   if create_start "$POD" app "$TAG-ctr" cachepin.io/cpus=1; then placed "container annotation" "$POD" "$C"; fi
