@@ -21,7 +21,7 @@ static bool
 is_engine_key (const char *key)
 {
   static const char *const keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME, CP_ANNOTATION_CRIO_TYPE,
-                                       CP_ANNOTATION_CONTAINERD_TYPE };
+                                       CP_ANNOTATION_CONTAINERD_TYPE, CP_ANNOTATION_DOCKER_TYPE };
   for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
     if (strcmp (key, keys[i]) == 0)
       return true;
@@ -117,11 +117,19 @@ cp_annotations_container_name (const struct cp_annotations *a)
 bool
 cp_annotations_is_sandbox (const struct cp_annotations *a)
 {
-  static const char *const keys[] = { CP_ANNOTATION_CRIO_TYPE, CP_ANNOTATION_CONTAINERD_TYPE };
-  for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
+  /* Each engine's key and its word for the sandbox: cri-dockerd says "podsandbox". */
+  static const struct
+  {
+    const char *key, *sandbox;
+  } engines[] = {
+    { CP_ANNOTATION_CRIO_TYPE, "sandbox" },
+    { CP_ANNOTATION_CONTAINERD_TYPE, "sandbox" },
+    { CP_ANNOTATION_DOCKER_TYPE, "podsandbox" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (engines); i++)
     {
-      const char *type = cp_annotations_get (a, keys[i]);
-      if (type && strcmp (type, "sandbox") == 0)
+      const char *type = cp_annotations_get (a, engines[i].key);
+      if (type && strcmp (type, engines[i].sandbox) == 0)
         return true;
     }
   return false;

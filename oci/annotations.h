@@ -45,6 +45,7 @@
 #define CP_ANNOTATION_CONTAINERD_NAME "io.kubernetes.cri.container-name"
 #define CP_ANNOTATION_CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
 #define CP_ANNOTATION_CONTAINERD_TYPE "io.kubernetes.cri.container-type"
+#define CP_ANNOTATION_DOCKER_TYPE "io.kubernetes.docker.type" /* cri-dockerd: "podsandbox" */
 
 struct cp_annotation
 {
@@ -86,7 +87,7 @@ const char *cp_annotations_container_name (const struct cp_annotations *a);
  * pinned because the pod's main container asked to be. */
 bool cp_annotations_wants_cachepin (const struct cp_annotations *a);
 
-/* A pod's sandbox (pause) container under CRI-O or containerd: not to be placed. */
+/* A pod's sandbox (pause) container under CRI-O, containerd or cri-dockerd: not to be placed. */
 bool cp_annotations_is_sandbox (const struct cp_annotations *a);
 
 /* Where cpus came from (cp_container_request.cpus_source). */

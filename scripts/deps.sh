@@ -8,6 +8,7 @@ PACKAGES=(
   libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
   runc busybox-static jq util-linux procps
   dpkg-dev groff-base man-db   # the install tests: cpack's shlibdeps, man pages (tests/install)
+  python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install, build and run every test (the README's second command; .ci/run calls it):
-#   1. CTest: unit, cli, e2e (real runc and podman), stress-short, vm (QEMU: real
+#   1. CTest: unit, cli, e2e (real runc and podman), cri (containerd), stress-short, vm (QEMU: real
 #      kernels, runc and crun, cgroup v1 and v2);
 #   2. the unit and CLI tests again under ASan+UBSan (scripts/sanitize.sh);
 #   3. the unit tests under valgrind (scripts/valgrind.sh);
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 
-labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|install|stress-short|vm}"
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|install|cri|stress-short|vm}"
 (cd build && ctest --output-on-failure -L "$labels")
 if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   echo "== sanitizers (ASan+UBSan): unit and cli"

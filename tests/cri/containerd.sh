@@ -1,0 +1,364 @@
+#!/usr/bin/env bash
+# cachepin under containerd's CRI, driven as the kubelet drives it.
+#
+#   tests/cri/containerd.sh --suite sid|bookworm --cachepin BIN --stubs DIR
+#
+# containerd comes from Debian (sid: 2.x, config version 3; bookworm: 1.6, version 2), fetched
+# with apt-get download into /var/cache/cachepin/debs by fetch-debs.sh and never installed; it
+# runs on a private socket, root and state directory, with the shipped deploy/containerd
+# snippet (config-v3.toml or config-v2.toml, as is but for the base spec's path) and
+# the shipped base spec (deploy/containerd/cachepin-base-spec.json, its hooks pointed at BIN
+# and at a host config of the test's own). The CRI client is cri_client.py, its stubs
+# generated into DIR from k8s.io/cri-api's runtime/v1 api.proto (Debian's
+# golang-github-kubernetes-cri-api-dev, from sid). The snippet is imported (containerd 2.x)
+# or appended to the main config (1.x, whose imports replace whole plugin tables). The image
+# is busybox-static, built here and imported, also as the sandbox image: nothing is pulled.
+#
+# Checked: a pod annotation, a per-container key in the pod's annotations, and a container
+# annotation each place the container (its cpuset is the CPUs the ledger holds for it); the
+# sandbox (pause) container, which carries the pod's annotations too, is left alone; a pod
+# without annotations is left alone; once the containers and pods are stopped and removed
+# the ledger holds nothing.
+#
+# Debugging: CACHEPIN_CRI_KEEP=1 keeps the scratch directory (containerd's log, configs);
+# CACHEPIN_CRI_PAUSE=SECONDS waits that long before cleaning up, containerd still running.
+#
+# Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
+# the Debian archive unreachable with nothing cached).
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+SUITE="" BIN="" STUBS=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --suite) SUITE=$2; shift 2 ;;
+    --cachepin) BIN=$(realpath "$2"); shift 2 ;;
+    --stubs) STUBS=$2; shift 2 ;;
+    *) echo "usage: containerd.sh --suite sid|bookworm --cachepin BIN --stubs DIR" >&2; exit 2 ;;
+  esac
+done
+case $SUITE in
+  sid) SNIPPET=$SRC/deploy/containerd/config-v3.toml CONFIG_VERSION=3 ;;
+  bookworm) SNIPPET=$SRC/deploy/containerd/config-v2.toml CONFIG_VERSION=2 ;;
+  *) echo "containerd.sh: --suite sid or bookworm" >&2; exit 2 ;;
+esac
+[ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "containerd.sh: --cachepin and --stubs are needed" >&2; exit 2; }
+
+skip () { echo "SKIPPED: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root"
+PY=/usr/bin/python3 # Debian's, with python3-grpcio: not a python3 earlier in PATH
+RUNC=$(command -v runc) || skip "runc not installed"
+BUSYBOX=$(command -v busybox) || skip "busybox-static not installed"
+command -v jq >/dev/null || skip "jq not installed"
+"$PY" -c 'import grpc, grpc_tools' 2>/dev/null || skip "python3-grpcio and python3-grpc-tools not installed"
+# shellcheck source=../cli/lib/cpuset.sh
+. "$SRC/tests/cli/lib/cpuset.sh"
+CPUSET=$(find_cpuset_mount)
+[ -n "$CPUSET" ] || skip "no cpuset cgroup controller"
+
+# ---- containerd and the CRI protocol, from Debian ------------------------------------------
+# Pinned where the suite allows: bookworm's containerd is a stable release; sid moves on, and
+# fetch-debs.sh then takes sid's current version (and says so) unless the pinned one is cached.
+case $SUITE in
+  sid) CTRD_PKG=containerd=2.1.9+ds1-5 ;;
+  bookworm) CTRD_PKG=containerd=1.6.20~ds1-1+deb12u3 ;;
+esac
+CTRD=$(bash "$HERE/fetch-debs.sh" --suite "$SUITE" "$CTRD_PKG") \
+  || skip "containerd from $SUITE: the Debian archive is unreachable and nothing is cached"
+CRIAPI=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) \
+  || skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached"
+PROTO=$CRIAPI/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
+[ -f "$PROTO" ] || { echo "FAIL: $PROTO missing from the package"; exit 1; }
+# The stubs: gogoproto's options only steer Go code generation (the wire format is the
+# same without them), and gogo.proto is not in the package: they are dropped.
+mkdir -p "$STUBS"
+if [ ! -f "$STUBS/api_pb2_grpc.py" ] || [ "$PROTO" -nt "$STUBS/api_pb2_grpc.py" ]; then
+  grep -v 'gogoproto' "$PROTO" >"$STUBS/api.proto"
+  "$PY" -m grpc_tools.protoc -I"$STUBS" --python_out="$STUBS" --grpc_python_out="$STUBS" "$STUBS/api.proto" \
+    || { echo "FAIL: protoc could not compile $PROTO"; exit 1; }
+fi
+
+# ---- a private containerd -------------------------------------------------------------------
+# A short directory: unix socket paths are limited to 108 bytes.
+D=$(mktemp -d /tmp/cp-cri.XXXXXX)
+SOCK=$D/c.sock
+TAG=cachepin-cri-$$
+PARENT=/$TAG # every pod's cgroup parent (cgroupfs), removed at the end
+IMAGE=localhost/cachepin-test/busybox:$TAG
+CTRD_PID="" CLIENT_PID=""
+PODS=()
+PASS=0 FAIL=0 SAID_SANDBOX_HOOKS="" POD_KEY=""
+export CRI_STUBS=$STUBS
+
+# cri COMMAND [ARGS]: one command to the CRI client (cri_client.py --serve, started once);
+# its output on stdout, its status returned.
+cri () {
+  local line
+  printf '%q ' "$@" >&7 && echo >&7 || return 1
+  while IFS= read -r line <&8; do
+    case $line in .END\ *) return "${line#.END }" ;; esac
+    printf '%s\n' "$line"
+  done
+  return 1 # the client is gone
+}
+start_client () {
+  mkfifo "$D/cri.in" "$D/cri.out"
+  "$PY" "$HERE/cri_client.py" --socket "$SOCK" --serve <"$D/cri.in" >"$D/cri.out" &
+  CLIENT_PID=$!
+  exec 7>"$D/cri.in" 8<"$D/cri.out"
+}
+ctr () { "$CTRD/usr/bin/ctr" --address "$SOCK" -n k8s.io "$@"; }
+
+cleanup () {
+  local p pid m
+  for p in "${PODS[@]}"; do
+    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
+    cri stop-pod "$p" >/dev/null 2>&1
+    cri rm-pod "$p" >/dev/null 2>&1
+  done
+  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; fi
+  if [ -n "$CTRD_PID" ]; then
+    kill "$CTRD_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$CTRD_PID" 2>/dev/null
+  fi
+  # Shims this containerd started (their command line names our socket) outlive it.
+  for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
+  # Mounts under our directory (rootfs overlays, sandbox shm), deepest first.
+  awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
+    [ -d "$m$PARENT" ] && find "$m$PARENT" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
+}
+trap cleanup EXIT
+[ -z "${CACHEPIN_CRI_PAUSE:-}" ] || trap 'echo "paused: $D"; sleep "$CACHEPIN_CRI_PAUSE"; cleanup' EXIT
+trap 'exit 1' INT TERM
+
+pass () { PASS=$((PASS + 1)); echo "ok   $*"; }
+bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
+
+# The image: busybox-static and its applets, in the format `docker save` writes.
+build_image () {
+  local img=$D/img r=$D/img/rootfs
+  mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/etc"
+  cp "$BUSYBOX" "$r/bin/busybox"
+  for c in sh sleep cat grep; do ln -s busybox "$r/bin/$c"; done
+  tar --sort=name --owner=0 --group=0 --numeric-owner -C "$r" -cf "$img/layer.tar" .
+  local diff
+  diff=sha256:$(sha256sum "$img/layer.tar" | cut -d' ' -f1)
+  jq -n --arg diff "$diff" '{architecture: "amd64", os: "linux",
+      config: {Cmd: ["sleep", "2147483647"], Env: ["PATH=/bin"]},
+      rootfs: {type: "layers", diff_ids: [$diff]}}' >"$img/config.json"
+  jq -n --arg tag "$IMAGE" '[{Config: "config.json", RepoTags: [$tag], Layers: ["layer.tar"]}]' >"$img/manifest.json"
+  tar -C "$img" -cf "$D/image.tar" manifest.json config.json layer.tar
+}
+
+# The shipped snippet and base spec, made the test's own: the hook is this build's binary
+# with a host config (state directory, debug log) of the test's. restrict_oom_score_adj: the
+# sandbox's -998 needs CAP_SYS_RESOURCE, which a test machine (itself a container) may lack.
+configure () {
+  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d" "$D/hookstate"
+  printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/hookstate" >"$D/cachepin.json"
+  jq --arg bin "$BIN" --arg cfg "$D/cachepin.json" '
+      .hooks |= with_entries(.value |= map(
+        if .path == "/opt/cachepin/bin/cachepin" then .path = $bin | .args = ["cachepin", "hook", "--config", $cfg] + .args[2:]
+        else error("unexpected hook path \(.path)") end))' \
+     "$SRC/deploy/containerd/cachepin-base-spec.json" >"$D/base-spec.json" || return 1
+  sed "s|/opt/cachepin/share/containerd/cachepin-base-spec.json|$D/base-spec.json|" "$SNIPPET" >"$D/cachepin.toml"
+  grep -q "$D/base-spec.json" "$D/cachepin.toml" || { echo "the snippet names no base_runtime_spec"; return 1; }
+  if [ "$CONFIG_VERSION" = 3 ]; then
+    cat >"$D/config.toml" <<EOF
+version = 3
+root = '$D/root'
+state = '$D/state'
+imports = ['$D/cachepin.toml']
+[grpc]
+  address = '$SOCK'
+[ttrpc]
+  address = '$SOCK.ttrpc'
+[plugins.'io.containerd.internal.v1.opt']
+  path = '$D/opt'
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = '$IMAGE'
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = ['$D/cni/bin']
+  conf_dir = '$D/cni/net.d'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  BinaryName = '$RUNC'
+EOF
+  else
+    cat >"$D/config.toml" <<EOF
+version = 2
+root = "$D/root"
+state = "$D/state"
+[grpc]
+  address = "$SOCK"
+[ttrpc]
+  address = "$SOCK.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$D/opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMAGE"
+  restrict_oom_score_adj = true
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "$D/cni/bin"
+  conf_dir = "$D/cni/net.d"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  BinaryName = "$RUNC"
+EOF
+    # containerd 1.x: an imported file replaces a plugin's whole table (the default runc
+    # handler, the sandbox image would be lost): the snippet is merged into the file.
+    grep -v '^version' "$D/cachepin.toml" >>"$D/config.toml"
+  fi
+}
+
+start_containerd () {
+  # The shim (containerd-shim-runc-v2) is found on PATH, next to this containerd.
+  PATH=$CTRD/usr/bin:$PATH "$CTRD/usr/bin/containerd" --config "$D/config.toml" >"$D/containerd.log" 2>&1 &
+  CTRD_PID=$!
+  start_client
+  for _ in $(seq 100); do
+    cri version >/dev/null 2>&1 && return 0
+    kill -0 "$CTRD_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -20 "$D/containerd.log"
+  return 1
+}
+
+# ---- checks -------------------------------------------------------------------------------
+ledger () { cat "$D/hookstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
+held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .held] | join(",")'; }
+entries () { ledger | jq '.entries | length'; }
+allowed () { cri exec "$1" grep '^Cpus_allowed_list:' /proc/self/status 2>/dev/null | awk '{print $2}'; }
+# cgroup_cpus [ID]: the effective CPUs of the pods' parent cgroup or of container ID's (v2
+# leaves cpuset.cpus empty where nothing was written: the effective set is what counts).
+cgroup_cpus () {
+  local dir=$CPUSET$PARENT${1:+/$1}
+  cat "$dir/cpuset.effective_cpus" 2>/dev/null || cat "$dir/cpuset.cpus.effective" 2>/dev/null
+}
+ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
+same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
+
+# run_pod NAME [KEY=VALUE...]: a pod on the cachepin handler; $POD (also kept for cleanup).
+run_pod () {
+  local name=$1
+  shift
+  POD=$(cri run-pod "$name" "$PARENT" cachepin "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
+  PODS+=("$POD")
+}
+
+# placed WHAT POD CONTAINER: CONTAINER holds 1 CPU in the ledger, that is its cpuset (from
+# inside and in its cgroup), and the pod's sandbox container holds nothing and kept the
+# CPUs its parent gave it.
+placed () {
+  local what=$1 pod=$2 c=$3 h
+  h=$(held "$c")
+  check "$what: the ledger holds 1 CPU for the container ($h)" [ "$(ncpus "$h")" = 1 ]
+  check "$what: its Cpus_allowed_list is that CPU" same "$(allowed "$c")" "$h"
+  check "$what: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$c")" "$h"
+  sandbox_untouched "$what" "$pod"
+}
+
+# sandbox_untouched WHAT POD: the sandbox holds nothing and kept its parent's CPUs. Its spec
+# carries the pod's annotations (what the hook would see: $POD_KEY, when set, checked); containerd 1.6 and 2.1 build it
+# without base_runtime_spec, so it has no hooks and the hook's own skip (the container-type
+# annotation) is not what keeps it alone here: said once, from the spec itself.
+sandbox_untouched () {
+  local what=$1 pod=$2 spec
+  spec=$(ctr containers info "$pod" 2>/dev/null | jq -c '.Spec')
+  check "$what: the sandbox's spec says container-type sandbox" \
+    [ "$(jq -r '.annotations["io.kubernetes.cri.container-type"]' <<<"$spec")" = sandbox ]
+  if [ -n "$POD_KEY" ]; then
+    check "$what: the sandbox's spec carries the pod's $POD_KEY" \
+      [ "$(jq -r --arg k "$POD_KEY" '.annotations[$k] // empty' <<<"$spec")" = 1 ]
+  fi
+  if [ -z "$SAID_SANDBOX_HOOKS" ]; then
+    SAID_SANDBOX_HOOKS=1
+    if [ "$(jq '.hooks.createRuntime // [] | length' <<<"$spec")" = 0 ]; then
+      echo "note: this containerd runs the sandbox without the base spec's hooks"
+    else
+      echo "note: this containerd runs the sandbox with the hooks: the hook's own sandbox skip is exercised"
+    fi
+  fi
+  check "$what: the sandbox (pause) container holds nothing" [ -z "$(held "$pod")" ]
+  check "$what: the sandbox keeps its parent's CPUs" same "$(cgroup_cpus "$pod")" "$(cgroup_cpus)"
+}
+
+# teardown POD CONTAINER...: stop and remove as the kubelet does; the ledger then holds none of them.
+teardown () {
+  local pod=$1 c
+  shift
+  for c in "$@"; do cri stop "$c" && cri rm "$c" || bad "stop/remove $c"; done
+  if cri stop-pod "$pod" && cri rm-pod "$pod"; then
+    local kept=() p
+    for p in "${PODS[@]}"; do [ "$p" = "$pod" ] || kept+=("$p"); done
+    PODS=(${kept[@]+"${kept[@]}"})
+  else
+    bad "stop/remove pod $pod"
+  fi
+  for c in "$@"; do check "removed: the ledger no longer holds $c" [ -z "$(held "$c")" ]; done
+}
+
+# create_start POD NAME POD_NAME [KEY=VALUE...]: a started container of POD; $C.
+create_start () {
+  local pod=$1 name=$2 podname=$3
+  shift 3
+  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
+  cri start "$C" || { bad "$name: StartContainer"; sed -n '/level=error/p' "$D/containerd.log" | tail -3; return 1; }
+  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
+}
+
+# ---- the test -------------------------------------------------------------------------------
+build_image || { echo "FAIL: building the image"; exit 1; }
+configure || { echo "FAIL: configuring containerd"; exit 1; }
+start_containerd || { echo "FAIL: containerd did not start (log above)"; exit 1; }
+echo "containerd: $(cri version) ($SUITE, config version $CONFIG_VERSION)"
+ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
+
+# 1. A pod annotation: every container of the pod asks; the sandbox carries it too.
+POD_KEY=cachepin.io/cpus
+if run_pod "$TAG-pod" cachepin.io/cpus=1; then
+  if create_start "$POD" app "$TAG-pod" pod:cachepin.io/cpus=1; then placed "pod annotation" "$POD" "$C"; fi
+  teardown "$POD" ${C:+"$C"}
+fi
+check "pod annotation: nothing left in the ledger" [ "$(entries)" = 0 ]
+
+# 2. A per-container key among the pod's annotations.
+POD_KEY=cachepin.io/cpus.container.app
+if run_pod "$TAG-named" cachepin.io/cpus.container.app=1; then
+  if create_start "$POD" app "$TAG-named" pod:cachepin.io/cpus.container.app=1; then placed "per-container pod annotation" "$POD" "$C"; fi
+  teardown "$POD" ${C:+"$C"}
+fi
+
+# 3. A container annotation, in a pod that has none.
+POD_KEY=""
+if run_pod "$TAG-ctr"; then
+  sandbox_untouched "pod without annotations" "$POD"
+  if create_start "$POD" app "$TAG-ctr" cachepin.io/cpus=1; then placed "container annotation" "$POD" "$C"; fi
+  C1=$C
+  # A container that does not ask, next to it: left alone.
+  if create_start "$POD" plain "$TAG-ctr"; then
+    check "no annotation: the ledger holds nothing for it" [ -z "$(held "$C")" ]
+    check "no annotation: its cgroup keeps the parent's CPUs" same "$(cgroup_cpus "$C")" "$(cgroup_cpus)"
+  fi
+  teardown "$POD" ${C1:+"$C1"} ${C:+"$C"}
+fi
+check "all removed: the ledger is empty" [ "$(entries)" = 0 ]
+
+echo "$PASS passed, $FAIL failed"
+if [ "$FAIL" != 0 ]; then
+  echo "--- containerd log (errors) ---"
+  grep -E 'level=(error|warning)' "$D/containerd.log" | tail -20
+  exit 1
+fi
+exit 0

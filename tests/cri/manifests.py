@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""The Kubernetes and containerd files under deploy/ agree with each other and with the
+install layout they put on a node (docs/kubernetes.md): prefix /opt/cachepin, the binary at
+<prefix>/bin/cachepin, the hooks.d files at <prefix>/share/containers/oci/hooks.d/, the
+containerd snippets and base spec at <prefix>/share/containerd/, the host config at
+/etc/cachepin/config.json; one installer image name, tagged with the project's version; the
+runtime handler, RuntimeClass and node label the same everywhere; the installer holds only
+the host paths and privileges it needs; the example pod's annotations are values the real
+binary accepts.
+
+    /usr/bin/python3 tests/cri/manifests.py SOURCE_DIR PATH-TO-cachepin
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+import yaml
+
+PREFIX = "/opt/cachepin"
+ETC = "/etc/cachepin"
+BIN = PREFIX + "/bin/cachepin"
+BASE_SPEC = PREFIX + "/share/containerd/cachepin-base-spec.json"
+HANDLER = "cachepin"
+NODE_LABEL = ("cachepin.io/node", "true")
+IMAGE_NAME = "cachepin-installer"
+
+failures = 0
+
+
+def check(what, ok, detail=""):
+    global failures
+    if ok:
+        print(f"ok   {what}")
+    else:
+        failures += 1
+        print(f"FAIL {what}{': ' + detail if detail else ''}")
+
+
+def read(src, path):
+    with open(os.path.join(src, path), encoding="utf-8") as f:
+        return f.read()
+
+
+def docs_by_kind(src, path):
+    out = {}
+    for d in yaml.safe_load_all(read(src, path)):
+        if d:
+            out.setdefault(d["kind"], []).append(d)
+    return out
+
+
+def project_version(src):
+    m = re.search(r"project\(cachepin VERSION ([0-9.]+)", read(src, "CMakeLists.txt"))
+    return m.group(1)
+
+
+def check_snippets(src):
+    """Both containerd snippets: the same handler, spec and annotation patterns."""
+    tables = {
+        "config-v3.toml": ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", HANDLER),
+        "config-v2.toml": ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", HANDLER),
+    }
+    for name, keys in tables.items():
+        conf = tomllib.loads(read(src, f"deploy/containerd/{name}"))
+        check(f"{name}: version {3 if 'v3' in name else 2}", conf.get("version") == (3 if "v3" in name else 2))
+        t = conf
+        for k in keys:
+            t = t.get(k, {})
+        check(f"{name}: runtime handler '{HANDLER}'", bool(t), f"no table {'.'.join(keys)}")
+        check(f"{name}: runc v2 shim", t.get("runtime_type") == "io.containerd.runc.v2")
+        check(f"{name}: base_runtime_spec is {BASE_SPEC}", t.get("base_runtime_spec") == BASE_SPEC,
+              str(t.get("base_runtime_spec")))
+        for key in ("pod_annotations", "container_annotations"):
+            check(f"{name}: {key} passes cachepin.io/*", "cachepin.io/*" in t.get(key, []), str(t.get(key)))
+
+
+def check_base_spec(src):
+    spec = json.loads(read(src, "deploy/containerd/cachepin-base-spec.json"))
+    hooks = spec.get("hooks", {})
+    check("base spec: createRuntime and poststop hooks only", sorted(hooks) == ["createRuntime", "poststop"],
+          str(sorted(hooks)))
+    for stage, entries in hooks.items():
+        ok = len(entries) == 1 and entries[0]["path"] == BIN and entries[0]["args"] == ["cachepin", "hook", stage]
+        check(f"base spec: {stage} runs {BIN} hook {stage}", ok, json.dumps(entries))
+    check("base spec: no cgroupsPath of its own (containerd sets each container's)",
+          "cgroupsPath" not in spec.get("linux", {}))
+
+
+def check_image_build(src, version):
+    cf = read(src, "deploy/kubernetes/Containerfile")
+    inst = read(src, "deploy/kubernetes/install.sh")
+    check(f"Containerfile: the project's install with prefix {PREFIX} (hooks.d files naming {BIN})",
+          f"cmake --install /build --prefix {PREFIX}" in cf
+          and f"/stage{PREFIX}/share/containers/oci/hooks.d/cachepin-create.json" in cf)
+    check("Containerfile: the containerd snippets and base spec go to share/containerd",
+          all(f"/src/deploy/containerd/{f}" in cf for f in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"))
+          and "/out/share/containerd/" in cf)
+    check("Containerfile: the binary goes to bin/cachepin", f"cp /stage{BIN} /out/bin/" in cf)
+    check("Containerfile: installs install.sh as its entrypoint",
+          "COPY deploy/kubernetes/install.sh /usr/local/bin/cachepin-install" in cf
+          and 'ENTRYPOINT ["/usr/local/bin/cachepin-install"]' in cf)
+    tags = set(re.findall(r"(\S*" + IMAGE_NAME + r"):(\S+)", cf))
+    check(f"Containerfile: documents the image as .../{IMAGE_NAME}:{version}",
+          bool(tags) and all(t == version for _, t in tags), str(tags))
+    for var, default in (("PREFIX", "/host" + PREFIX), ("ETC", "/host" + ETC), ("CONFIG", "/config/config.json")):
+        check(f"install.sh: {var} defaults to {default}", f"{var}=${{CACHEPIN_" in inst and f":-{default}}}" in inst)
+
+
+def check_installer(src, version):
+    k = docs_by_kind(src, "deploy/kubernetes/installer.yaml")
+    check("installer.yaml: a Namespace, a ConfigMap and a DaemonSet",
+          all(len(k.get(x, [])) == 1 for x in ("Namespace", "ConfigMap", "DaemonSet")), str(sorted(k)))
+    ns = k["Namespace"][0]["metadata"]["name"]
+    cm, ds = k["ConfigMap"][0], k["DaemonSet"][0]
+    check("installer.yaml: everything in its namespace",
+          cm["metadata"].get("namespace") == ns and ds["metadata"].get("namespace") == ns)
+    try:
+        json.loads(cm["data"]["config.json"])
+        check("ConfigMap: config.json is JSON", True)
+    except (KeyError, ValueError) as e:
+        check("ConfigMap: config.json is JSON", False, str(e))
+
+    pod = ds["spec"]["template"]["spec"]
+    check("DaemonSet: selector matches its pods' labels",
+          ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items())
+    check(f"DaemonSet: runs on nodes labelled {NODE_LABEL[0]}={NODE_LABEL[1]}",
+          pod.get("nodeSelector") == dict([NODE_LABEL]), str(pod.get("nodeSelector")))
+    for host in ("hostNetwork", "hostPID", "hostIPC"):
+        check(f"DaemonSet: no {host}", not pod.get(host))
+    check("DaemonSet: no service account token", pod.get("automountServiceAccountToken") is False)
+
+    vols = {v["name"]: v for v in pod["volumes"]}
+    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    check(f"DaemonSet: host paths {PREFIX} and {ETC}, nothing else", host_paths == {PREFIX, ETC}, str(host_paths))
+    cms = [v["configMap"]["name"] for v in vols.values() if "configMap" in v]
+    check("DaemonSet: mounts the ConfigMap it ships", cms == [cm["metadata"]["name"]], str(cms))
+
+    containers = pod.get("initContainers", []) + pod["containers"]
+    images = {c["image"] for c in containers}
+    want = f"/{IMAGE_NAME}:{version}"
+    check(f"DaemonSet: one image, .../{IMAGE_NAME}:{version}",
+          len(images) == 1 and next(iter(images)).endswith(want), str(images))
+    check("DaemonSet: the image's registry is the reserved placeholder registry.example",
+          all(i.startswith("registry.example/") for i in images), str(images))
+    for c in containers:
+        sc = c.get("securityContext", {})
+        name = c["name"]
+        check(f"{name}: not privileged, no privilege escalation, read-only root",
+              sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False
+              and sc.get("readOnlyRootFilesystem") is True)
+        caps = sc.get("capabilities", {})
+        check(f"{name}: drops every capability, adds none", caps.get("drop") == ["ALL"] and not caps.get("add"))
+        check(f"{name}: limits set", "limits" in c.get("resources", {}))
+        for m in c.get("volumeMounts", []):
+            v = vols[m["name"]]
+            if "hostPath" in v:
+                check(f"{name}: host {v['hostPath']['path']} mounted at /host{v['hostPath']['path']} (install.sh's)",
+                      m["mountPath"] == "/host" + v["hostPath"]["path"], m["mountPath"])
+            if "configMap" in v:
+                check(f"{name}: the ConfigMap at /config, read-only", m["mountPath"] == "/config" and m.get("readOnly"))
+    init = pod.get("initContainers", [])
+    check("DaemonSet: the init container installs (the image's entrypoint, no command)",
+          len(init) == 1 and "command" not in init[0])
+    idle = [c for c in pod["containers"] if not c.get("volumeMounts")]
+    check("DaemonSet: the long-running container mounts nothing and is not root",
+          len(idle) == len(pod["containers"]) and all(c["securityContext"].get("runAsNonRoot") for c in idle))
+
+
+def check_runtimeclass_and_pod(src, binary):
+    rc = docs_by_kind(src, "deploy/kubernetes/runtimeclass.yaml")["RuntimeClass"][0]
+    check(f"RuntimeClass: handler {HANDLER} (the containerd snippets')", rc["handler"] == HANDLER)
+    check(f"RuntimeClass: schedules onto {NODE_LABEL[0]}={NODE_LABEL[1]} nodes, as the DaemonSet runs",
+          rc.get("scheduling", {}).get("nodeSelector") == dict([NODE_LABEL]))
+    pod = docs_by_kind(src, "deploy/kubernetes/example-pod.yaml")["Pod"][0]
+    check("example pod: uses the RuntimeClass", pod["spec"].get("runtimeClassName") == rc["metadata"]["name"])
+    ann = pod["metadata"].get("annotations", {})
+    ours = {k[len("cachepin.io/"):]: v for k, v in ann.items() if k.startswith("cachepin.io/")}
+    check("example pod: asks with cachepin.io/ annotations", bool(ours))
+    limits = [c.get("resources", {}).get("limits", {}).get("cpu") for c in pod["spec"]["containers"]]
+    check("example pod: its CPU limit is the CPUs it asks for", all(l == ours.get("cpus") for l in limits),
+          f"{limits} vs {ours.get('cpus')}")
+    # The values, as the hook parses them: cachepin plan takes the same spellings.
+    args = [binary, "plan", "--topology", "pack:1 l3:2 core:4 pu:2"]
+    for k, v in ours.items():
+        if k == "strict":
+            args += ["--strict"] if v == "true" else []
+            check("example pod: strict is true or false", v in ("true", "false"), v)
+        elif k == "mems":
+            check("example pod: mems is local or keep", v in ("local", "keep"), v)
+        else:
+            args += [f"--{k}", v]
+    r = subprocess.run(args, capture_output=True, text=True)
+    check("example pod: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
+
+
+def check_install_run(src, binary):
+    """install.sh run for real: the image's tree as the Containerfile lays it out, a fake
+    node's /opt/cachepin and /etc/cachepin; the hook paths in what lands there name the
+    binary that landed there."""
+    with tempfile.TemporaryDirectory(prefix="cachepin-install-") as d:
+        img, host = os.path.join(d, "cachepin"), os.path.join(d, "host")
+        hooks = os.path.join(img, "share/containers/oci/hooks.d")
+        ctrd = os.path.join(img, "share/containerd")
+        for p in (os.path.join(img, "bin"), hooks, ctrd, os.path.join(d, "config")):
+            os.makedirs(p)
+        shutil.copy(binary, os.path.join(img, "bin/cachepin"))
+        # What `cmake --install --prefix /opt/cachepin` makes of them (packaging/install.cmake;
+        # not run here: it writes into the build directory, which other tests use).
+        for name in ("cachepin-create.json", "cachepin-poststop.json"):
+            with open(os.path.join(hooks, name), "w") as f:
+                f.write(read(src, f"deploy/hooks.d/{name}.in").replace("@CACHEPIN_INSTALLED_BIN@", BIN))
+        for name in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"):
+            shutil.copy(os.path.join(src, "deploy/containerd", name), ctrd)
+        cm = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["ConfigMap"][0]["data"]["config.json"]
+        with open(os.path.join(d, "config/config.json"), "w") as f:
+            f.write(cm)
+        env = dict(os.environ, CACHEPIN_SRC=img, CACHEPIN_HOST_PREFIX=host + PREFIX,
+                   CACHEPIN_HOST_ETC=host + ETC, CACHEPIN_CONFIG=os.path.join(d, "config/config.json"))
+        r = subprocess.run(["sh", os.path.join(src, "deploy/kubernetes/install.sh")], env=env,
+                           capture_output=True, text=True)
+        check("install.sh: runs", r.returncode == 0, r.stderr.strip())
+        landed = host + BIN
+        check(f"install.sh: {BIN}, executable", os.access(landed, os.X_OK))
+        spec = json.loads(open(host + BASE_SPEC).read()) if os.path.exists(host + BASE_SPEC) else {}
+        paths = {e["path"] for es in spec.get("hooks", {}).values() for e in es}
+        check(f"install.sh: {BASE_SPEC}, its hooks naming {BIN}", paths == {BIN}, str(paths))
+        for name in ("cachepin-create.json", "cachepin-poststop.json"):
+            f = host + PREFIX + "/share/containers/oci/hooks.d/" + name
+            ok = os.path.exists(f) and json.loads(open(f).read())["hook"]["path"] == BIN
+            check(f"install.sh: hooks.d/{name}, naming {BIN}", ok)
+        cfg = host + ETC + "/config.json"
+        check(f"install.sh: {ETC}/config.json is the ConfigMap's",
+              os.path.exists(cfg) and open(cfg).read() == cm)
+        left = [f for _, _, fs in os.walk(host) for f in fs if ".tmp." in f]
+        check("install.sh: no temporary file left", not left, str(left))
+
+
+def main(argv):
+    src, binary = argv[1], os.path.realpath(argv[2])
+    version = project_version(src)
+    check_snippets(src)
+    check_base_spec(src)
+    check_image_build(src, version)
+    check_installer(src, version)
+    check_runtimeclass_and_pod(src, binary)
+    check_install_run(src, binary)
+    print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
