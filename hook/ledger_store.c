@@ -187,9 +187,11 @@ load (struct cp_ledger *l, cp_error_t *err)
   return 0;
 }
 
-/* A directory in place of ledger.json.tmp would fail every commit (unlink cannot
- * remove it, and the sandbox the commit runs in may not remove directories): set
- * it aside now, under the lock.  Other kinds the commit's unlink removes. */
+/* Under the lock, a ledger.json.tmp is what a killed hook left: nobody is writing
+ * it.  A directory in its place would fail every commit (unlink cannot remove it,
+ * and the sandbox the commit runs in may not remove directories): set it aside.
+ * Anything else is removed now, so that a run with nothing to commit does not
+ * leave it behind (the commit's own unlink only runs when there is something). */
 static int
 clear_tmp (struct cp_ledger *l, cp_error_t *err)
 {
@@ -197,7 +199,11 @@ clear_tmp (struct cp_ledger *l, cp_error_t *err)
   if (fstatat (l->dirfd, CP_LEDGER_TMP_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
     return errno == ENOENT ? 0 : cp_fail_errno (err, errno, "stat `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
   if (!S_ISDIR (st.st_mode))
-    return 0;
+    {
+      if (unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0) < 0 && errno != ENOENT)
+        return cp_fail_errno (err, errno, "remove stale `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
+      return 0;
+    }
   const char *how;
   if (cp_ledger_move_aside (l->dirfd, l->dir, CP_LEDGER_TMP_FILE, CP_LEDGER_TMP_CORRUPT_FILE, &how, err) < 0)
     return -1;
