@@ -11,20 +11,30 @@
 #include "../oci/io.h"
 #include "../policy/util.h"
 
-int
-cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_time, char *state, cp_error_t *err)
+/* "pid (comm) state ppid ...": comm is up to 15 bytes of anything a process
+ * chose with prctl(PR_SET_NAME), ')' and spaces included, so the fields are only
+ * counted from the last ')'.  *STATE is field 3; *FIELD4 points at field 4. */
+static int
+after_comm (const char *buf, size_t len, char *state, const char **field4, cp_error_t *err)
 {
-  /* "pid (comm) state ppid ...": comm is up to 15 bytes of anything a process
-   * chose with prctl(PR_SET_NAME), ')' and spaces included, so the fields are
-   * only counted from the last ')'. */
   const char *paren = memrchr (buf, ')', len);
   if (paren == NULL)
     return cp_fail_input (err, "/proc stat: no `)` after the command name");
   const char *p = paren + 1, *end = buf + len;
   if (end - p < 3 || p[0] != ' ' || p[2] != ' ')
     return cp_fail_input (err, "/proc stat: no state after the command name");
-  char st = p[1];
-  p += 3;
+  *state = p[1];
+  *field4 = p + 3;
+  return 0;
+}
+
+int
+cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_time, char *state, cp_error_t *err)
+{
+  const char *p, *end = buf + len;
+  char st;
+  if (after_comm (buf, len, &st, &p, err) < 0)
+    return -1;
   /* p is at field 4; skip to field 22. */
   for (int field = 4; field < 22; field++)
     {
@@ -100,13 +110,10 @@ cp_proc_rootless_reason (void)
 int
 cp_proc_parse_ppid (const char *buf, size_t len, pid_t *ppid, cp_error_t *err)
 {
-  const char *paren = memrchr (buf, ')', len);
-  if (paren == NULL)
-    return cp_fail_input (err, "/proc stat: no `)` after the command name");
-  const char *p = paren + 1, *end = buf + len;
-  if (end - p < 4 || p[0] != ' ' || p[2] != ' ')
-    return cp_fail_input (err, "/proc stat: no state after the command name");
-  p += 3;
+  const char *p, *end = buf + len;
+  char st;
+  if (after_comm (buf, len, &st, &p, err) < 0)
+    return -1;
   long v = 0;
   const char *digits = p;
   while (p < end && *p >= '0' && *p <= '9' && v <= INT_MAX / 10)

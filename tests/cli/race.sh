@@ -13,10 +13,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: race.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
-ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 [ "$(id -u)" = 0 ] || { echo "race.sh: skipped: needs root"; exit 0; }
 MNT=""
@@ -35,13 +32,6 @@ cleanup () {
 }
 trap cleanup EXIT
 
-make_cgroup () { # a cgroup with its parent's CPUs and nodes (v1 needs them set)
-  mkdir "$1"
-  if [ "$MNT" != /sys/fs/cgroup ]; then
-    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
-    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
-  fi
-}
 start_in () { # a sleeper in the cgroup $1; its pid in $REPLY
   sleep 600 </dev/null >/dev/null 2>&1 &
   REPLY=$!

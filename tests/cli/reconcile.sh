@@ -14,10 +14,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: reconcile.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
-ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 [ "$(id -u)" = 0 ] || { echo "reconcile.sh: skipped: needs root"; exit 0; }
 MNT=$(find_cpuset_mount)
@@ -36,13 +33,6 @@ cleanup () {
   rm -rf "$D"
 }
 trap cleanup EXIT
-make_cgroup () {
-  mkdir "$1"
-  if [ "$MNT" != /sys/fs/cgroup ]; then
-    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
-    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
-  fi
-}
 make_cgroup "$TOP"
 make_cgroup "$TOP/c"
 mkdir "$TOP/l"

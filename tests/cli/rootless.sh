@@ -8,10 +8,7 @@
 # (exit 0, silent); poststop is silent.
 set -u
 BIN=$(realpath "${1:?usage: rootless.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
-ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 [ "$(id -u)" = 0 ] || { echo "rootless.sh: skipped: needs root (to drop it)"; exit 0; }
 command -v jq >/dev/null || { echo "rootless.sh: skipped: no jq"; exit 0; }

@@ -16,11 +16,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: sched.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
-ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
-contains () { if grep -qF -- "$3" "$2"; then ok "$1"; else ko "$1: no '$3' in: $(head -c 600 "$2")"; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 [ "$(id -u)" = 0 ] || { echo "sched.sh: skipped: needs root"; exit 0; }
 command -v jq >/dev/null || { echo "sched.sh: skipped: no jq"; exit 0; }
@@ -37,13 +33,6 @@ cleanup () {
 }
 trap cleanup EXIT
 
-make_cgroup () {
-  mkdir "$1"
-  if [ "$MNT" != /sys/fs/cgroup ]; then
-    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
-    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
-  fi
-}
 # container NAME: a cgroup with a sleeper in it; the pid in PID_<NAME>
 container () {
   make_cgroup "$TOP/$1"

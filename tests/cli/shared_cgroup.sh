@@ -8,10 +8,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: shared_cgroup.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
-ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
 [ "$(id -u)" = 0 ] || { echo "shared_cgroup.sh: skipped: needs root"; exit 0; }
 command -v jq >/dev/null || { echo "shared_cgroup.sh: skipped: no jq"; exit 0; }
@@ -26,13 +23,6 @@ cleanup () {
   rm -rf "$D"
 }
 trap cleanup EXIT
-make_cgroup () {
-  mkdir "$1"
-  if [ "$MNT" != /sys/fs/cgroup ]; then
-    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
-    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
-  fi
-}
 start_in () { # start_in CGROUP CMD...: a process in CGROUP; its pid in REPLY
   "${@:2}" </dev/null >/dev/null 2>&1 &
   REPLY=$!

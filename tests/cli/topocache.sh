@@ -17,10 +17,9 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: topocache.sh PATH-TO-cachepin}")
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+# A failure shows the hook's stderr.
 ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; [ -s "$D/err" ] && sed 's/^/    stderr: /' "$D/err"; }
-check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
 says () { if grep -qF -- "$2" "$D/err"; then ok "$1"; else ko "$1: no line with '$2'"; fi; }
 
 [ "$(id -u)" = 0 ] || { echo "topocache.sh: skipped: needs root"; exit 0; }
@@ -38,13 +37,6 @@ cleanup () {
 }
 trap cleanup EXIT
 
-make_cgroup () {
-  mkdir "$1"
-  if [ "$MNT" != /sys/fs/cgroup ]; then
-    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
-    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
-  fi
-}
 make_cgroup "$TOP"
 make_cgroup "$TOP/c"
 ALL=$(cat "$TOP/c/cpuset.cpus")

@@ -10,3 +10,13 @@ find_cpuset_mount () {
     echo /sys/fs/cgroup
   fi
 }
+
+# make_cgroup DIR: a new cgroup under the cpuset hierarchy $MNT with its parent's
+# CPUs and nodes (a v1 cpuset starts empty, and takes no task until they are set).
+make_cgroup () {
+  mkdir "$1"
+  if [ "$MNT" != /sys/fs/cgroup ]; then
+    cat "$(dirname "$1")/cpuset.cpus" > "$1/cpuset.cpus"
+    cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
+  fi
+}
