@@ -12,6 +12,7 @@
 #include "log.h"
 #include "proc.h"
 #include "sandbox.h"
+#include "systemd.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -80,7 +81,7 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
  * /proc/PID (0: nothing).  See sandbox.h. */
 static int
 enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
-               cp_error_t *err)
+               const struct cp_systemd *sd, cp_error_t *err)
 {
   if (!hc->sandbox)
     return 0;
@@ -88,6 +89,8 @@ enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const 
     .state_dirfd = cp_ledger_dirfd (l),
     .cgroup_mountfd = cg ? cg->mountfd : -1,
     .pid = pid,
+    .bus = sd != NULL,
+    .bus_fd = cp_systemd_fd (sd),
   };
   int abi = cp_sandbox_enter (&sb, err);
   if (abi < 0)
@@ -232,7 +235,8 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
     }
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  if (enter_sandbox (hc, l, t->cgroup, t->pid, err) < 0)
+  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
+  if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
     return -1;
@@ -246,6 +250,8 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
       cp_error_free (&ignored);
       return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
+  /* After the direct write, which stands whatever systemd answers. */
+  cp_systemd_apply (sd, plan->cpus, creq->mems_keep ? NULL : plan->mems);
   *plan_out = cp_steal_pointer (&plan);
   return 0;
 }
@@ -268,7 +274,8 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
   cleanup_ledger struct cp_ledger *l = NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  if (enter_sandbox (hc, l, widen_cg, 0, err) < 0)
+  cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
+  if (enter_sandbox (hc, l, widen_cg, 0, sd, err) < 0)
     return -1;
   *found = cp_ledger_find (l, id) != NULL;
   /* Widen under the lock, before the entry goes: a placement of the same cgroup
@@ -280,6 +287,8 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
       FAULT (CP_PLACER_FAULT_WIDENING);
       if (widen (widen_cg, err) < 0)
         return -1;
+      cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
+      cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
     }
   cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)

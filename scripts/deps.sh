@@ -7,11 +7,13 @@ PACKAGES=(
   build-essential cmake pkg-config python3
   libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
   runc busybox-static jq util-linux procps
+  libsystemd-dev
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)
 if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
-  PACKAGES+=(qemu-system-x86 cpio gzip crun)
+  # mmdebstrap, zstd: the systemd guest's root file system (tests/vm/systemd-rootfs.sh).
+  PACKAGES+=(qemu-system-x86 cpio gzip crun mmdebstrap zstd)
 fi
 if [ "${CACHEPIN_WITH_CHECKS:-1}" = 1 ]; then
   PACKAGES+=(clang libclang-rt-14-dev llvm valgrind strace)
