@@ -233,9 +233,10 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
       if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
         return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
+  /* Before the lock: D-Bus round trips do not lengthen anyone's wait for it. */
+  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
   if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
@@ -272,9 +273,9 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
                    cp_error_t *err)
 {
   cleanup_ledger struct cp_ledger *l = NULL;
+  cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
   if (enter_sandbox (hc, l, widen_cg, 0, sd, err) < 0)
     return -1;
   *found = cp_ledger_find (l, id) != NULL;

@@ -4,7 +4,7 @@
 # guest (run-systemd-suite.sh, run-vm.sh --rootfs). PID 1 is systemd, cgroup v2.
 #
 # For each manager a container asks for `cachepin.io/cpus=2` through the shipped
-# hook files (deploy/hooks.d: podman reads them from /etc/containers/oci/hooks.d;
+# hook files (deploy/hooks.d: podman reads them from /usr/share/containers/oci/hooks.d;
 # runc and crun get their `.hook` objects in config.json):
 #   podman       podman run, its default systemd cgroup manager and runtime (crun)
 #   runc         runc --systemd-cgroup, cgroupsPath system.slice:cachepin:<id>
@@ -37,8 +37,9 @@ printf '{"state_dir": "%s", "log_level": "debug", "lock_timeout_ms": 60000}\n' "
 CPVM_HOOKS=$(jq -s '{createRuntime: [.[] | select(.stages | index("createRuntime")) | .hook],
                      poststop: [.[] | select(.stages | index("poststop")) | .hook]}' /payload/hooks.d/*.json)
 export CPVM_HOOKS
-mkdir -p /etc/containers/oci/hooks.d
-cp /payload/hooks.d/*.json /etc/containers/oci/hooks.d/
+# Where a package installs OCI hooks, and podman's default hooks_dir.
+mkdir -p /usr/share/containers/oci/hooks.d
+cp /payload/hooks.d/*.json /usr/share/containers/oci/hooks.d/
 
 cpvm_info "$(systemctl --version | head -1); $(runc --version | head -1); $(crun --version | head -1); $(podman --version)"
 cpvm_info "hooks: $(jq -c . <<<"$CPVM_HOOKS")"
