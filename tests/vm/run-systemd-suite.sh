@@ -57,6 +57,6 @@ done
 [ "$n" -gt 0 ] || { echo "run-systemd-suite: no hook files in $REPO/deploy/hooks.d" >&2; exit 2; }
 
 # Two L3s of two CPUs: a cpus=2 request fits one. The rootfs is the initramfs
-# (333 MB unpacked): 3 GiB. Boot to the tests takes 1-2 minutes under TCG.
+# (333 MB unpacked): 3 GiB. Boot to the tests takes 2-7 minutes under TCG (host load).
 exec "$VM_DIR/run-vm.sh" --rootfs "$rootfs" --smp 4,sockets=1,dies=2,cores=2,threads=1 --mem 3072 \
-  --payload "$PAYLOAD" --name "systemd-$SUITE" --timeout 900 "${PASS_ON[@]}"
+  --payload "$PAYLOAD" --name "systemd-$SUITE" --timeout 1500 "${PASS_ON[@]}"

@@ -17,6 +17,8 @@
 #                child of the unit (crun's <scope>/container), systemd was not told
 #   reload       after `systemctl daemon-reload`: cgroup and Cpus_allowed_list unchanged
 #   property     after `systemctl set-property --runtime <unit> CPUWeight=50`: the same
+#   cpuset-property  after `systemctl set-property --runtime <unit> AllowedMemoryNodes=<its
+#                own value>`, which makes systemd rewrite the unit's cpuset files: the same
 #   released     stopped and deleted: the poststop hook ran (the ledger no longer
 #                holds the id) and the unit, if it still exists, has no AllowedCPUs
 #
@@ -62,7 +64,7 @@ held() { jq -r --arg id "$1" '.entries[]? | select(.id == $id) | .id' "$STATE/le
 
 # check_manager NAME PID: the placed, unit, reload and property checks.
 check_manager() {
-  local name=$1 pid=$2 cg unit placed now allowed
+  local name=$1 pid=$2 cg unit placed now allowed mems
   cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup")
   unit=$(unit_of "$cg")
   cpvm_info "$name: pid $pid, cgroup $cg, unit ${unit:-none}"
@@ -87,6 +89,16 @@ check_manager() {
   systemctl set-property --runtime "$unit" CPUWeight=50
   now=$(snapshot "$pid")
   cpvm_expect_eq "$name.property" "$placed" "$now" "after set-property CPUWeight=50: cpuset.cpus|Cpus_allowed_list"
+  # A change of the unit's cpuset properties makes systemd write both of its
+  # cpuset files (systemd 262 re-applies neither on daemon-reload nor on a
+  # CPUWeight change): AllowedMemoryNodes= set to what the unit already has.
+  # Unless systemd knows the placement as AllowedCPUs=, cpuset.cpus becomes ""
+  # (all of the parent's CPUs).
+  mems=$(systemctl show -P AllowedMemoryNodes "$unit")
+  systemctl set-property --runtime "$unit" "AllowedMemoryNodes=$mems"
+  now=$(snapshot "$pid")
+  cpvm_expect_eq "$name.cpuset-property" "$placed" "$now" \
+    "after set-property AllowedMemoryNodes='$mems': cpuset.cpus|Cpus_allowed_list"
   UNIT=$unit
 }
 
@@ -106,7 +118,10 @@ released() {
 
 # ------------------------------------------------------------------ runc, crun
 
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman} "
 for rt in runc crun; do
+  [[ $MANAGERS == *" $rt "* ]] || continue
   id=sd-$rt
   UNIT=""
   export CPVM_RUNTIME_FLAGS=--systemd-cgroup
@@ -125,6 +140,7 @@ done
 
 # ------------------------------------------------------------------ podman
 
+[[ $MANAGERS == *" podman "* ]] || { cpvm_finish; exit; }
 rfs=$(mktemp -d)
 tar -C /cpvm/rootfs -cf "$rfs.tar" . && podman import -q "$rfs.tar" "$IMAGE" >/dev/null ||
   cpvm_fail podman.import "podman import failed"
