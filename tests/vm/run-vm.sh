@@ -301,6 +301,9 @@ if [ -n "$ROOTFS" ]; then
   for tool in "${HOST_TOOLS[@]}"; do copy_tool "$tool"; done
   cp "$VM_DIR/systemd-payload.service" "$ROOT/etc/systemd/system/cpvm-payload.service"
   ln -s ../cpvm-payload.service "$ROOT/etc/systemd/system/multi-user.target.wants/cpvm-payload.service"
+  # Started at boot and of no use to a guest without network: 30 s of TCG CPU.
+  ln -s /dev/null "$ROOT/etc/systemd/system/netavark-dhcp-proxy.service"
+  ln -s /dev/null "$ROOT/etc/systemd/system/netavark-dhcp-proxy.socket"
   install -m 0755 "$VM_DIR/systemd-payload.sh" "$ROOT/cpvm/payload.sh"
 else
   mkdir -p "$ROOT"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,run,tmp,etc,root,cpvm,payload}
