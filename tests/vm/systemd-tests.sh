@@ -17,8 +17,8 @@
 #                child of the unit (crun's <scope>/container), systemd was not told
 #   reload       after `systemctl daemon-reload`: cgroup and Cpus_allowed_list unchanged
 #   property     after `systemctl set-property --runtime <unit> CPUWeight=50`: the same
-#   cpuset-property  after `systemctl set-property --runtime <unit> AllowedMemoryNodes=<its
-#                own value>`, which makes systemd rewrite the unit's cpuset files: the same
+#   cpuset-property  after `systemctl set-property --runtime <unit> AllowedMemoryNodes=<the
+#                container's nodes>`, which makes systemd rewrite the unit's cpuset files: the same
 #   released     stopped and deleted: the poststop hook ran (the ledger no longer
 #                holds the id) and the unit, if it still exists, has no AllowedCPUs
 #
@@ -89,12 +89,12 @@ check_manager() {
   systemctl set-property --runtime "$unit" CPUWeight=50
   now=$(snapshot "$pid")
   cpvm_expect_eq "$name.property" "$placed" "$now" "after set-property CPUWeight=50: cpuset.cpus|Cpus_allowed_list"
-  # A change of the unit's cpuset properties makes systemd write both of its
-  # cpuset files (systemd 262 re-applies neither on daemon-reload nor on a
-  # CPUWeight change): AllowedMemoryNodes= set to what the unit already has.
-  # Unless systemd knows the placement as AllowedCPUs=, cpuset.cpus becomes ""
-  # (all of the parent's CPUs).
-  mems=$(systemctl show -P AllowedMemoryNodes "$unit")
+  # A non-empty cpuset property on the unit makes systemd write both of its
+  # cpuset files (systemd 262 re-applies neither on daemon-reload, nor on a
+  # CPUWeight change, nor on an empty AllowedMemoryNodes=): AllowedMemoryNodes=
+  # set to the nodes the container already has. Unless systemd knows the
+  # placement as AllowedCPUs=, cpuset.cpus becomes "" (all the parent's CPUs).
+  mems=$(cat "/sys/fs/cgroup$cg/cpuset.mems.effective")
   systemctl set-property --runtime "$unit" "AllowedMemoryNodes=$mems"
   now=$(snapshot "$pid")
   cpvm_expect_eq "$name.cpuset-property" "$placed" "$now" \
