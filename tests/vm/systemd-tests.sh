@@ -89,11 +89,10 @@ check_manager() {
   systemctl set-property --runtime "$unit" CPUWeight=50
   now=$(snapshot "$pid")
   cpvm_expect_eq "$name.property" "$placed" "$now" "after set-property CPUWeight=50: cpuset.cpus|Cpus_allowed_list"
-  # A non-empty cpuset property on the unit makes systemd write both of its
-  # cpuset files (systemd 262 re-applies neither on daemon-reload, nor on a
-  # CPUWeight change, nor on an empty AllowedMemoryNodes=): AllowedMemoryNodes=
-  # set to the nodes the container already has. Unless systemd knows the
-  # placement as AllowedCPUs=, cpuset.cpus becomes "" (all the parent's CPUs).
+  # A non-empty cpuset property on the unit makes systemd write the unit's
+  # cpuset files: AllowedMemoryNodes= set to the nodes the container already
+  # has. (systemd 262 left cpuset.cpus alone here even with cachepin's D-Bus
+  # call disabled, as on daemon-reload and CPUWeight=: docs/managers.md.)
   mems=$(cat "/sys/fs/cgroup$cg/cpuset.mems.effective")
   systemctl set-property --runtime "$unit" "AllowedMemoryNodes=$mems"
   now=$(snapshot "$pid")
