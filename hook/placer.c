@@ -14,6 +14,7 @@
 #include "sandbox.h"
 #include "schedctl.h"
 #include "topocache.h"
+#include "systemd.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -93,7 +94,7 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
  * /proc/PID (0: nothing).  See sandbox.h. */
 static int
 enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
-               cp_error_t *err)
+               const struct cp_systemd *sd, cp_error_t *err)
 {
   if (!hc->sandbox)
     return 0;
@@ -101,6 +102,8 @@ enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const 
     .state_dirfd = cp_ledger_dirfd (l),
     .cgroup_mountfd = cg ? cg->mountfd : -1,
     .pid = pid,
+    .bus = sd != NULL,
+    .bus_fd = cp_systemd_fd (sd),
   };
   int abi = cp_sandbox_enter (&sb, err);
   if (abi < 0)
@@ -317,9 +320,11 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   open_schedctl (hc, &sc);
   if (cp_schedctl_check_request (&sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
     return -1;
+  /* Before the lock: D-Bus round trips do not lengthen anyone's wait for it. */
+  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  if (enter_sandbox (hc, l, t->cgroup, t->pid, err) < 0)
+  if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
     {
@@ -334,6 +339,8 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
       return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
   sync_schedctl (&sc, l);
+  /* After the direct write, which stands whatever systemd answers. */
+  cp_systemd_apply (sd, plan->cpus, creq->mems_keep ? NULL : plan->mems);
   *plan_out = cp_steal_pointer (&plan);
   return 0;
 }
@@ -356,9 +363,10 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
   cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_ledger struct cp_ledger *l = NULL;
   open_schedctl (hc, &sc);
+  cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  if (enter_sandbox (hc, l, widen_cg, 0, err) < 0)
+  if (enter_sandbox (hc, l, widen_cg, 0, sd, err) < 0)
     return -1;
   *found = cp_ledger_find (l, id) != NULL;
   /* Widen under the lock, before the entry goes: a placement of the same cgroup
@@ -370,6 +378,8 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
       FAULT (CP_PLACER_FAULT_WIDENING);
       if (widen (widen_cg, err) < 0)
         return -1;
+      cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
+      cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
     }
   cp_ledger_remove (l, id);
   if (cp_ledger_commit (l, err) < 0)

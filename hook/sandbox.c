@@ -232,6 +232,14 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   /* syslog(3) send()s on the socket openlog(LOG_NDELAY) connected; no address. */
   if (RULE (ctx, allow, "sendto", SCMP_A4 (SCMP_CMP_EQ, 0)) < 0 || rule (ctx, allow, "send", 0, NULL, err) < 0)
     return -1;
+  /* sd-bus on the connection systemd.c opened before the sandbox: no new
+     socket, no address (the socket is connected), and waiting for the reply. */
+  if (sb->bus
+      && (RULE (ctx, allow, "sendmsg", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->bus_fd)) < 0
+          || RULE (ctx, allow, "recvmsg", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->bus_fd)) < 0
+          || rule (ctx, allow, "ppoll", 0, NULL, err) < 0 || rule (ctx, allow, "ppoll_time64", 0, NULL, err) < 0
+          || rule (ctx, allow, "poll", 0, NULL, err) < 0))
+    return -1;
   /* raise(): abort() (out of memory, _FORTIFY_SOURCE, the stack protector) and
      the fault-injection builds' simulated kills.  To this process only. */
   if (RULE (ctx, allow, "tgkill", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) getpid ())) < 0)

@@ -36,11 +36,15 @@
  * clock_gettime, getpid, gettid, rt_sigprocmask, rt_sigreturn, restart_syscall,
  * exit, exit_group, and tgkill to this process only (raise(): abort() still
  * dumps core).  openat2 answers ENOSYS (cgroup_open.c then walks with openat).
+ * With `bus` set (a placement on a systemd unit, systemd.h): sendmsg and
+ * recvmsg on that one connected socket, opened and authenticated before, and
+ * ppoll/poll (sd-bus waits for the reply with them).
  * Everything else, socket() and connect() included (syslog(3) reconnecting
  * after a syslogd restart), answers EPERM. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../policy/error.h"
@@ -69,6 +73,8 @@ struct cp_sandbox
   int cgroup_mountfd; /* the mount of the cgroup hierarchy: files beneath it may be read
                          and written (-1: none) */
   pid_t pid;          /* files beneath /proc/<pid> may be read (0: none) */
+  bool bus;           /* an established D-Bus connection (systemd.h) is used: */
+  int bus_fd;         /* sendmsg and recvmsg on this socket, and poll/ppoll */
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

@@ -9,11 +9,13 @@ PACKAGES=(
   runc busybox-static jq util-linux procps
   dpkg-dev groff-base man-db   # the install tests: cpack's shlibdeps, man pages (tests/install)
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
+  libsystemd-dev
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)
 if [ "${CACHEPIN_WITH_VM:-1}" = 1 ]; then
-  PACKAGES+=(qemu-system-x86 cpio gzip crun)
+  # mmdebstrap, zstd: the systemd guest's root file system (tests/vm/systemd-rootfs.sh).
+  PACKAGES+=(qemu-system-x86 cpio gzip crun mmdebstrap zstd)
 fi
 if [ "${CACHEPIN_WITH_CHECKS:-1}" = 1 ]; then
   PACKAGES+=(clang libclang-rt-14-dev llvm valgrind strace)

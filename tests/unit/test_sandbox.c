@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -567,6 +568,79 @@ test_empty_spec (void **state)
   expect_exit0 (status);
 }
 
+/* A placement on a systemd unit (hook/systemd.h): sendmsg and recvmsg on the bus
+   connection opened before, and poll; not on another socket, and still no new
+   socket or connect. */
+static void
+test_bus_fd (void **state)
+{
+  (void) state;
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      int bus[2], other[2];
+      CHILD_CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, bus) == 0);
+      CHILD_CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, other) == 0);
+      /* The peer's answer, waiting before the sandbox (the peer is systemd). */
+      CHILD_CHECK (write (bus[1], "reply", 5) == 5);
+      struct cp_sandbox sb = { .state_dirfd = -1, .cgroup_mountfd = -1, .pid = 0, .bus = true, .bus_fd = bus[0] };
+      cp_error_t err = NULL;
+      if (cp_sandbox_enter (&sb, &err) < 0)
+        _exit (2);
+      char buf[8] = "call";
+      struct iovec iov = { .iov_base = buf, .iov_len = 4 };
+      struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+      CHILD_CHECK (sendmsg (bus[0], &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 4);
+      struct pollfd pfd = { .fd = bus[0], .events = POLLIN };
+      CHILD_CHECK (poll (&pfd, 1, 1000) == 1);
+      CHILD_CHECK (ppoll (&pfd, 1, &(struct timespec){ .tv_sec = 1 }, NULL) == 1);
+      iov.iov_len = sizeof buf;
+      CHILD_CHECK (recvmsg (bus[0], &mh, MSG_DONTWAIT) == 5);
+      iov.iov_len = 4;
+      CHILD_REFUSED (sendmsg (other[0], &mh, MSG_DONTWAIT | MSG_NOSIGNAL), EPERM);
+      CHILD_REFUSED (recvmsg (other[0], &mh, MSG_DONTWAIT), EPERM);
+      CHILD_REFUSED (socket (AF_UNIX, SOCK_STREAM, 0), EPERM);
+      struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = "/run/dbus/system_bus_socket" };
+      CHILD_REFUSED (connect (bus[0], (struct sockaddr *) &sa, sizeof sa), EPERM);
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  expect_exit0 (status);
+}
+
+/* Without a bus, sendmsg and recvmsg stay refused. */
+static void
+test_no_bus_no_sendmsg (void **state)
+{
+  (void) state;
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      int sv[2];
+      CHILD_CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+      struct cp_sandbox sb = { .state_dirfd = -1, .cgroup_mountfd = -1, .pid = 0 };
+      cp_error_t err = NULL;
+      if (cp_sandbox_enter (&sb, &err) < 0)
+        _exit (2);
+      char buf[4] = "call";
+      struct iovec iov = { .iov_base = buf, .iov_len = 4 };
+      struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+      CHILD_REFUSED (sendmsg (sv[0], &mh, MSG_DONTWAIT | MSG_NOSIGNAL), EPERM);
+      CHILD_REFUSED (recvmsg (sv[0], &mh, MSG_DONTWAIT), EPERM);
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  expect_exit0 (status);
+}
+
 /* Where the sandbox cannot be tested: a sanitizer build (it is not loaded there,
    see sandbox.h) and valgrind (which implements neither seccomp nor Landlock). */
 static const char *
@@ -620,6 +694,8 @@ main (void)
     cmocka_unit_test (test_other_abi_killed),
 #endif
     cmocka_unit_test (test_empty_spec),
+    cmocka_unit_test (test_bus_fd),
+    cmocka_unit_test (test_no_bus_no_sendmsg),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }

@@ -31,6 +31,10 @@
 #   --verbose           stream the serial console while the guest runs
 #   --keep              keep the initramfs staging tree
 #   --fetch-kernel      only fetch (or find) the kernel for --cgroup/--kernel-pkg, print its directory
+#   --rootfs DIR        boot a Debian root file system with systemd as PID 1 instead of
+#                       the busybox init (DIR from tests/vm/systemd-rootfs.sh: its
+#                       rootfs.cpio.zst, with the payload appended as a second archive);
+#                       the payload runs as a systemd service; cgroup v2 only
 #
 # Exit status: 0 all results PASS (or SKIP) and CPVM-DONE 0 seen; 1 a FAIL or a
 # non-zero CPVM-DONE; 2 usage or setup error; 3 kernel panic; 4 timeout (stall);
@@ -64,6 +68,7 @@ VERBOSE=0
 KEEP=0
 TOPOLOGY=""
 FETCH_ONLY=0
+ROOTFS=""
 
 die() { echo "run-vm: $*" >&2; exit 2; }
 note() { echo "run-vm: $*" >&2; }
@@ -120,6 +125,7 @@ while [ $# -gt 0 ]; do
     --verbose) VERBOSE=1; shift ;;
     --keep) KEEP=1; shift ;;
     --fetch-kernel) FETCH_ONLY=1; shift ;;
+    --rootfs) ROOTFS=$2; shift 2 ;;
     --list-topologies)
       for t in 2s2d odd18 nosmt4 snc2; do
         printf '%-7s -smp %s' "$t" "$(topology_preset $t | head -1)"
@@ -142,6 +148,11 @@ case $CGROUP in v1|v2) ;; *) die "--cgroup must be v1 or v2" ;; esac
 [ -z "$KERNEL_SUITE" ] || [ -n "$KERNEL_PKG" ] || die "--kernel-suite needs --kernel-pkg"
 [[ $TIMEOUT =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds"
 [[ $MEM =~ ^[0-9]+$ ]] || die "--mem must be MiB"
+if [ -n "$ROOTFS" ]; then
+  [ -s "$ROOTFS/rootfs.cpio.zst" ] && [ -d "$ROOTFS/tree" ] ||
+    die "--rootfs $ROOTFS: no rootfs.cpio.zst and tree/ (build it with tests/vm/systemd-rootfs.sh)"
+  [ "$CGROUP" = v2 ] || die "--rootfs boots systemd on cgroup v2 only"
+fi
 if [ $FETCH_ONLY = 0 ]; then
   [ -z "$PAYLOAD" ] || [ -d "$PAYLOAD" ] || die "payload '$PAYLOAD' is not a directory"
   [ -z "$TESTS" ] || [ -f "$TESTS" ] || die "tests '$TESTS' is not a file"
@@ -241,12 +252,21 @@ copy_file() {
 
 # copy_libs FILE: copy the shared libraries that ldd lists for FILE, each to the
 # same absolute path in the guest (static binaries and non-ELF files need none).
+# With --rootfs only the ones the guest's own tree lacks, into its
+# /usr/lib/<triplet> under their soname (the guest's libraries are newer: a
+# host build runs on them; /lib is a symlink there and must stay one).
 copy_libs() {
-  local out lib
+  local out lib dest
   out=$(ldd "$1" 2>&1) || return 0    # "not a dynamic executable"
   if grep -q 'not found' <<<"$out"; then die "$1: libraries not found on this host:"$'\n'"$out"; fi
   while read -r lib; do
-    [ -e "$ROOT$lib" ] || copy_file "$lib" "$lib"
+    dest=$lib
+    if [ -n "$ROOTFS" ]; then
+      dest=/usr/lib/$(basename "$(dirname "$lib")")/$(basename "$lib")
+      [ "$(dirname "$lib")" != /lib64 ] || dest=/usr/lib64/$(basename "$lib")
+      [ ! -e "$ROOTFS/tree$dest" ] || continue
+    fi
+    [ -e "$ROOT$dest" ] || copy_file "$lib" "$dest"
   done < <(awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' <<<"$out")
 }
 
@@ -274,17 +294,30 @@ copy_tool() {
 
 is_elf() { [ "$(od -An -tx1 -N4 "$1" 2>/dev/null | tr -d ' \n')" = 7f454c46 ]; }
 
-mkdir -p "$ROOT"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,run,tmp,etc,root,cpvm,payload}
-cp "$BUSYBOX" "$ROOT/bin/busybox"
-# Applets at their usual places (busybox --list-full gives paths without a leading /).
-while read -r applet; do
-  case $applet in bin/busybox|'') continue ;; esac
-  [ -e "$ROOT/$applet" ] || ln -s /bin/busybox "$ROOT/$applet"
-done < <("$BUSYBOX" --list-full)
-for tool in runc crun bash jq "${HOST_TOOLS[@]}"; do copy_tool "$tool"; done
-[ -e "$ROOT/bin/bash" ] || ln -s "$(readlink -f "$(command -v bash)")" "$ROOT/bin/bash"
-printf 'root:x:0:0:root:/root:/bin/sh\n' >"$ROOT/etc/passwd"
-printf 'root:x:0:\n' >"$ROOT/etc/group"
+if [ -n "$ROOTFS" ]; then
+  # Only what the guest's tree lacks, as a second archive laid over it: never an
+  # entry where the tree has a symlink (/bin, /lib: the kernel would replace it).
+  mkdir -p "$ROOT"/{cpvm,payload,etc/systemd/system/multi-user.target.wants}
+  for tool in "${HOST_TOOLS[@]}"; do copy_tool "$tool"; done
+  cp "$VM_DIR/systemd-payload.service" "$ROOT/etc/systemd/system/cpvm-payload.service"
+  ln -s ../cpvm-payload.service "$ROOT/etc/systemd/system/multi-user.target.wants/cpvm-payload.service"
+  # Started at boot and of no use to a guest without network: 30 s of TCG CPU.
+  ln -s /dev/null "$ROOT/etc/systemd/system/netavark-dhcp-proxy.service"
+  ln -s /dev/null "$ROOT/etc/systemd/system/netavark-dhcp-proxy.socket"
+  install -m 0755 "$VM_DIR/systemd-payload.sh" "$ROOT/cpvm/payload.sh"
+else
+  mkdir -p "$ROOT"/{bin,sbin,usr/bin,usr/sbin,lib,lib64,proc,sys,dev,run,tmp,etc,root,cpvm,payload}
+  cp "$BUSYBOX" "$ROOT/bin/busybox"
+  # Applets at their usual places (busybox --list-full gives paths without a leading /).
+  while read -r applet; do
+    case $applet in bin/busybox|'') continue ;; esac
+    [ -e "$ROOT/$applet" ] || ln -s /bin/busybox "$ROOT/$applet"
+  done < <("$BUSYBOX" --list-full)
+  for tool in runc crun bash jq "${HOST_TOOLS[@]}"; do copy_tool "$tool"; done
+  [ -e "$ROOT/bin/bash" ] || ln -s "$(readlink -f "$(command -v bash)")" "$ROOT/bin/bash"
+  printf 'root:x:0:0:root:/root:/bin/sh\n' >"$ROOT/etc/passwd"
+  printf 'root:x:0:\n' >"$ROOT/etc/group"
+fi
 
 # The container image: a read-only rootfs with the static busybox, shared by all
 # bundles, and the `runc spec` default config as the template guest-lib.sh adapts.
@@ -297,7 +330,7 @@ done < <("$BUSYBOX" --list)
 printf 'root:x:0:0:root:/root:/bin/sh\n' >"$RFS/etc/passwd"
 (cd "$STAGE" && runc spec && mv config.json "$ROOT/cpvm/spec-template.json")
 
-cp "$VM_DIR/guest-init.sh" "$ROOT/init"
+if [ -n "$ROOTFS" ]; then cp "$VM_DIR/systemd-init.sh" "$ROOT/init"; else cp "$VM_DIR/guest-init.sh" "$ROOT/init"; fi
 cp "$VM_DIR/guest-lib.sh" "$ROOT/cpvm/guest-lib.sh"
 chmod 0755 "$ROOT/init"
 
@@ -324,7 +357,13 @@ done < <(find "$ROOT/payload" -type f -print0)
   done
 } >"$ROOT/cpvm/env"
 
-(cd "$ROOT" && find . -print | "$BUSYBOX" cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 >"$INITRD"
+if [ -n "$ROOTFS" ]; then
+  # The kernel unpacks concatenated archives in order, each compressed on its own.
+  cp "$ROOTFS/rootfs.cpio.zst" "$INITRD"
+  (cd "$ROOT" && find . -mindepth 1 -print | "$BUSYBOX" cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 >>"$INITRD"
+else
+  (cd "$ROOT" && find . -print | "$BUSYBOX" cpio -o -H newc -R 0:0 2>/dev/null) | gzip -1 >"$INITRD"
+fi
 
 # ---------------------------------------------------------------- QEMU
 
@@ -359,6 +398,8 @@ QERR=$WORK/$NAME.qemu.err
 # ttyS0 is the console (kernel and test output); ttyS1 carries only the result
 # protocol, so kernel messages can never split a result line.
 CMDLINE="console=ttyS0 panic=-1 loglevel=4 cpvm.cgroup=$CGROUP"
+# systemd: no colours or status lines to slow the serial console down.
+[ -z "$ROOTFS" ] || CMDLINE="$CMDLINE systemd.show_status=error systemd.log_color=0"
 [ "$CGROUP" = v2 ] && CMDLINE="$CMDLINE cgroup_no_v1=all"
 [ -z "$APPEND" ] || CMDLINE="$CMDLINE $APPEND"
 
@@ -372,7 +413,7 @@ QEMU=(qemu-system-x86_64 -accel tcg,thread=single -cpu Skylake-Server
       -serial "file:$LOG" -serial "file:$RESULTS"
       -no-reboot "${QEMU_EXTRA[@]}")
 
-note "run $NAME: kernel $KVER, cgroup $CGROUP, -smp $SMP${NUMA:+, ${#NUMA[@]} -numa}, ${MEM} MiB, timeout ${TIMEOUT}s"
+note "run $NAME: kernel $KVER${ROOTFS:+, systemd rootfs $(basename "$ROOTFS")}, cgroup $CGROUP, -smp $SMP${NUMA:+, ${#NUMA[@]} -numa}, ${MEM} MiB, timeout ${TIMEOUT}s"
 printf '%q ' "${QEMU[@]}" >"$WORK/$NAME.cmd"; echo >>"$WORK/$NAME.cmd"
 
 start=$(date +%s.%N)

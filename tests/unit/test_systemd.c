@@ -1,0 +1,149 @@
+/* hook/systemd.c's pure parts: which cgroups are a systemd unit's own, the
+ * version check, and the AllowedCPUs= byte encoding (runc's RangeToBits: byte i
+ * holds CPUs 8i..8i+7, least significant bit first).  The D-Bus call itself runs
+ * against a real systemd in the VM (tests/vm/systemd-tests.sh). */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook/cgroup.h"
+#include "hook/systemd.h"
+#include "policy/util.h"
+
+static void
+test_unit_of_cgroup (void **state)
+{
+  (void) state;
+  /* runc --systemd-cgroup with system.slice:cachepin:ID, podman with runc. */
+  assert_string_equal (cp_systemd_unit_of_cgroup ("/system.slice/cachepin-c1.scope"), "cachepin-c1.scope");
+  assert_string_equal (cp_systemd_unit_of_cgroup ("/machine.slice/libpod-0123abcd.scope"), "libpod-0123abcd.scope");
+  assert_string_equal (cp_systemd_unit_of_cgroup ("/system.slice/foo.service"), "foo.service");
+  assert_string_equal (cp_systemd_unit_of_cgroup ("/kubepods.slice/kubepods-pod1.slice/cri-containerd-x.scope"),
+                       "cri-containerd-x.scope");
+  assert_string_equal (cp_systemd_unit_of_cgroup ("/a.slice/x\\x2dy.scope"), "x\\x2dy.scope");
+  /* crun's payload child of the scope, systemd leaves it alone; slices hold no
+     process; cgroupfs paths; nothing before the suffix. */
+  assert_null (cp_systemd_unit_of_cgroup ("/machine.slice/libpod-0123.scope/container"));
+  assert_null (cp_systemd_unit_of_cgroup ("/system.slice"));
+  assert_null (cp_systemd_unit_of_cgroup ("/user.slice/user-0.slice"));
+  assert_null (cp_systemd_unit_of_cgroup ("/cachepin/c1"));
+  assert_null (cp_systemd_unit_of_cgroup ("/x/.scope"));
+  assert_null (cp_systemd_unit_of_cgroup ("/x/a.scope.d"));
+  assert_null (cp_systemd_unit_of_cgroup ("/x/"));
+  assert_null (cp_systemd_unit_of_cgroup (NULL));
+  /* Not a name systemd would give a unit. */
+  assert_null (cp_systemd_unit_of_cgroup ("/x/a b.scope"));
+  assert_null (cp_systemd_unit_of_cgroup ("/x/\xc3\xa9.scope"));
+  char long_name[300];
+  memset (long_name, 'a', sizeof long_name);
+  strcpy (long_name + 250, ".scope"); /* 256 bytes */
+  assert_null (cp_systemd_unit_of_cgroup (long_name));
+  long_name[249] = '\0';
+  strcat (long_name, ".scope"); /* 255 */
+  assert_non_null (cp_systemd_unit_of_cgroup (long_name));
+}
+
+static void
+test_parse_version (void **state)
+{
+  (void) state;
+  assert_int_equal (cp_systemd_parse_version ("257.9-1"), 257);
+  assert_int_equal (cp_systemd_parse_version ("252.39-1~deb12u1"), 252);
+  assert_int_equal (cp_systemd_parse_version ("243"), 243);
+  assert_int_equal (cp_systemd_parse_version ("v256"), 256);
+  assert_int_equal (cp_systemd_parse_version (""), -1);
+  assert_int_equal (cp_systemd_parse_version ("abc"), -1);
+  assert_int_equal (cp_systemd_parse_version (NULL), -1);
+  assert_int_equal (cp_systemd_parse_version ("99999999999999"), -1);
+  assert_true (cp_systemd_parse_version ("243.7") < CP_SYSTEMD_MIN_VERSION);
+  assert_true (cp_systemd_parse_version ("244") >= CP_SYSTEMD_MIN_VERSION);
+}
+
+static void
+expect_bytes (const char *cpulist, const uint8_t *expected, size_t n)
+{
+  hwloc_bitmap_t set = tu_set (cpulist);
+  cleanup_free uint8_t *bytes = NULL;
+  size_t len = 99;
+  cp_error_t err = NULL;
+  if (cp_systemd_cpuset_bytes (set, &bytes, &len, &err) < 0)
+    fail_msg ("%s: %s", cpulist, cp_error_message (err));
+  hwloc_bitmap_free (set);
+  if (len != n || (n > 0 && memcmp (bytes, expected, n) != 0))
+    {
+      fprintf (stderr, "%s: got %zu bytes:", cpulist, len);
+      for (size_t i = 0; i < len; i++)
+        fprintf (stderr, " %02x", bytes[i]);
+      fprintf (stderr, "\n");
+      fail ();
+    }
+}
+
+static void
+test_cpuset_bytes (void **state)
+{
+  (void) state;
+  expect_bytes ("0", (const uint8_t[]){ 0x01 }, 1);
+  expect_bytes ("7", (const uint8_t[]){ 0x80 }, 1);
+  /* 8 starts the second byte: little-endian byte order, as runc reverses big.Int's. */
+  expect_bytes ("8", (const uint8_t[]){ 0x00, 0x01 }, 2);
+  expect_bytes ("1,3-5", (const uint8_t[]){ 0x3a }, 1);
+  expect_bytes ("0-15", (const uint8_t[]){ 0xff, 0xff }, 2);
+  expect_bytes ("2,4,10,11", (const uint8_t[]){ 0x14, 0x0c }, 2);
+  /* No trailing zero bytes, leading ones kept. */
+  expect_bytes ("17", (const uint8_t[]){ 0x00, 0x00, 0x02 }, 3);
+  expect_bytes ("0,63", (const uint8_t[]){ 0x01, 0, 0, 0, 0, 0, 0, 0x80 }, 8);
+  /* Empty: an empty array, systemd's "no restriction" (a release). */
+  hwloc_bitmap_t none = hwloc_bitmap_alloc ();
+  uint8_t *bytes = (uint8_t *) 1;
+  size_t len = 99;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_systemd_cpuset_bytes (none, &bytes, &len, &err), 0);
+  assert_null (bytes);
+  assert_int_equal (len, 0);
+  /* An infinite set has no encoding. */
+  hwloc_bitmap_fill (none);
+  assert_int_equal (cp_systemd_cpuset_bytes (none, &bytes, &len, &err), -1);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  cp_error_free (&err);
+  hwloc_bitmap_free (none);
+}
+
+/* A cgroup that does not qualify is decided before any bus is opened: no
+   connection, no error, and a reason. */
+static void
+test_open_not_applicable (void **state)
+{
+  (void) state;
+  struct cp_cgroup v1 = { .version = 1, .mount = (char *) "/sys/fs/cgroup/cpuset",
+                          .path = (char *) "/system.slice/x.scope", .dirfd = -1, .mountfd = -1 };
+  struct cp_cgroup child = { .version = 2, .mount = (char *) "/sys/fs/cgroup",
+                             .path = (char *) "/machine.slice/libpod-1.scope/container", .dirfd = -1, .mountfd = -1 };
+  struct cp_cgroup *cases[] = { &v1, &child };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      struct cp_systemd *sd = (struct cp_systemd *) 1;
+      const char *why = NULL;
+      cp_error_t err = NULL;
+      assert_int_equal (cp_systemd_open (cases[i], &sd, &why, &err), 0);
+      assert_null (sd);
+      assert_non_null (why);
+      assert_null (err);
+    }
+  assert_int_equal (cp_systemd_fd (NULL), -1);
+  cp_systemd_apply (NULL, NULL, NULL); /* nothing to do, no crash */
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_unit_of_cgroup),
+    cmocka_unit_test (test_parse_version),
+    cmocka_unit_test (test_cpuset_bytes),
+    cmocka_unit_test (test_open_not_applicable),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}

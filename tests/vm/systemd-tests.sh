@@ -1,0 +1,157 @@
+#!/bin/bash
+# shellcheck disable=SC1091
+# cachepin under the real systemd cgroup managers: the payload of the systemd
+# guest (run-systemd-suite.sh, run-vm.sh --rootfs). PID 1 is systemd, cgroup v2.
+#
+# For each manager a container asks for `cachepin.io/cpus=2` through the shipped
+# hook files (deploy/hooks.d: podman reads them from /usr/share/containers/oci/hooks.d;
+# runc and crun get their `.hook` objects in config.json):
+#   podman       podman run, its default systemd cgroup manager and runtime (crun)
+#   runc         runc --systemd-cgroup, cgroupsPath system.slice:cachepin:<id>
+#   crun         crun --systemd-cgroup, the same cgroupsPath
+# Checks, results <manager>.<check>:
+#   placed       the cgroup's cpuset.cpus has 2 CPUs, and /proc/<pid>/status
+#                Cpus_allowed_list is the same
+#   unit         where the container's cgroup is the unit's own (runc: the scope):
+#                `systemctl show -p AllowedCPUs` is the placement; where it is a
+#                child of the unit (crun's <scope>/container), systemd was not told
+#   reload       after `systemctl daemon-reload`: cgroup and Cpus_allowed_list unchanged
+#   property     after `systemctl set-property --runtime <unit> CPUWeight=50`: the same
+#   cpuset-property  after `systemctl set-property --runtime <unit> AllowedMemoryNodes=<the
+#                container's nodes>`, which makes systemd rewrite the unit's cpuset files: the same
+#   released     stopped and deleted: the poststop hook ran (the ledger no longer
+#                holds the id) and the unit, if it still exists, has no AllowedCPUs
+#
+# /payload/bin/cachepin is the build under test; /payload/hooks.d/*.json the
+# shipped hook files with .hook.path set to it (run-systemd-suite.sh does that).
+
+. /cpvm/guest-lib.sh
+
+CACHEPIN=/payload/bin/cachepin
+STATE=/run/cachepin-sd/state
+IMAGE=localhost/cpvm-busybox:latest
+
+mkdir -p /etc/cachepin "$STATE" "$CPVM_BUNDLES"
+# The default config path, as the shipped hook files use it. lock_timeout_ms: TCG.
+printf '{"state_dir": "%s", "log_level": "debug", "lock_timeout_ms": 60000}\n' "$STATE" >/etc/cachepin/config.json
+
+# The hooks for runc and crun: the shipped files' .hook objects by stage.
+CPVM_HOOKS=$(jq -s '{createRuntime: [.[] | select(.stages | index("createRuntime")) | .hook],
+                     poststop: [.[] | select(.stages | index("poststop")) | .hook]}' /payload/hooks.d/*.json)
+export CPVM_HOOKS
+# Where a package installs OCI hooks, and podman's default hooks_dir.
+mkdir -p /usr/share/containers/oci/hooks.d
+cp /payload/hooks.d/*.json /usr/share/containers/oci/hooks.d/
+
+cpvm_info "$(systemctl --version | head -1); $(runc --version | head -1); $(crun --version | head -1); $(podman --version)"
+cpvm_info "hooks: $(jq -c . <<<"$CPVM_HOOKS")"
+
+# ------------------------------------------------------------------ helpers
+
+# unit_of CGROUP: the innermost unit (*.scope, *.service) on the cgroup's path.
+unit_of() { awk -F/ '{ for (i = NF; i > 0; i--) if ($i ~ /\.(scope|service)$/) { print $i; exit } }' <<<"$1"; }
+
+# snapshot PID: "cgroup-cpus|allowed-list" of the container's init.
+snapshot() {
+  local cg
+  cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
+  printf '%s|%s' "$(cpvm_cpulist_normalize "$(cat "/sys/fs/cgroup$cg/cpuset.cpus" 2>/dev/null)")" \
+    "$(cpvm_allowed_cpus "$1")"
+}
+
+# held ID: the ledger's entry for ID ("" when none).
+held() { jq -r --arg id "$1" '.entries[]? | select(.id == $id) | .id' "$STATE/ledger.json" 2>/dev/null; }
+
+# check_manager NAME PID: the placed, unit, reload and property checks.
+check_manager() {
+  local name=$1 pid=$2 cg unit placed now allowed mems
+  cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup")
+  unit=$(unit_of "$cg")
+  cpvm_info "$name: pid $pid, cgroup $cg, unit ${unit:-none}"
+  placed=$(snapshot "$pid")
+  local cpus=${placed%%|*}
+  if [ "$(cpvm_cpulist_count "$cpus")" = 2 ] && [ "$cpus" = "${placed#*|}" ]; then
+    cpvm_pass "$name.placed" "cpuset.cpus $cpus, Cpus_allowed_list ${placed#*|}"
+  else
+    cpvm_fail "$name.placed" "cpuset.cpus|Cpus_allowed_list = '$placed', wanted 2 CPUs in both"
+    journalctl -b --no-pager -t cachepin | tail -5 | while read -r l; do cpvm_info "journal: $l"; done
+    return 1
+  fi
+  allowed=$(systemctl show -P AllowedCPUs "$unit" 2>&1)
+  if [ "${cg##*/}" = "$unit" ]; then
+    cpvm_expect_eq "$name.unit" "$cpus" "$(cpvm_cpulist_normalize "$allowed")" "$unit AllowedCPUs"
+  else
+    cpvm_pass "$name.unit" "the cgroup is a child of $unit (systemd leaves it alone); AllowedCPUs '$allowed'"
+  fi
+  systemctl daemon-reload
+  now=$(snapshot "$pid")
+  cpvm_expect_eq "$name.reload" "$placed" "$now" "after daemon-reload: cpuset.cpus|Cpus_allowed_list"
+  systemctl set-property --runtime "$unit" CPUWeight=50
+  now=$(snapshot "$pid")
+  cpvm_expect_eq "$name.property" "$placed" "$now" "after set-property CPUWeight=50: cpuset.cpus|Cpus_allowed_list"
+  # A non-empty cpuset property on the unit makes systemd write the unit's
+  # cpuset files: AllowedMemoryNodes= set to the nodes the container already
+  # has. (systemd 262 left cpuset.cpus alone here even with cachepin's D-Bus
+  # call disabled, as on daemon-reload and CPUWeight=: docs/managers.md.)
+  mems=$(cat "/sys/fs/cgroup$cg/cpuset.mems.effective")
+  systemctl set-property --runtime "$unit" "AllowedMemoryNodes=$mems"
+  now=$(snapshot "$pid")
+  cpvm_expect_eq "$name.cpuset-property" "$placed" "$now" \
+    "after set-property AllowedMemoryNodes='$mems': cpuset.cpus|Cpus_allowed_list"
+  UNIT=$unit
+}
+
+# released NAME ID UNIT: the ledger forgot ID; UNIT has no AllowedCPUs left if it exists.
+released() {
+  local name=$1 id=$2 unit=$3 load allowed
+  load=$(systemctl show -P LoadState "$unit" 2>/dev/null)
+  allowed=$(systemctl show -P AllowedCPUs "$unit" 2>/dev/null)
+  if [ -n "$(held "$id")" ]; then
+    cpvm_fail "$name.released" "the ledger still holds $id: $(cat "$STATE/ledger.json")"
+  elif [ "$load" = loaded ] && [ -n "$allowed" ]; then
+    cpvm_fail "$name.released" "$unit still has AllowedCPUs=$allowed"
+  else
+    cpvm_pass "$name.released" "ledger without $id; $unit: ${load:-gone}, AllowedCPUs '${allowed}'"
+  fi
+}
+
+# ------------------------------------------------------------------ runc, crun
+
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman} "
+for rt in runc crun; do
+  [[ $MANAGERS == *" $rt "* ]] || continue
+  id=sd-$rt
+  UNIT=""
+  export CPVM_RUNTIME_FLAGS=--systemd-cgroup
+  if ! cpvm_create "$rt" "$id" --cgroups-path "system.slice:cachepin:$id" \
+       --annotations '{"cachepin.io/cpus": "2"}' -- sleep 600; then
+    cpvm_fail "$rt.placed" "create failed: $(tail -5 "$CPVM_BUNDLES/$id/stderr")"
+    continue
+  fi
+  cpvm_start "$rt" "$id"
+  pid=$(cpvm_pid "$rt" "$id")
+  check_manager "$rt" "$pid"
+  cpvm_delete "$rt" "$id"
+  released "$rt" "$id" "$UNIT"
+  export CPVM_RUNTIME_FLAGS=""
+done
+
+# ------------------------------------------------------------------ podman
+
+[[ $MANAGERS == *" podman "* ]] || { cpvm_finish; exit; }
+rfs=$(mktemp -d)
+tar -C /cpvm/rootfs -cf "$rfs.tar" . && podman import -q "$rfs.tar" "$IMAGE" >/dev/null ||
+  cpvm_fail podman.import "podman import failed"
+cpvm_info "podman: cgroup manager $(podman info --format '{{.Host.CgroupManager}}'), runtime $(podman info --format '{{.Host.OCIRuntime.Name}}')"
+if cid=$(timeout 180 podman run -d --name sd-podman --network none --annotation cachepin.io/cpus=2 "$IMAGE" sleep 600 2>/run/podman.err); then
+  pid=$(podman inspect -f '{{.State.Pid}}' "$cid")
+  UNIT=""
+  check_manager podman "$pid"
+  timeout 120 podman rm -f -t 0 "$cid" >/dev/null 2>&1
+  released podman "$cid" "$UNIT"
+else
+  cpvm_fail podman.placed "podman run failed: $(tail -5 /run/podman.err)"
+fi
+
+cpvm_finish
