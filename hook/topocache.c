@@ -243,8 +243,11 @@ cp_topocache_load (const struct cp_hostconfig *hc, unsigned flags, struct cp_top
   if (dirfd < 0 || (flags & CP_TOPOCACHE_READ_ONLY))
     return 0;
   cp_error_free (&why);
+  /* Debug, not a warning: a cache that cannot be saved only makes the next run
+     rediscover, and what stops it (a full or read-only state directory) fails the
+     ledger's commit too, which says so in the run's one line. */
   if (save (dirfd, name, *out, key, &why) < 0)
-    cp_log (CP_LOG_WARNING, "topology: could not save the cache %s: %s", name, cp_error_message (why));
+    cp_log (CP_LOG_DEBUG, "topology: could not save the cache %s: %s", name, cp_error_message (why));
   else
     cp_log (CP_LOG_DEBUG, "topology: saved the cache %s", name);
   return 0;
