@@ -11,8 +11,9 @@
 #   --jobs N     boots at once (default 2: one per host core)
 #   --matrix M   CGROUP:TOPOLOGY words (default "v2:2s2d v1:2s2d v2:odd18 v1:odd18"; the
 #                guest shares the slow checks out over these four, see
-#                CACHEPIN_VM_SPLIT in cachepin-tests.sh: v2:2s2d is the longest boot,
-#                v1:odd18 the shortest, so with --jobs 2 they end up on one slot)
+#                CACHEPIN_VM_SPLIT in cachepin-tests.sh: v2:2s2d is the longest boot;
+#                each boot may take 780 s: two at a time on 2 cores, a TCG guest
+#                running runc's e2e took over 540 s on a clean CI run)
 #   --prefix P   run names P-CGROUP-TOPOLOGY, logs in tests/vm/work/ (default cachepin)
 #   other options go to run-vm.sh, e.g. --env CACHEPIN_VM_RUNTIMES=crun,
 #   --env CACHEPIN_VM_SECTIONS="pe0 strict", --env CACHEPIN_VM_SPLIT=none (every
@@ -82,7 +83,7 @@ echo "run-cachepin-suite: $(sha256sum "$BIN" | cut -c1-16) $BIN; $MATRIX; $JOBS 
 start=$(date +%s)
 OUT=$WORK/$PREFIX-suite.out
 "$VM_DIR/run-suite.sh" --jobs "$JOBS" --matrix "$MATRIX" --prefix "$PREFIX" \
-  --payload "$PAYLOAD" --timeout 540 "${PASS_ON[@]}" 2>&1 | tee "$OUT" | grep -v '^vm-suite: '
+  --payload "$PAYLOAD" --timeout 780 "${PASS_ON[@]}" 2>&1 | tee "$OUT" | grep -v '^vm-suite: '
 rc=${PIPESTATUS[0]}
 echo "run-cachepin-suite: $(($(date +%s) - start)) s in all; logs: $WORK/$PREFIX-*.log"
 line=$(grep '^vm-suite: ' "$OUT" | tail -1)
