@@ -251,7 +251,11 @@ get_str (struct reader *r, const char *what, bool clean, char **out, cp_error_t 
   const char *s = (const char *) r->p + r->pos;
   if ((clean && !cp_text_valid (s, n)) || memchr (s, '\0', n))
     return cp_fail_input (err, "topology cache: byte %zu: the %s is not clean text", r->pos, what);
-  *out = cp_xstrndup (s, n);
+  /* Exactly N bytes: they are not NUL-terminated, and strndup() may look for
+     the NUL past them (ASan's strict_string_checks reports that read). */
+  char *copy = cp_xmalloc0 ((size_t) n + 1);
+  memcpy (copy, s, n);
+  *out = copy;
   r->pos += n;
   return 0;
 }
