@@ -25,6 +25,7 @@ entry_clear (struct cp_ledger_entry *e)
   hwloc_bitmap_free (e->cpus);
   hwloc_bitmap_free (e->held);
   hwloc_bitmap_free (e->mems);
+  hwloc_bitmap_free (e->drift);
   memset (e, 0, sizeof *e);
 }
 
@@ -44,6 +45,16 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->placed_at = src->placed_at;
   dst->sched_cache = src->sched_cache;
   dst->core_sched = src->core_sched;
+  dst->drift = src->drift ? cp_bitmap_dup (src->drift) : cp_bitmap_new ();
+}
+
+static bool
+drift_equal (hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
+{
+  bool a_none = a == NULL || hwloc_bitmap_iszero (a), b_none = b == NULL || hwloc_bitmap_iszero (b);
+  if (a_none || b_none)
+    return a_none && b_none;
+  return hwloc_bitmap_isequal (a, b);
 }
 
 static bool
@@ -53,7 +64,8 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
          && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
          && hwloc_bitmap_isequal (a->held, b->held) && hwloc_bitmap_isequal (a->mems, b->mems)
-         && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched;
+         && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
+         && drift_equal (a->drift, b->drift);
 }
 
 struct cp_ledger *
@@ -193,6 +205,10 @@ cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
     return cp_fail_input (err, "`held` does not include `cpus` in exclusive mode");
   if (e->sched_cache != CP_ASK_NONE && e->sched_cache != CP_ASK_ON && e->sched_cache != CP_ASK_OFF)
     return cp_fail_input (err, "`sched_cache` %d is unknown", (int) e->sched_cache);
+  if (e->drift && check_set ("drift", e->drift, true, err) < 0)
+    return -1;
+  if (e->drift && hwloc_bitmap_isequal (e->drift, e->cpus))
+    return cp_fail_input (err, "`drift` is `cpus` (no drift is written \"\")");
   return 0;
 }
 

@@ -52,6 +52,11 @@ struct cp_ledger_entry
   long long placed_at;
   enum cp_ask sched_cache;       /* what it asked of cache-aware scheduling */
   bool core_sched;               /* it asked for core scheduling and got a cookie */
+  /* Drift: the CPUs its cgroup's cpuset was found to hold when that was not
+   * `cpus` (another manager rewrote it: runc/podman update, systemd, the kubelet),
+   * as last logged.  NULL or empty: none seen.  The entry keeps `cpus` and `held`
+   * as placed; cp_ledger_usage() counts the drifted CPUs as used too. */
+  hwloc_bitmap_t drift;
 };
 
 struct cp_ledger;

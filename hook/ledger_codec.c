@@ -83,9 +83,13 @@ get_cpulist (json_object *obj, const char *key, bool allow_empty, hwloc_bitmap_t
 static const char *const entry_keys_v1[] = {
   "id", "cgroup_mount", "cgroup", "pid", "start_time", "mode", "cpus", "held", "mems", "placed_at", NULL,
 };
-static const char *const entry_keys[] = {
+static const char *const entry_keys_v2[] = {
   "id",   "cgroup_mount", "cgroup",    "pid",         "start_time", "mode", "cpus",
   "held", "mems",         "placed_at", "sched_cache", "core_sched", NULL,
+};
+static const char *const entry_keys[] = {
+  "id",        "cgroup_mount", "cgroup",     "pid",   "start_time", "mode", "cpus", "held", "mems",
+  "placed_at", "sched_cache",  "core_sched", "drift", NULL,
 };
 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
@@ -131,9 +135,11 @@ kernel_fields_from_json (json_object *obj, struct cp_ledger_entry *e, cp_error_t
 static int
 entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, cp_error_t *err)
 {
-  if (only_keys (obj, version == 1 ? entry_keys_v1 : entry_keys, err) < 0)
+  if (only_keys (obj, version == 1 ? entry_keys_v1 : version == 2 ? entry_keys_v2 : entry_keys, err) < 0)
     return -1;
   if (version > 1 && kernel_fields_from_json (obj, e, err) < 0)
+    return -1;
+  if (version > 2 ? get_cpulist (obj, "drift", true, &e->drift, err) < 0 : (e->drift = cp_bitmap_new (), false))
     return -1;
   const char *id, *mount, *cgroup, *mode;
   int64_t pid, start_time, placed_at;
@@ -186,10 +192,11 @@ ledger_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
   if (member (root, "version", &version, err) < 0
       || cp_json_int (version, "`version`", 0, INT_MAX, &number, err) < 0)
     return -1;
-  /* Version 1 (before kernel features) is still read, so that an upgrade keeps
-     the running containers' CPUs held; it is written back as the current one. */
-  if (number != CP_LEDGER_VERSION && number != 1)
-    return cp_fail_input (err, "unsupported version %lld (expected 1 or %d)", (long long) number,
+  /* Versions 1 (before kernel features) and 2 (before drift) are still read, so
+     that an upgrade keeps the running containers' CPUs held; they are written
+     back as the current one. */
+  if (number < 1 || number > CP_LEDGER_VERSION)
+    return cp_fail_input (err, "unsupported version %lld (expected 1 to %d)", (long long) number,
                           CP_LEDGER_VERSION);
   if (only_keys (root, number == 1 ? top_keys_v1 : top_keys, err) < 0 || restore_from_json (root, l, err) < 0)
     return -1;
@@ -262,6 +269,7 @@ entry_to_json (const struct cp_ledger_entry *e)
   json_object_object_add (o, "placed_at", json_object_new_int64 (e->placed_at));
   json_object_object_add (o, "sched_cache", json_object_new_string (ask_names[e->sched_cache]));
   json_object_object_add (o, "core_sched", json_object_new_boolean (e->core_sched));
+  json_object_object_add (o, "drift", e->drift ? json_cpulist_new (e->drift) : json_object_new_string (""));
   return o;
 }
 

@@ -1,6 +1,6 @@
-/* cachepin: the ledger as text: ledger.json, version 2.
+/* cachepin: the ledger as text: ledger.json, version 3.
  *
- *   {"version": 2,
+ *   {"version": 3,
  *    "sched_cache_restore": "off",  (optional: present while cachepin holds the
  *                                    kernel's cache-aware scheduling switch, the
  *                                    value to give back; hook/schedctl.h)
@@ -17,10 +17,14 @@
  *                                            was left to inherit; the ledger only records it)
  *                 "placed_at": 1700000000,  (unix seconds)
  *                 "sched_cache": "none" | "on" | "off",  (cachepin.io/sched-cache)
- *                 "core_sched": false}      (true: asked, and the cookie was made)
+ *                 "core_sched": false,      (true: asked, and the cookie was made)
+ *                 "drift": ""}              (the CPUs the cgroup was last found on when
+ *                                            another manager had changed its cpuset;
+ *                                            "": none; never equal to cpus)
  *               ...]}
  * Version 1 (no sched_cache_restore, sched_cache nor core_sched) is read as
- * asking nothing, and written back as version 2.
+ * asking nothing, version 2 (no drift) as no drift seen; both are written back
+ * as version 3.
  * Strict JSON (oci/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
  * key is required and no other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
@@ -33,7 +37,7 @@
 #include "../policy/error.h"
 #include "ledger.h"
 
-#define CP_LEDGER_VERSION 2
+#define CP_LEDGER_VERSION 3
 /* The largest ledger.json read (and therefore written). */
 #define CP_LEDGER_MAX_SIZE (4 * 1024 * 1024)
 

@@ -243,7 +243,7 @@ test_round_trip (void **state)
   struct json_object *v, *entries, *e0, *f;
   assert_true (json_object_object_get_ex (root, "version", &v));
   assert_int_equal (json_object_get_int (v), CP_LEDGER_VERSION);
-  assert_int_equal (CP_LEDGER_VERSION, 2);
+  assert_int_equal (CP_LEDGER_VERSION, 3);
   assert_false (json_object_object_get_ex (root, "sched_cache_restore", &v));
   assert_true (json_object_object_get_ex (root, "entries", &entries));
   assert_int_equal (json_object_array_length (entries), 3);
@@ -260,6 +260,8 @@ test_round_trip (void **state)
   assert_string_equal (json_object_get_string (f), "none");
   assert_true (json_object_object_get_ex (e0, "core_sched", &f));
   assert_false (json_object_get_boolean (f));
+  assert_true (json_object_object_get_ex (e0, "drift", &f));
+  assert_string_equal (json_object_get_string (f), "");
   json_object_put (root);
 
   l = open_ok (t.state);
@@ -468,6 +470,8 @@ test_concurrency (void **state)
 #define ENTRY(id, held) ENTRY_WITH (id, "exclusive", held, held, "")
 #define LEDGER(entries) "{\"version\":1,\"entries\":[" entries "]}"
 #define LEDGER2(entries) "{\"version\":2,\"entries\":[" entries "]}"
+#define LEDGER3(entries) "{\"version\":3,\"entries\":[" entries "]}"
+#define DRIFT(d) KERNEL ("none", "false") ",\"drift\":\"" d "\""
 #define KERNEL(ask, core) ",\"sched_cache\":\"" ask "\",\"core_sched\":" core
 #define RAW(mount, cgroup, pid, start)                                                                      \
   LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"" mount "\",\"cgroup\":\"" cgroup "\",\"pid\":" pid            \
@@ -498,7 +502,15 @@ static const struct bad bad_ledgers[] = {
   { "NUL bytes", LEDGER ("") "\0\0\0", sizeof (LEDGER ("") "\0\0\0") - 1, "NUL byte" },
   { "NUL inside", "{\"version\":1,\0\"entries\":[]}", 27, "invalid JSON at byte 13: NUL byte" },
   { "top level array", "[]", 0, "expected a JSON object" },
-  { "wrong version", "{\"version\":3,\"entries\":[]}", 0, "unsupported version 3" },
+  { "wrong version", "{\"version\":4,\"entries\":[]}", 0, "unsupported version 4" },
+  { "v3 entry without drift", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("none", "false"))), 0,
+    "`drift` is missing" },
+  { "v2 entry with drift", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("1"))), 0,
+    "unknown key `drift`" },
+  { "drift not a cpulist", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("x"))), 0,
+    "`drift`: a character other than digits" },
+  { "drift equal to cpus", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("0"))), 0,
+    "`drift` is `cpus`" },
   { "v2 entry without sched_cache", LEDGER2 (ENTRY ("a", "0")), 0, "`sched_cache` is missing" },
   { "v2 sched_cache unknown", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("yes", "false"))), 0,
     "`sched_cache`: expected \"none\", \"on\" or \"off\"" },
@@ -656,7 +668,21 @@ test_kernel_fields (void **state)
   assert_int_equal (cp_ledger_cas_restore (l), -1);
   assert_int_equal (cp_ledger_at (l, 0)->sched_cache, CP_ASK_NONE);
   assert_false (cp_ledger_at (l, 0)->core_sched);
+  assert_true (hwloc_bitmap_iszero (cp_ledger_at (l, 0)->drift));
   assert_int_equal (cp_ledger_cas_askers (l), 0);
+  cp_ledger_close (l);
+
+  /* Version 2 reads as no drift seen; version 3's drift survives a round trip. */
+  const char *v2 = LEDGER2 (ENTRY_WITH ("two", "exclusive", "0", "0", KERNEL ("on", "false")));
+  expect_ok (cp_ledger_parse (v2, strlen (v2), &l, &err), err);
+  assert_true (hwloc_bitmap_iszero (cp_ledger_at (l, 0)->drift));
+  assert_int_equal (cp_ledger_at (l, 0)->sched_cache, CP_ASK_ON);
+  cp_ledger_close (l);
+  const char *v3 = LEDGER3 (ENTRY_WITH ("three", "exclusive", "0", "0", DRIFT ("1-2")));
+  expect_ok (cp_ledger_parse (v3, strlen (v3), &l, &err), err);
+  tu_assert_set (cp_ledger_at (l, 0)->drift, "1-2");
+  cleanup_free char *v3_text = cp_ledger_serialize (l);
+  expect_contains (v3_text, "\"drift\":\"1-2\"");
   cp_ledger_close (l);
 
   l = open_ok (t.state);
