@@ -85,6 +85,18 @@ write_at (int dirfd, const char *dirname, const char *name, const char *value, c
   return pass_error (err, &local);
 }
 
+int
+cp_cgroup_read_live_cpus (int dirfd, int version, const char *dirname, hwloc_bitmap_t cpus, cp_error_t *err)
+{
+  if (read_cpulist_at (dirfd, dirname, "cpuset.cpus", cpus, err) < 0)
+    return -1;
+  /* v2: an empty cpuset.cpus inherits the parent's: the effective set is what the
+     cgroup runs on.  (v1 has no empty cpuset.cpus with tasks in it.) */
+  if (version == 2 && hwloc_bitmap_iszero (cpus))
+    return read_cpulist_at (dirfd, dirname, "cpuset.cpus.effective", cpus, err);
+  return 0;
+}
+
 /* /proc/<pid>/cgroup or /proc/self/mountinfo, at most MAX bytes. */
 static int
 read_proc (const char *path, size_t max, char **out, cp_error_t *err)

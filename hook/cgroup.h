@@ -91,6 +91,10 @@ struct cp_cgroup_mounts;
 struct cp_cgroup_mounts *cp_cgroup_mounts_new (void);
 void cp_cgroup_mounts_free (struct cp_cgroup_mounts *m);
 int cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path);
+/* cp_cgroup_dir_state_in(), and when the directory is there (1), the CPUs it
+ * runs on in CPUS: its cpuset.cpus (v2: cpuset.cpus.effective when that is empty,
+ * inherited); empty when they cannot be read (no cpuset controller there). */
+int cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus);
 
 void cp_cgroup_free (struct cp_cgroup *cg);
 

@@ -45,6 +45,11 @@ int cp_cgroup_from_pid_for (pid_t pid, const char *controller, struct cp_cgroup 
 /* cp_cgroup_enable_cpuset() for any controller (v1: nothing to do). */
 int cp_cgroup_enable_controller (const struct cp_cgroup *cg, const char *controller, cp_error_t *err);
 
+/* The CPUs the cgroup DIRFD (of cgroup VERSION; DIRNAME names it in messages)
+ * runs on: its cpuset.cpus, or on v2 when that is empty (inherited), its
+ * cpuset.cpus.effective. */
+int cp_cgroup_read_live_cpus (int dirfd, int version, const char *dirname, hwloc_bitmap_t cpus, cp_error_t *err);
+
 /* The tests' shorthand: cp_cgroup_dir_state() says it exists. */
 static inline bool
 cp_cgroup_dir_exists (const char *mount, const char *path)

@@ -212,8 +212,9 @@ struct cp_cgroup_mounts
   struct
   {
     char *mount;
-    int fd;    /* the mount point, or -1 ... */
-    int state; /* ... and then what every cgroup under it is: 0 gone, -1 could not tell */
+    int fd;      /* the mount point, or -1 ... */
+    int state;   /* ... and then what every cgroup under it is: 0 gone, -1 could not tell */
+    int version; /* with fd: 1 or 2 */
   } slot[MOUNTS_MAX];
   unsigned n;
 };
@@ -241,7 +242,7 @@ cp_cgroup_mounts_free (struct cp_cgroup_mounts *m)
 /* MOUNT opened from "/" without following symlinks, on a cgroup filesystem: the fd,
    or -1 with *STATE saying what that means for the cgroups under it. */
 static int
-open_mount (const char *mount, int *state)
+open_mount (const char *mount, int *state, int *version)
 {
   cleanup_error cp_error_t err = NULL;
   cleanup_close int mountfd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, &err);
@@ -258,22 +259,33 @@ open_mount (const char *mount, int *state)
       return -1;
     }
   *state = 1;
+  *version = is_cgroup_magic (2, (long) sfs.f_type) ? 2 : 1;
   return steal_fd (&mountfd);
 }
 
+/* PATH's state beneath MOUNTFD and, when CPUS is not NULL and the directory is
+   there, the CPUs it runs on (left empty when they cannot be read). */
 static int
-state_beneath (int mountfd, const char *mount, const char *path)
+state_beneath (int mountfd, int version, const char *mount, const char *path, hwloc_bitmap_t cpus)
 {
   cleanup_error cp_error_t err = NULL;
   cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
   if (fd < 0)
     return state_of (err);
+  if (cpus)
+    {
+      cleanup_free char *name = cp_xasprintf ("%s%s", mount, path);
+      if (cp_cgroup_read_live_cpus (fd, version, name, cpus, &err) < 0)
+        hwloc_bitmap_zero (cpus);
+    }
   return 1;
 }
 
-int
-cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path)
+static int
+state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus)
 {
+  if (cpus)
+    hwloc_bitmap_zero (cpus);
   if (mount == NULL || path == NULL || mount[0] != '/' || path[0] != '/' || strlen (mount) > CP_CGROUP_MAX_PATH
       || strlen (path) > CP_CGROUP_MAX_PATH)
     return 0;
@@ -281,18 +293,32 @@ cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const cha
     return 0;
   for (unsigned i = 0; m && i < m->n; i++)
     if (strcmp (m->slot[i].mount, mount) == 0)
-      return m->slot[i].fd < 0 ? m->slot[i].state : state_beneath (m->slot[i].fd, mount, path);
-  int state;
-  cleanup_close int mountfd = open_mount (mount, &state);
+      return m->slot[i].fd < 0 ? m->slot[i].state
+                               : state_beneath (m->slot[i].fd, m->slot[i].version, mount, path, cpus);
+  int state, version = 0;
+  cleanup_close int mountfd = open_mount (mount, &state, &version);
   if (m && m->n < MOUNTS_MAX)
     {
       unsigned i = m->n++;
       m->slot[i].mount = cp_xstrdup (mount);
       m->slot[i].state = state;
+      m->slot[i].version = version;
       m->slot[i].fd = steal_fd (&mountfd);
-      return m->slot[i].fd < 0 ? state : state_beneath (m->slot[i].fd, mount, path);
+      return m->slot[i].fd < 0 ? state : state_beneath (m->slot[i].fd, version, mount, path, cpus);
     }
-  return mountfd < 0 ? state : state_beneath (mountfd, mount, path);
+  return mountfd < 0 ? state : state_beneath (mountfd, version, mount, path, cpus);
+}
+
+int
+cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path)
+{
+  return state_in (m, mount, path, NULL);
+}
+
+int
+cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus)
+{
+  return state_in (m, mount, path, cpus);
 }
 
 int

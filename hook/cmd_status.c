@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "kubelet.h"
 #include "status_internal.h"
 #include "topocache.h"
 
@@ -105,7 +106,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
 {
   static const char *const keys[] = { "found", "state_dir", "topology", "cpus", "reserved", "defaults",
                                       "on_error", "log_level", "lock_timeout_ms", "sandbox", "sched_cache",
-                                      "kernel_root", NULL };
+                                      "kernel_root", "kubelet_state", NULL };
   if (e)
     {
       json_object *f = failed_part (keys, e);
@@ -127,7 +128,25 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "sandbox", json_object_new_boolean (hc->sandbox));
   add (o, "sched_cache", jstr (cp_sched_cache_setting_name (hc->sched_cache)));
   add (o, "kernel_root", jstr (hc->kernel_root));
+  add (o, "kubelet_state", jstr (hc->kubelet_state));
   add (o, "error", NULL);
+  return o;
+}
+
+/* The kubelet CPU manager's policy (kubelet.h): every key null when there is no
+   state file (or the config says not to look). */
+static json_object *
+kubelet_part (const struct cp_hostconfig *hc)
+{
+  json_object *o = json_object_new_object ();
+  cleanup_free char *policy = NULL;
+  cleanup_error cp_error_t e = NULL;
+  int r = cp_kubelet_policy (hc->kubelet_state, &policy, &e);
+  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (hc->kubelet_state, policy) : NULL;
+  add (o, "state_file", r != 0 ? jstr (hc->kubelet_state) : NULL);
+  add (o, "policy", r > 0 ? jstr (policy) : NULL);
+  add (o, "warning", warning ? jstr (warning) : NULL);
+  add (o, "error", r < 0 ? jstr (cp_error_message (e)) : NULL);
   return o;
 }
 
@@ -194,6 +213,7 @@ gather (const struct status_args *a, json_object **out, cp_error_t *err)
   link_features (features, ledger);
   add (root, "ledger", ledger);
   add (root, "features", features);
+  add (root, "kubelet", kubelet_part (&hc));
   add (root, "config", config_part (a->config ? a->config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
   cp_topo_free (topo);
   cp_hostconfig_free (&hc);

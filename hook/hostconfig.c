@@ -28,6 +28,7 @@ cp_hostconfig_init (struct cp_hostconfig *hc)
   hc->sandbox = true;
   hc->sched_cache = CP_SCHED_CACHE_LEAVE;
   hc->kernel_root = cp_xstrdup ("/");
+  hc->kubelet_state = cp_xstrdup (CP_HOSTCONFIG_KUBELET_STATE);
 }
 
 void
@@ -41,6 +42,7 @@ cp_hostconfig_free (struct cp_hostconfig *hc)
   free (hc->state_dir);
   free (hc->topology);
   free (hc->kernel_root);
+  free (hc->kubelet_state);
   memset (hc, 0, sizeof *hc);
 }
 
@@ -232,6 +234,19 @@ parse_kernel_root (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+static int
+parse_kubelet_state (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  const char *s;
+  if (cp_json_string (v, "kubelet_state", CP_HOSTCONFIG_PATH_MAX, true, &s, err) < 0)
+    return -1;
+  if (*s != '\0' && *s != '/')
+    return cp_fail_input (err, "kubelet_state: expected an absolute path or \"\", got \"%.128s\"", s);
+  free (hc->kubelet_state);
+  hc->kubelet_state = cp_xstrdup (s);
+  return 0;
+}
+
 static const struct
 {
   const char *key;
@@ -248,6 +263,7 @@ static const struct
   { "sandbox", parse_sandbox },
   { "sched_cache", parse_sched_cache },
   { "kernel_root", parse_kernel_root },
+  { "kubelet_state", parse_kubelet_state },
 };
 
 static int

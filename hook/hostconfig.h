@@ -18,8 +18,12 @@
  *                             leave (never written), on-demand (on while a placed
  *                             container asks cachepin.io/sched-cache=on, then back to
  *                             what it was), always, never (hook/schedctl.h)
- *    "kernel_root": "/"}      where /sys and /proc are found for the kernel features
+ *    "kernel_root": "/",      where /sys and /proc are found for the kernel features
  *                             (tests point it at a fake tree)
+ *    "kubelet_state": "/var/lib/kubelet/cpu_manager_state"}
+ *                             the kubelet CPU manager's state file: when it names the
+ *                             static policy, the hook and `status` warn that the
+ *                             kubelet rewrites cpusets (hook/managers.h); "" = never look
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
  *   /etc/cachepin/config.json: on_error: expected "allow" or "deny", got "maybe"
@@ -41,6 +45,7 @@
 #define CP_HOSTCONFIG_PATH_MAX 4095
 #define CP_HOSTCONFIG_LOCK_TIMEOUT_DEFAULT 5000
 #define CP_HOSTCONFIG_LOCK_TIMEOUT_MAX 60000
+#define CP_HOSTCONFIG_KUBELET_STATE "/var/lib/kubelet/cpu_manager_state"
 
 enum cp_on_error
 {
@@ -72,6 +77,7 @@ struct cp_hostconfig
   bool sandbox;             /* enter hook/sandbox.h once inputs are read (default true) */
   enum cp_sched_cache_setting sched_cache;
   char *kernel_root;        /* "/" unless a test says otherwise */
+  char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
 };
 
 /* The defaults, as if from an empty file. */

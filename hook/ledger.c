@@ -335,6 +335,12 @@ cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_le
         hwloc_bitmap_or (out->held, out->held, e->held);
       else
         out->shared[out->n_shared++] = cp_bitmap_dup (e->cpus);
+      if (e->drift == NULL || hwloc_bitmap_iszero (e->drift))
+        continue;
+      if (e->mode == CP_MODE_EXCLUSIVE)
+        hwloc_bitmap_or (out->held, out->held, e->drift);
+      else
+        hwloc_bitmap_or (out->shared[out->n_shared - 1], out->shared[out->n_shared - 1], e->drift);
     }
   out->usage.held = out->held;
   out->usage.shared = (const hwloc_const_bitmap_t *) out->shared;
@@ -373,11 +379,16 @@ cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data
   return cp_cgroup_dir_state (cgroup_mount, cgroup);
 }
 
-/* Why E's container is gone, or NULL when it is (or may be) alive. */
+/* Why E's container is gone, or NULL when it is (or may be) alive; then LIVE
+ * holds its cgroup's CPUs when they could be read (else it is empty). */
 static char *
-gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive)
+gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
 {
-  if (alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data) == 0)
+  int state = alive->cgroup_cpus ? alive->cgroup_cpus (e->cgroup_mount, e->cgroup, live, alive->data)
+                                 : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
+  if (state != 1)
+    hwloc_bitmap_zero (live);
+  if (state == 0)
     return cp_xasprintf ("cgroup %s under %s no longer exists", e->cgroup, e->cgroup_mount);
   if (e->pid == 0)
     return NULL;
@@ -390,6 +401,28 @@ gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *a
   return NULL;
 }
 
+/* E's drift from LIVE, the CPUs its cgroup runs on (empty: unknown, nothing
+ * judged).  True when it changed. */
+static bool
+update_drift (struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_ledger_liveness *alive)
+{
+  if (hwloc_bitmap_iszero (live))
+    return false;
+  if (e->drift == NULL)
+    e->drift = cp_bitmap_new ();
+  bool none = hwloc_bitmap_isequal (live, e->cpus);
+  if (none ? hwloc_bitmap_iszero (e->drift) : hwloc_bitmap_isequal (live, e->drift))
+    return false;
+  cleanup_bitmap hwloc_bitmap_t before = cp_bitmap_dup (e->drift);
+  if (none)
+    hwloc_bitmap_zero (e->drift);
+  else
+    hwloc_bitmap_copy (e->drift, live);
+  if (alive->drifted)
+    alive->drifted (e, before, alive->data);
+  return true;
+}
+
 int
 cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive, unsigned *dropped,
                      cp_error_t *err)
@@ -400,14 +433,15 @@ cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive
   };
   if (alive == NULL)
     alive = &real;
-  if (alive->cgroup_exists == NULL || alive->pid_start_time == NULL)
+  if ((alive->cgroup_exists == NULL && alive->cgroup_cpus == NULL) || alive->pid_start_time == NULL)
     return cp_fail_runtime (err, "reconcile: a liveness check is missing");
   size_t kept = 0;
   unsigned n = 0;
+  cleanup_bitmap hwloc_bitmap_t live = cp_bitmap_new ();
   for (size_t i = 0; i < l->n; i++)
     {
       struct cp_ledger_entry *e = &l->entries[i];
-      cleanup_free char *why = gone_reason (e, alive);
+      cleanup_free char *why = gone_reason (e, alive, live);
       if (why)
         {
           if (alive->dropped)
@@ -416,6 +450,8 @@ cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive
           n++;
           continue;
         }
+      if (update_drift (e, live, alive))
+        l->dirty = true;
       if (kept != i)
         l->entries[kept] = *e;
       kept++;

@@ -99,7 +99,9 @@ cp_ledger_closep (struct cp_ledger **l)
   cp_ledger_close (*l);
 }
 
-/* What other containers use, for cp_place(). */
+/* What other containers use, for cp_place(): an exclusive entry's held CPUs and
+ * a shared entry's cpus, each with the CPUs it drifted to (what its cgroup really
+ * runs on also counts as taken, so that nothing is handed out twice). */
 struct cp_ledger_usage
 {
   struct cp_usage usage; /* points into the storage below */
@@ -126,6 +128,12 @@ struct cp_ledger_liveness
   int (*pid_start_time) (pid_t pid, unsigned long long *start_time, void *data);
   /* Optional: told about each entry reconcile drops, and why (for the log). */
   void (*dropped) (const struct cp_ledger_entry *e, const char *why, void *data);
+  /* Optional, in place of cgroup_exists: the same answer, and on 1 the CPUs the
+   * cgroup runs on in CPUS (empty: could not read them, no drift is judged). */
+  int (*cgroup_cpus) (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, void *data);
+  /* Optional: told when an entry's drift changes (E already has the new one;
+   * BEFORE the one it had, empty for none): once per change, for the log. */
+  void (*drifted) (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data);
   void *data;
 };
 
@@ -139,7 +147,10 @@ int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *d
 /* Drop the entries whose container is gone: its cgroup directory no longer
  * exists, or it has a pid and that pid is dead, a zombie, or started at another
  * time (the pid was reused).  ALIVE NULL: the real checks.  *DROPPED (if not NULL)
- * is how many were dropped. */
+ * is how many were dropped.
+ * With ALIVE->cgroup_cpus, each kept entry's drift is brought up to date: the
+ * cgroup's CPUs when they are not the entry's `cpus`, else none (a change marks
+ * the ledger for commit). */
 int cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive, unsigned *dropped,
                          cp_error_t *err);
 

@@ -8,6 +8,7 @@
 #include "../policy/cpulist.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
+#include "kubelet.h"
 #include "ledger.h"
 #include "log.h"
 #include "proc.h"
@@ -53,12 +54,36 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
   cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
 }
 
-/* cp_ledger_cgroup_state() with each mount point opened once for the whole
-   reconcile (DATA), not once per entry. */
-static int
-cgroup_state (const char *cgroup_mount, const char *cgroup, void *data)
+/* Another manager rewrote a placed container's cpuset (runc or podman update,
+   systemd, the kubelet's CPU manager): said once per change, at warning level,
+   because cachepin's promise that no CPU is handed out twice now rests on counting
+   the CPUs it really runs on. */
+static void
+log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
 {
-  return cp_cgroup_dir_state_in (data, cgroup_mount, cgroup);
+  (void) data;
+  cleanup_free char *placed = cp_cpulist_format (e->cpus);
+  if (hwloc_bitmap_iszero (e->drift))
+    {
+      cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
+              e->cgroup_mount, e->cgroup, placed);
+      return;
+    }
+  cleanup_free char *now = cp_cpulist_format (e->drift);
+  cleanup_free char *was = cp_cpulist_format (before);
+  cp_log (CP_LOG_WARNING,
+          "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
+          "rewrote it (runc/podman update, systemd, the kubelet); CPUs %s count as taken until it is released",
+          e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
+          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", now);
+}
+
+/* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
+   once for the whole reconcile (DATA), not once per entry. */
+static int
+cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, void *data)
+{
+  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus);
 }
 
 int
@@ -72,9 +97,10 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
   struct cp_ledger_liveness alive = {
-    .cgroup_exists = cgroup_state,
+    .cgroup_cpus = cgroup_cpus,
     .pid_start_time = cp_ledger_pid_start_time,
     .dropped = log_dropped,
+    .drifted = log_drifted,
     .data = cp_cgroup_mounts_new (),
   };
   int r = cp_ledger_reconcile (l, &alive, NULL, err);
@@ -294,6 +320,24 @@ take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *s
   sync_schedctl (sc, l);
 }
 
+/* The kubelet's static CPU manager undoes placements (kubelet.h): said at each
+ * one, since nothing else would tell the user why the cpuset changed later. */
+static void
+warn_kubelet (const struct cp_hostconfig *hc)
+{
+  cleanup_free char *policy = NULL;
+  cleanup_error cp_error_t e = NULL;
+  int r = cp_kubelet_policy (hc->kubelet_state, &policy, &e);
+  if (r < 0)
+    {
+      cp_log (CP_LOG_DEBUG, "kubelet CPU manager: %s", cp_error_message (e));
+      return;
+    }
+  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (hc->kubelet_state, policy) : NULL;
+  if (warning)
+    cp_log (CP_LOG_WARNING, "%s", warning);
+}
+
 int
 cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
                  struct cp_plan **plan_out, cp_error_t *err)
@@ -306,6 +350,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
 
+  warn_kubelet (hc);
   if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)

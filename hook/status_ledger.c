@@ -12,6 +12,7 @@
 
 #include "../oci/io.h"
 #include "../policy/bitmap.h"
+#include "cgroup.h"
 #include "ledger.h"
 
 /* ------------------------------------------------------------------ topology */
@@ -117,8 +118,48 @@ cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e
 
 /* ------------------------------------------------------------------ ledger */
 
+/* Each entry's live CPUs, read as the hook's reconcile reads them (what its
+   cgroup runs on; empty: gone or unreadable), so that status shows the drift the
+   next hook run will count. */
+struct live
+{
+  hwloc_bitmap_t *cpus; /* one per entry */
+  size_t n;
+};
+
+static void
+live_read (const struct cp_ledger *l, struct live *lv)
+{
+  lv->n = cp_ledger_count (l);
+  lv->cpus = cp_xcalloc (lv->n ? lv->n : 1, sizeof *lv->cpus);
+  struct cp_cgroup_mounts *m = cp_cgroup_mounts_new ();
+  for (size_t i = 0; i < lv->n; i++)
+    {
+      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
+      lv->cpus[i] = cp_bitmap_new ();
+      if (cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i]) != 1)
+        hwloc_bitmap_zero (lv->cpus[i]);
+    }
+  cp_cgroup_mounts_free (m);
+}
+
+static void
+live_free (struct live *lv)
+{
+  for (size_t i = 0; i < lv->n; i++)
+    hwloc_bitmap_free (lv->cpus[i]);
+  free (lv->cpus);
+}
+
+/* The CPUs entry E runs on when another manager moved it, else NULL. */
+static hwloc_const_bitmap_t
+drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live)
+{
+  return !hwloc_bitmap_iszero (live) && !hwloc_bitmap_isequal (live, e->cpus) ? live : NULL;
+}
+
 static json_object *
-entry_json (const struct cp_ledger_entry *e, const struct cp_topo *topo)
+entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_topo *topo)
 {
   json_object *o = json_object_new_object ();
   add (o, "id", jstr (e->id));
@@ -132,6 +173,8 @@ entry_json (const struct cp_ledger_entry *e, const struct cp_topo *topo)
   add (o, "placed_at", json_object_new_int64 (e->placed_at));
   add (o, "sched_cache", jstr (e->sched_cache == CP_ASK_ON ? "on" : e->sched_cache == CP_ASK_OFF ? "off" : "none"));
   add (o, "core_sched", json_object_new_boolean (e->core_sched));
+  add (o, "live_cpus", hwloc_bitmap_iszero (live) ? NULL : jcpulist (live));
+  add (o, "drifted", json_object_new_boolean (drifted (e, live) != NULL));
   json_object *llcs = NULL;
   if (topo)
     {
@@ -205,8 +248,8 @@ llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struc
 }
 
 static void
-usage_fill (const struct cp_ledger *l, const struct cp_topo *topo, const struct cp_hostconfig *hc,
-            struct usage *u)
+usage_fill (const struct cp_ledger *l, const struct live *lv, const struct cp_topo *topo,
+            const struct cp_hostconfig *hc, struct usage *u)
 {
   u->held = cp_bitmap_new ();
   u->shared = cp_bitmap_new ();
@@ -216,21 +259,25 @@ usage_fill (const struct cp_ledger *l, const struct cp_topo *topo, const struct 
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      if (e->mode == CP_MODE_EXCLUSIVE)
-        hwloc_bitmap_or (u->held, u->held, e->held);
-      else
-        hwloc_bitmap_or (u->shared, u->shared, e->cpus);
+      hwloc_bitmap_t into = e->mode == CP_MODE_EXCLUSIVE ? u->held : u->shared;
+      hwloc_bitmap_or (into, into, e->mode == CP_MODE_EXCLUSIVE ? e->held : e->cpus);
+      /* As the hook counts them (ledger.h, cp_ledger_usage()). */
+      hwloc_const_bitmap_t d = drifted (e, lv->cpus[i]);
+      if (d)
+        hwloc_bitmap_or (into, into, d);
+      else if (hwloc_bitmap_iszero (lv->cpus[i]) && e->drift)
+        hwloc_bitmap_or (into, into, e->drift); /* not read now: what the last hook run saw */
     }
 }
 
 /* The per-LLC map and the held CPUs that no LLC of this topology has (a ledger
    written under another topology). */
 static void
-add_occupancy (json_object *o, const struct cp_ledger *l, const struct cp_topo *topo,
+add_occupancy (json_object *o, const struct cp_ledger *l, const struct live *lv, const struct cp_topo *topo,
                const struct cp_hostconfig *hc)
 {
   struct usage u;
-  usage_fill (l, topo, hc, &u);
+  usage_fill (l, lv, topo, hc, &u);
   json_object *a = json_object_new_array ();
   for (unsigned d = 0; d < topo->n_domains[CP_LEVEL_LLC]; d++)
     json_object_array_add (a, llc_occupancy (&topo->domains[CP_LEVEL_LLC][d], l, &u));
@@ -348,16 +395,19 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
   add (o, "state", jstr (state));
   int restore = cp_ledger_cas_restore (l);
   add (o, "sched_cache_restore", restore < 0 ? NULL : jstr (restore ? "on" : "off"));
+  struct live lv;
+  live_read (l, &lv);
   json_object *entries = json_object_new_array ();
   for (size_t i = 0; i < cp_ledger_count (l); i++)
-    json_object_array_add (entries, entry_json (cp_ledger_at (l, i), topo));
+    json_object_array_add (entries, entry_json (cp_ledger_at (l, i), lv.cpus[i], topo));
   add (o, "entries", entries);
   add (o, "warnings", ledger_warnings (hc->state_dir));
   if (topo)
-    add_occupancy (o, l, topo, hc);
+    add_occupancy (o, l, &lv, topo, hc);
   else
     for (const char *const *k = keys + 2; *k; k++)
       add (o, *k, NULL);
+  live_free (&lv);
   add (o, "error", NULL);
   return o;
 }

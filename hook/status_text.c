@@ -146,10 +146,11 @@ print_entry (FILE *out, json_object *e, int idw)
     strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
   const char *cas = S (e, "sched_cache");
   bool core = json_object_get_boolean (get (e, "core_sched"));
-  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8" PRId64 " %-19s %s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
+  bool drift = json_object_get_boolean (get (e, "drifted"));
+  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8" PRId64 " %-19s %s%s%s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
            S (e, "cpus"), S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", num (e, "pid"), when, S (e, "cgroup"),
            strcmp (cas, "none") != 0 ? "  sched-cache=" : "", strcmp (cas, "none") != 0 ? cas : "",
-           core ? "  core-sched" : "");
+           core ? "  core-sched" : "", drift ? "  DRIFTED: its cgroup runs on " : "", drift ? S (e, "live_cpus") : "");
 }
 
 static void
@@ -337,6 +338,18 @@ print_config (FILE *out, json_object *c)
            S (c, "sched_cache"));
 }
 
+/* Only when there is a kubelet CPU manager state file to speak of. */
+static void
+print_kubelet (FILE *out, json_object *k)
+{
+  if (!is_null (k, "error"))
+    fprintf (out, "%-12s%s: %s\n", "kubelet", S (k, "state_file"), S (k, "error"));
+  else if (!is_null (k, "warning"))
+    fprintf (out, "%-12sWARNING: %s\n", "kubelet", S (k, "warning"));
+  else if (!is_null (k, "policy"))
+    fprintf (out, "%-12sCPU manager policy %s (%s)\n", "kubelet", S (k, "policy"), S (k, "state_file"));
+}
+
 void
 cp_status_print_text (json_object *status, FILE *out)
 {
@@ -345,5 +358,6 @@ cp_status_print_text (json_object *status, FILE *out)
   print_topology (out, topo);
   print_ledger (out, get (status, "ledger"), is_null (topo, "llc_label") ? "LLC" : S (topo, "llc_label"));
   print_features (out, get (status, "features"));
+  print_kubelet (out, get (status, "kubelet"));
   print_config (out, get (status, "config"));
 }

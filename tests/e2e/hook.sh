@@ -144,6 +144,31 @@ check "spec cpuset without a count: refused (rc $E2E_RC)" [ "$E2E_RC" != 0 ]
 check "spec cpuset without a count: says why" grep -qF "it is not a count" <<< "$E2E_OUT"
 "$RUNTIME" delete -f nocount >/dev/null 2>&1
 
+# 10c. Drift: `RUNTIME update --cpuset-cpus` moves a placed container (as podman
+# update, systemd or the kubelet may): the CPU it moved to is not handed out to the
+# next container, and the ledger records where it went (tests/cli/drift.sh has the rest).
+if [ "$NCPUS" -ge 2 ]; then
+  e2e_start drifta '{"cachepin.io/cpus": "1"}'
+  check "drift: A starts (rc $E2E_RC)" [ "$E2E_RC" = 0 ]
+  DA=$(cpus_of drifta)
+  NEXT=$("$CACHEPIN" plan --cpus 1 --occupied "$(e2e_held_except '')" --json 2>/dev/null | jq -r '.cpus // empty')
+  if [ -n "$NEXT" ]; then
+    "$RUNTIME" update --cpuset-cpus "$NEXT" drifta
+    check "drift: $RUNTIME update moved A from $DA to $NEXT" same "$(cpus_of drifta)" "$NEXT"
+    e2e_start driftb '{"cachepin.io/cpus": "1"}'
+    check "drift: B starts (rc $E2E_RC)" [ "$E2E_RC" = 0 ]
+    DB=$(e2e_entry driftb | jq -r '.cpus // empty')
+    check "drift: B is not placed on $NEXT, where A runs now (got '${DB:-unplaced}')" [ "$DB" != "$NEXT" ]
+    check "drift: nor on $DA, which A still holds" [ "$DB" != "$DA" ]
+    check "drift: the ledger records where A went" same "$(e2e_entry drifta | jq -r .drift)" "$NEXT"
+    check "drift: and keeps what A was placed on" same "$(e2e_entry drifta | jq -r .cpus)" "$DA"
+    "$RUNTIME" delete -f driftb >/dev/null 2>&1
+  else
+    echo "SKIP: drift: no free CPU to move A to"
+  fi
+  "$RUNTIME" delete -f drifta >/dev/null 2>&1
+fi
+
 # 11. Shared mode: the whole least-loaded domain, nothing held.
 e2e_start shared '{"cachepin.io/mode": "shared"}'
 check "shared: starts (rc $E2E_RC)" [ "$E2E_RC" = 0 ]

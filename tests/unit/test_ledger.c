@@ -1665,6 +1665,115 @@ test_reconcile_fake (void **state)
   cp_ledger_close (l);
 }
 
+/* Drift: a fake whose cgroups run on what DATA says (NULL: cannot be read). */
+struct drift_fake
+{
+  const char *live;
+  unsigned told;
+  char before[32];
+};
+
+static int
+drift_cgroup (const char *mount, const char *cgroup, hwloc_bitmap_t cpus, void *data)
+{
+  (void) mount, (void) cgroup;
+  struct drift_fake *f = data;
+  hwloc_bitmap_zero (cpus);
+  if (f->live)
+    {
+      hwloc_bitmap_t set = tu_set (f->live);
+      hwloc_bitmap_copy (cpus, set);
+      hwloc_bitmap_free (set);
+    }
+  return 1;
+}
+
+static int
+drift_pid (pid_t pid, unsigned long long *start, void *data)
+{
+  (void) pid, (void) data;
+  *start = 0;
+  return 1;
+}
+
+static void
+drift_told (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
+{
+  (void) e;
+  struct drift_fake *f = data;
+  f->told++;
+  cleanup_free char *b = cp_cpulist_format (before);
+  snprintf (f->before, sizeof f->before, "%s", b);
+}
+
+/* Reconcile brings each entry's drift up to date, tells once per change, marks
+   the ledger for commit only on a change, and usage counts the drifted CPUs. */
+static void
+test_reconcile_drift (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = LEDGER (ENTRY ("a", "0-1") "," ENTRY_WITH ("s", "shared", "8", "", ""));
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+  struct drift_fake f = { .live = "0-1" };
+  struct cp_ledger_liveness alive
+      = { .cgroup_cpus = drift_cgroup, .pid_start_time = drift_pid, .drifted = drift_told, .data = &f };
+
+  l->dirty = false;
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  assert_int_equal (f.told, 1); /* s runs on 0-1, not its 8 */
+  tu_assert_set (cp_ledger_find (l, "a")->drift, "");
+  tu_assert_set (cp_ledger_find (l, "s")->drift, "0-1");
+
+  f.live = "2-3";
+  f.told = 0;
+  l->dirty = false;
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  assert_int_equal (f.told, 2);
+  assert_string_equal (f.before, "0-1"); /* s's: it had drifted to 0-1 */
+  assert_true (l->dirty);
+  tu_assert_set (cp_ledger_find (l, "a")->drift, "2-3");
+  tu_assert_set (cp_ledger_find (l, "a")->cpus, "0-1");
+  tu_assert_set (cp_ledger_find (l, "a")->held, "0-1");
+
+  struct cp_ledger_usage u;
+  cp_ledger_usage (l, NULL, &u);
+  tu_assert_set (u.held, "0-3");
+  assert_int_equal (u.n_shared, 1);
+  tu_assert_set (u.shared[0], "2-3,8");
+  cp_ledger_usage_release (&u);
+  cp_ledger_usage (l, "a", &u);
+  tu_assert_set (u.held, "");
+  cp_ledger_usage_release (&u);
+
+  /* The same again: nothing told, nothing to commit. */
+  f.told = 0;
+  l->dirty = false;
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  assert_int_equal (f.told, 0);
+  assert_false (l->dirty);
+
+  /* Unreadable: nothing judged, the drift kept. */
+  f.live = NULL;
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  assert_int_equal (f.told, 0);
+  assert_false (l->dirty);
+  tu_assert_set (cp_ledger_find (l, "a")->drift, "2-3");
+
+  /* Back on its own CPUs: the drift forgotten, told once. */
+  f.live = "0-1";
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  tu_assert_set (cp_ledger_find (l, "a")->drift, "");
+  assert_string_equal (f.before, "2-3"); /* s went from 2-3 to 0-1, told last */
+  assert_int_equal (f.told, 2);
+  assert_true (l->dirty);
+  cp_ledger_usage (l, NULL, &u);
+  tu_assert_set (u.held, "0-1");
+  cp_ledger_usage_release (&u);
+  cp_ledger_close (l);
+}
+
 /* ------------------------------------------------------------------ usage */
 
 static void
@@ -1831,6 +1940,7 @@ main (void)
     cmocka_unit_test (test_proc_stat_parse),
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_reconcile_fake),
+    cmocka_unit_test (test_reconcile_drift),
     cmocka_unit_test (test_usage),
 #ifdef CACHEPIN_FAULT_INJECTION
     cmocka_unit_test_setup_teardown (test_fault_kill, tdir_setup, tdir_teardown),
