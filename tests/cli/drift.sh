@@ -15,21 +15,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: drift.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
-
-[ "$(id -u)" = 0 ] || { echo "drift.sh: skipped: needs root"; exit 0; }
-command -v jq >/dev/null || { echo "drift.sh: skipped: no jq"; exit 0; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "drift.sh: skipped: no cpuset hierarchy"; exit 0; }
-D=$(mktemp -d /tmp/cachepin-drift.XXXXXX)
-TOP="$MNT/cachepin-drift-$$"
-PIDS=()
-cleanup () {
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for cg in "$TOP"/*/ "$TOP"; do [ -d "$cg" ] && rmdir "$cg" 2>/dev/null; done
-  rm -rf "$D"
-}
-trap cleanup EXIT
-make_cgroup "$TOP"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
+cg_test_setup drift
 ALL=$(cat "$TOP/cpuset.cpus")
 expand () { # a cpulist, one CPU per line
   local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
@@ -49,13 +36,7 @@ config () { # config [EXTRA-JSON]: the host config, with EXTRA's keys added
     '{state_dir: $s, cpus: $c, log_level: "info", kubelet_state: $k} + $x' > "$D/cfg.json"
 }
 config
-start () { # start NAME: a cgroup with a sleeper; its pid in REPLY
-  make_cgroup "$TOP/$1"
-  sleep 600 </dev/null >/dev/null 2>&1 &
-  REPLY=$!
-  PIDS+=("$REPLY")
-  echo "$REPLY" > "$TOP/$1/cgroup.procs"
-}
+start () { make_cgroup "$TOP/$1" && start_in "$TOP/$1"; } # start NAME: a cgroup with a sleeper
 hook () { # hook ID PID ANNOTATIONS: createRuntime; stderr in $D/err, status in RC
   jq -cn --arg id "$1" --argjson pid "$2" --arg b "$D/bundle" --argjson ann "$3" \
     '{"ociVersion": "1.0.2", "id": $id, "status": "creating", "pid": $pid, "bundle": $b, "annotations": $ann}' \

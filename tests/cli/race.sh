@@ -14,31 +14,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: race.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
-
-[ "$(id -u)" = 0 ] || { echo "race.sh: skipped: needs root"; exit 0; }
-MNT=""
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "race.sh: skipped: no cpuset hierarchy"; exit 0; }
-command -v strace >/dev/null || { echo "race.sh: skipped: no strace (scripts/deps.sh installs it)"; exit 0; }
-command -v jq >/dev/null || { echo "race.sh: skipped: no jq"; exit 0; }
-
-D=$(mktemp -d /tmp/cachepin-race.XXXXXX)
-TOP="$MNT/cachepin-race-$$"
-SLEEPERS=()
-cleanup () {
-  for p in "${SLEEPERS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for cg in "$TOP"/*/ "$TOP"; do [ -d "$cg" ] && rmdir "$cg" 2>/dev/null; done
-  rm -rf "$D"
-}
-trap cleanup EXIT
-
-start_in () { # a sleeper in the cgroup $1; its pid in $REPLY
-  sleep 600 </dev/null >/dev/null 2>&1 &
-  REPLY=$!
-  SLEEPERS+=("$REPLY")
-  echo "$REPLY" > "$1/cgroup.procs"
-}
-make_cgroup "$TOP"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
+cg_test_setup race strace
 ALL=$(cat "$TOP/cpuset.cpus")
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
@@ -90,7 +67,14 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
   strace -f -qq -o "$D/strace" -e trace=write -e inject=write:delay_enter=2000000 -P "$C/cpuset.cpus" \
     "$BIN" release --config "$D/cfg.json" --cgroup "$C" >/dev/null 2>"$D/release-err" &
 REL=$!
-sleep 0.7   # the release is inside its delayed write by now (it gets there in ~50 ms)
+# Wait until the release holds the ledger's lock (its widening write is inside
+# that critical section): a fixed sleep lost the race on a loaded machine.
+LOCK_INO=$(stat -c %i "$D/state/ledger.lock")
+for _ in $(seq 100); do
+  awk -v ino="$LOCK_INO" '$2 == "FLOCK" && $6 ~ (":" ino "$") {f = 1} END {exit !f}' /proc/locks && break
+  sleep 0.1
+done
+sleep 0.2   # and is in the delayed write (it gets there in ~50 ms once it has the lock)
 "$BIN" apply --config "$D/cfg.json" --cgroup "$C" --cpus 1 >/dev/null 2>"$D/err"
 check "apply during the release: exit" "$?" 0
 wait "$REL"

@@ -17,29 +17,14 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: sched.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
-
-[ "$(id -u)" = 0 ] || { echo "sched.sh: skipped: needs root"; exit 0; }
-command -v jq >/dev/null || { echo "sched.sh: skipped: no jq"; exit 0; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "sched.sh: skipped: no cpuset hierarchy"; exit 0; }
-
-D=$(mktemp -d /tmp/cachepin-sched.XXXXXX)
-TOP="$MNT/cachepin-sched-$$"
-SLEEPERS=()
-cleanup () {
-  for p in "${SLEEPERS[@]}"; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for cg in "$TOP"/*/ "$TOP"; do [ -d "$cg" ] && rmdir "$cg" 2>/dev/null; done
-  rm -rf "$D"
-}
-trap cleanup EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
+cg_test_setup sched
 
 # container NAME: a cgroup with a sleeper in it; the pid in PID_<NAME>
 container () {
   make_cgroup "$TOP/$1"
-  sleep 600 </dev/null >/dev/null 2>&1 &
-  SLEEPERS+=("$!")
-  echo "$!" > "$TOP/$1/cgroup.procs"
-  printf -v "PID_$1" %s "$!"
+  start_in "$TOP/$1"
+  printf -v "PID_$1" %s "$REPLY"
 }
 gone () { # gone NAME: the container died without a poststop
   local pid_var="PID_$1"
@@ -71,7 +56,6 @@ switch () { tr -d '\n' < "$SWITCH"; }
 restore () { jq -r '.sched_cache_restore // "none"' "$D/state/ledger.json"; }
 status () { "$BIN" status --json --config "$D/cfg.json" 2>/dev/null; }
 
-make_cgroup "$TOP"
 
 echo "== on-demand: on at the first that asks, held, given back after the last"
 config on-demand

@@ -9,26 +9,8 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: shared_cgroup.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
-
-[ "$(id -u)" = 0 ] || { echo "shared_cgroup.sh: skipped: needs root"; exit 0; }
-command -v jq >/dev/null || { echo "shared_cgroup.sh: skipped: no jq"; exit 0; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "shared_cgroup.sh: skipped: no cpuset hierarchy"; exit 0; }
-D=$(mktemp -d /tmp/cachepin-shared.XXXXXX)
-TOP="$MNT/cachepin-shared-$$"
-PIDS=()
-cleanup () {
-  for p in "${PIDS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for cg in "$TOP"/*/ "$TOP"; do [ -d "$cg" ] && rmdir "$cg" 2>/dev/null; done
-  rm -rf "$D"
-}
-trap cleanup EXIT
-start_in () { # start_in CGROUP CMD...: a process in CGROUP; its pid in REPLY
-  "${@:2}" </dev/null >/dev/null 2>&1 &
-  REPLY=$!
-  PIDS+=("$REPLY")
-  echo "$REPLY" > "$1/cgroup.procs"
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
+cg_test_setup shared_cgroup
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2"}' > "$D/bundle/config.json"
 echo "{\"state_dir\": \"$D/state\"}" > "$D/cfg.json"
@@ -39,7 +21,6 @@ hook () { # hook ID PID ANNOTATIONS
   RC=$?
 }
 entries () { jq -r '[.entries[] | select(.id == "'"$1"'")] | length' "$D/state/ledger.json" 2>/dev/null || echo 0; }
-make_cgroup "$TOP"
 ALL=$(cat "$TOP/cpuset.cpus")
 
 echo "== a cgroup shared with a stranger"
