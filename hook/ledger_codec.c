@@ -8,11 +8,14 @@
  * messages as that reader did here (ledger_codec_dom.c, the reference kept for
  * the differential test and fuzzer).
  *
- * It reads in two passes so that faults come in the reference's order:
- *   1. syntax: the whole text, tokenized once; each known key's value is
- *      recorded (type, text, decoded string or integer), duplicate keys and NUL
- *      in keys refused, the first unknown key of each object noted;
- *   2. schema: the records checked in the order the reference checked its DOM.
+ * It tokenizes the text once, recording each known key's value (type, text,
+ * decoded string or integer), refusing duplicate keys and NUL in keys, noting
+ * the first unknown key of each object; then checks the records in the order
+ * the reference checked its DOM.  Entries are checked as they are read when the
+ * version came before them (as this writer puts it), so that one record is all
+ * it keeps; otherwise they are kept and checked at the end.  Either way a text
+ * with a single fault gets the reference's message; one with several may get
+ * another of its faults first.
  * The writer prints straight into one growing buffer, one entry per line. */
 #define _GNU_SOURCE
 #include "ledger_internal.h"
@@ -103,7 +106,10 @@ struct reader
   size_t used;
   struct val top[N_TKEYS];
   struct keys top_keys;
-  struct rentry *entries;
+  struct cp_ledger *l;   /* what is read */
+  int64_t version;       /* 0 until checked */
+  struct rentry scratch; /* the entry being read, when the version is known */
+  struct rentry *entries; /* the entries read before the version */
   size_t n_entries, n_stored, cap;
   cp_error_t *err;
 };
@@ -526,11 +532,17 @@ scan_object (struct reader *r, int depth, size_t entry, const char *const *names
     }
 }
 
+static int check_version (struct reader *r);
+static int check_entry (struct reader *r, const struct rentry *re, size_t i);
+
+/* Where to read the next entry: the scratch record when it is checked at once,
+ * else a new stored one (NULL past the limit: then the count is all that
+ * matters, the ledger is refused). */
 static struct rentry *
 next_entry (struct reader *r)
 {
-  r->n_entries++;
-  /* Past the limit the count is all that matters: the ledger is refused. */
+  if (r->version)
+    return &r->scratch;
   if (r->n_stored > CP_LEDGER_MAX_ENTRIES)
     return NULL;
   if (r->n_stored == r->cap)
@@ -538,9 +550,7 @@ next_entry (struct reader *r)
       r->cap = r->cap ? 2 * r->cap : 64;
       r->entries = cp_xrealloc (r->entries, r->cap * sizeof *r->entries);
     }
-  struct rentry *e = &r->entries[r->n_stored++];
-  memset (e, 0, sizeof *e);
-  return e;
+  return &r->entries[r->n_stored++];
 }
 
 /* The value of "entries": an array of entry objects is read member by member,
@@ -552,6 +562,8 @@ scan_entries (struct reader *r, struct val *v)
     return -1;
   if (r->buf[r->pos] != '[')
     return scan_value (r, 2, v);
+  if (r->top[T_VERSION].type != V_ABSENT && check_version (r) < 0)
+    return -1;
   size_t start = r->pos++;
   if (skip_space (r) < 0)
     return -1;
@@ -563,16 +575,18 @@ scan_entries (struct reader *r, struct val *v)
         if (skip_space (r) < 0)
           return -1;
         struct rentry *e = next_entry (r), spare;
-        if (e == NULL)
-          e = memset (&spare, 0, sizeof spare);
+        e = memset (e ? e : &spare, 0, sizeof *e);
+        size_t i = r->n_entries++;
         if (r->buf[r->pos] == '{')
           {
             size_t at = r->pos;
-            if (scan_object (r, 3, r->n_entries - 1, ekey_names, N_EKEYS, e->v, &e->keys, NULL, 0) < 0)
+            if (scan_object (r, 3, i, ekey_names, N_EKEYS, e->v, &e->keys, NULL, 0) < 0)
               return -1;
             e->self = (struct val){ .type = V_OBJECT, .at = at, .raw_len = r->pos - at };
           }
         else if (scan_value (r, 3, &e->self) < 0)
+          return -1;
+        if (e == &r->scratch && i < CP_LEDGER_MAX_ENTRIES && check_entry (r, e, i) < 0)
           return -1;
         if (skip_space (r) < 0)
           return -1;
@@ -844,25 +858,54 @@ restore_from_record (const struct reader *r, struct cp_ledger *l, cp_error_t *er
   return 0;
 }
 
+/* Sets r->version from "version". */
 static int
-ledger_from_records (const struct reader *r, struct cp_ledger *l, cp_error_t *err)
+check_version (struct reader *r)
 {
-  int64_t version;
-  if (present (&r->top[T_VERSION], "version", err) < 0)
+  if (present (&r->top[T_VERSION], "version", r->err) < 0)
     return -1;
   const struct val *vv = &r->top[T_VERSION];
   if (vv->type != V_INT || vv->big || vv->i < 0 || vv->i > INT_MAX)
     {
       cleanup_free char *got = describe (r, vv);
-      return cp_fail_input (err, "`version`: expected an integer from 0 to %d, got %s", INT_MAX, got);
+      return cp_fail_input (r->err, "`version`: expected an integer from 0 to %d, got %s", INT_MAX, got);
     }
-  version = vv->i;
   /* Versions 1 (before kernel features) and 2 (before drift) are still read, so
      that an upgrade keeps the running containers' CPUs held; they are written
      back as the current one. */
-  if (version < 1 || version > CP_LEDGER_VERSION)
-    return cp_fail_input (err, "unsupported version %lld (expected 1 to %d)", (long long) version, CP_LEDGER_VERSION);
-  if (only_keys (&r->top_keys, tkey_names, version == 1 ? T_RESTORE : N_TKEYS, err) < 0
+  if (vv->i < 1 || vv->i > CP_LEDGER_VERSION)
+    return cp_fail_input (r->err, "unsupported version %lld (expected 1 to %d)", (long long) vv->i,
+                          CP_LEDGER_VERSION);
+  r->version = vv->i;
+  return 0;
+}
+
+/* Entry I, read into RE: into the ledger. */
+static int
+check_entry (struct reader *r, const struct rentry *re, size_t i)
+{
+  if (re->self.type != V_OBJECT)
+    {
+      cleanup_free char *got = describe (r, &re->self);
+      return cp_fail_input (r->err, "entry %zu: expected an object, got %s", i, got);
+    }
+  struct cp_ledger_entry *e = cp_ledger_append (r->l);
+  if (entry_from_record (r, re, r->version, e, r->err) < 0)
+    {
+      if (e->id && cp_ledger_quotable (e->id))
+        return cp_error_wrap (r->err, "entry %zu (`%.64s`)", i, e->id);
+      return cp_error_wrap (r->err, "entry %zu", i);
+    }
+  return 0;
+}
+
+static int
+ledger_from_records (struct reader *r, cp_error_t *err)
+{
+  struct cp_ledger *l = r->l;
+  if (check_version (r) < 0)
+    return -1;
+  if (only_keys (&r->top_keys, tkey_names, r->version == 1 ? T_RESTORE : N_TKEYS, err) < 0
       || restore_from_record (r, l, err) < 0)
     return -1;
   const struct val *entries = &r->top[T_ENTRIES];
@@ -875,22 +918,10 @@ ledger_from_records (const struct reader *r, struct cp_ledger *l, cp_error_t *er
     }
   if (r->n_entries > CP_LEDGER_MAX_ENTRIES)
     return cp_fail_input (err, "%zu entries, more than the limit %d", r->n_entries, CP_LEDGER_MAX_ENTRIES);
-  for (size_t i = 0; i < r->n_entries; i++)
-    {
-      const struct rentry *re = &r->entries[i];
-      if (re->self.type != V_OBJECT)
-        {
-          cleanup_free char *got = describe (r, &re->self);
-          return cp_fail_input (err, "entry %zu: expected an object, got %s", i, got);
-        }
-      struct cp_ledger_entry *e = cp_ledger_append (l);
-      if (entry_from_record (r, re, version, e, err) < 0)
-        {
-          if (e->id && cp_ledger_quotable (e->id))
-            return cp_error_wrap (err, "entry %zu (`%.64s`)", i, e->id);
-          return cp_error_wrap (err, "entry %zu", i);
-        }
-    }
+  /* The entries read before the version (none when it came first). */
+  for (size_t i = 0; i < r->n_stored; i++)
+    if (check_entry (r, &r->entries[i], i) < 0)
+      return -1;
   return cp_ledger_check_entries (l, err);
 }
 
@@ -899,11 +930,9 @@ cp_ledger_parse (const char *buf, size_t len, struct cp_ledger **out, cp_error_t
 {
   if (len > CP_LEDGER_MAX_SIZE)
     return cp_fail_input (err, "%zu bytes, more than the limit %d", len, CP_LEDGER_MAX_SIZE);
-  __attribute__ ((cleanup (reader_release))) struct reader r = { .buf = buf, .len = len, .err = err };
-  if (scan_ledger (&r) < 0)
-    return -1;
   cleanup_ledger struct cp_ledger *l = cp_ledger_new ();
-  if (ledger_from_records (&r, l, err) < 0)
+  __attribute__ ((cleanup (reader_release))) struct reader r = { .buf = buf, .len = len, .l = l, .err = err };
+  if (scan_ledger (&r) < 0 || ledger_from_records (&r, err) < 0)
     return -1;
   *out = cp_steal_pointer (&l);
   return 0;
