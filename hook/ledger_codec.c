@@ -8,7 +8,7 @@
  * messages as that reader did here (ledger_codec_dom.c, the reference kept for
  * the differential test and fuzzer).
  *
- * It tokenizes the text once, recording each known key's value (type, text,
+ * It reads the text once with oci/jsonpull.h, recording each known key's value (type, text,
  * decoded string or integer), refusing duplicate keys and NUL in keys, noting
  * the first unknown key of each object; then checks the records in the order
  * the reference checked its DOM.  Entries are checked as they are read when the
@@ -26,35 +26,12 @@
 #include <string.h>
 
 #include "../oci/json.h"
+#include "../oci/jsonpull.h"
 #include "../policy/bitmap.h"
 #include "../policy/cpulist.h"
 #include "../policy/util.h"
 
 /* ------------------------------------------------------------ the records */
-
-enum vtype
-{
-  V_ABSENT = 0,
-  V_STRING,
-  V_INT,    /* an integer literal (no fraction, no exponent) */
-  V_NUMBER, /* any other number */
-  V_TRUE,
-  V_FALSE,
-  V_NULL,
-  V_OBJECT,
-  V_ARRAY,
-};
-
-/* One value as pass 1 saw it. */
-struct val
-{
-  enum vtype type;
-  size_t at, raw_len; /* its text: buf[at, at + raw_len), for "got ..." */
-  const char *s;      /* V_STRING: the decoded bytes (NOT NUL-terminated: s[0, slen)) */
-  size_t slen;
-  int64_t i;          /* V_INT, unless big */
-  bool big;           /* V_INT beyond the int64 range */
-};
 
 /* The keys of an entry, in the order the reference checked them in. */
 enum ekey
@@ -93,419 +70,78 @@ struct keys
 
 struct rentry
 {
-  struct val self; /* what the element is; the members below when an object */
-  struct val v[N_EKEYS];
+  struct cp_jp_val self; /* what the element is; the members below when an object */
+  struct cp_jp_val v[N_EKEYS];
   struct keys keys;
 };
 
 struct reader
 {
-  const char *buf;
-  size_t len, pos;
-  char *arena; /* decoded escaped strings; a string without escapes points into buf */
-  size_t used;
-  struct val top[N_TKEYS];
+  struct cp_jp jp;
+  struct cp_jp_val top[N_TKEYS];
   struct keys top_keys;
   struct cp_ledger *l;   /* what is read */
   int64_t version;       /* 0 until checked */
   struct rentry scratch; /* the entry being read, when the version is known */
   struct rentry *entries; /* the entries read before the version */
   size_t n_entries, n_stored, cap;
-  cp_error_t *err;
 };
 
 static void
 reader_release (struct reader *r)
 {
-  free (r->arena);
+  cp_jp_release (&r->jp);
   free (r->entries);
 }
 
-/* ------------------------------------------------------- pass 1: syntax */
-
-static int
-syntax (struct reader *r, size_t at, const char *why)
-{
-  return cp_fail_input (r->err, "invalid JSON at byte %zu: %s", at, why);
-}
-
-static int
-end_of_data (struct reader *r)
-{
-  return syntax (r, r->len, "unexpected end of data");
-}
-
-static bool
-is_space (char c)
-{
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
-
-/* Skip white space; fail at the end of the text (a value or a bracket must follow). */
-static int
-skip_space (struct reader *r)
-{
-  while (r->pos < r->len && is_space (r->buf[r->pos]))
-    r->pos++;
-  return r->pos < r->len ? 0 : end_of_data (r);
-}
-
-static int
-expect (struct reader *r, char c, const char *why)
-{
-  if (skip_space (r) < 0)
-    return -1;
-  if (r->buf[r->pos] != c)
-    return syntax (r, r->pos, why);
-  r->pos++;
-  return 0;
-}
-
-static int
-hex4 (struct reader *r, size_t at, unsigned *out)
-{
-  *out = 0;
-  for (size_t k = 0; k < 4; k++)
-    {
-      if (at + k >= r->len)
-        return end_of_data (r);
-      char c = r->buf[at + k];
-      unsigned d = c >= '0' && c <= '9'   ? (unsigned) (c - '0')
-                   : c >= 'a' && c <= 'f' ? (unsigned) (c - 'a' + 10)
-                   : c >= 'A' && c <= 'F' ? (unsigned) (c - 'A' + 10)
-                                          : 16;
-      if (d == 16)
-        return syntax (r, at + k, "invalid \\u escape");
-      *out = *out << 4 | d;
-    }
-  return 0;
-}
-
-static char *
-put_utf8 (char *o, unsigned cp)
-{
-  if (cp < 0x80)
-    *o++ = (char) cp;
-  else if (cp < 0x800)
-    {
-      *o++ = (char) (0xc0 | cp >> 6);
-      *o++ = (char) (0x80 | (cp & 0x3f));
-    }
-  else if (cp < 0x10000)
-    {
-      *o++ = (char) (0xe0 | cp >> 12);
-      *o++ = (char) (0x80 | (cp >> 6 & 0x3f));
-      *o++ = (char) (0x80 | (cp & 0x3f));
-    }
-  else
-    {
-      *o++ = (char) (0xf0 | cp >> 18);
-      *o++ = (char) (0x80 | (cp >> 12 & 0x3f));
-      *o++ = (char) (0x80 | (cp >> 6 & 0x3f));
-      *o++ = (char) (0x80 | (cp & 0x3f));
-    }
-  return o;
-}
-
-#define IS_HIGH_SURROGATE(c) (((c) & 0xfc00) == 0xd800)
-#define IS_LOW_SURROGATE(c) (((c) & 0xfc00) == 0xdc00)
-#define REPLACEMENT 0xfffd
-
-/* Decode the escapes of the string literal whose text is buf[start, end) (the
- * quotes excluded, already checked by scan_string) into the arena.  A surrogate
- * pair is one code point; a lone surrogate becomes U+FFFD, as json-c made it. */
-static void
-decode_escapes (struct reader *r, size_t start, size_t end, struct val *v)
-{
-  if (r->arena == NULL)
-    r->arena = cp_xmalloc0 (r->len + 1); /* decoding never lengthens a string */
-  char *o = r->arena + r->used, *first = o;
-  unsigned high = 0; /* a high surrogate waiting for its low half */
-  for (size_t i = start; i < end;)
-    {
-      unsigned cp;
-      if (r->buf[i] == '\\' && r->buf[i + 1] == 'u')
-        {
-          (void) hex4 (r, i + 2, &cp); /* checked */
-          i += 6;
-          if (high && IS_LOW_SURROGATE (cp))
-            {
-              o = put_utf8 (o, 0x10000 + ((high & 0x3ff) << 10) + (cp & 0x3ff));
-              high = 0;
-              continue;
-            }
-          if (high)
-            o = put_utf8 (o, REPLACEMENT);
-          high = IS_HIGH_SURROGATE (cp) ? cp : 0;
-          if (!high)
-            o = put_utf8 (o, IS_LOW_SURROGATE (cp) ? REPLACEMENT : cp);
-          continue;
-        }
-      if (high)
-        o = put_utf8 (o, REPLACEMENT);
-      high = 0;
-      if (r->buf[i] != '\\')
-        {
-          *o++ = r->buf[i++];
-          continue;
-        }
-      static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-      *o++ = to[strchr (from, r->buf[i + 1]) - from];
-      i += 2;
-    }
-  if (high)
-    o = put_utf8 (o, REPLACEMENT);
-  v->s = first;
-  v->slen = (size_t) (o - first);
-  r->used += v->slen;
-}
-
-/* At the opening quote: check the literal (escapes, no raw control character,
- * UTF-8 as json-c checked it: lead and continuation bytes, the finer rules are
- * the fields' own checks), leave pos after the closing quote, and fill V. */
-static int
-scan_string (struct reader *r, struct val *v)
-{
-  size_t start = r->pos + 1;
-  bool escaped = false;
-  size_t i = start;
-  for (;;)
-    {
-      if (i >= r->len)
-        return end_of_data (r);
-      unsigned char c = (unsigned char) r->buf[i];
-      if (c == '"')
-        break;
-      if (c == '\\')
-        {
-          if (i + 1 >= r->len)
-            return end_of_data (r);
-          char e = r->buf[i + 1];
-          unsigned cp;
-          if (e == 'u' && hex4 (r, i + 2, &cp) < 0)
-            return -1;
-          if (e != 'u' && (e == '\0' || strchr ("\"\\/bfnrt", e) == NULL))
-            return syntax (r, i + 1, "invalid escape in a string");
-          escaped = true;
-          i += e == 'u' ? 6 : 2;
-          continue;
-        }
-      if (c < 0x20)
-        return syntax (r, i, "control character in a string");
-      size_t more = c < 0x80                ? 0
-                    : (c & 0xe0) == 0xc0    ? 1
-                    : (c & 0xf0) == 0xe0    ? 2
-                    : (c & 0xf8) == 0xf0    ? 3
-                                            : SIZE_MAX;
-      if (more == SIZE_MAX)
-        return syntax (r, i, "invalid utf-8 in a string");
-      for (size_t k = 1; k <= more; k++)
-        {
-          if (i + k >= r->len)
-            return end_of_data (r);
-          if (((unsigned char) r->buf[i + k] & 0xc0) != 0x80)
-            return syntax (r, i + k, "invalid utf-8 in a string");
-        }
-      i += 1 + more;
-    }
-  *v = (struct val){ .type = V_STRING, .at = r->pos, .raw_len = i + 1 - r->pos };
-  if (escaped)
-    decode_escapes (r, start, i, v);
-  else
-    {
-      v->s = r->buf + start;
-      v->slen = i - start;
-    }
-  r->pos = i + 1;
-  return 0;
-}
-
-static bool
-digit_at (const struct reader *r, size_t i)
-{
-  return i < r->len && r->buf[i] >= '0' && r->buf[i] <= '9';
-}
-
-/* RFC 8259: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?  A number at the very
- * end of the text is cut: the object around it is not closed either. */
-static int
-scan_number (struct reader *r, struct val *v)
-{
-  size_t start = r->pos, i = r->pos;
-  bool negative = r->buf[i] == '-';
-  i += negative;
-  if (!digit_at (r, i))
-    return i >= r->len ? end_of_data (r) : syntax (r, start, "invalid number");
-  if (r->buf[i] == '0' && digit_at (r, i + 1))
-    return syntax (r, start, "number with a leading zero");
-  uint64_t mag = 0;
-  bool big = false;
-  for (; digit_at (r, i); i++)
-    {
-      unsigned d = (unsigned) (r->buf[i] - '0');
-      big |= mag > (UINT64_MAX - d) / 10;
-      mag = mag * 10 + d;
-    }
-  bool integer = true;
-  if (i < r->len && r->buf[i] == '.')
-    {
-      integer = false;
-      if (!digit_at (r, ++i))
-        return i >= r->len ? end_of_data (r) : syntax (r, start, "invalid number");
-      while (digit_at (r, i))
-        i++;
-    }
-  if (i < r->len && (r->buf[i] == 'e' || r->buf[i] == 'E'))
-    {
-      integer = false;
-      i++;
-      if (i < r->len && (r->buf[i] == '+' || r->buf[i] == '-'))
-        i++;
-      if (!digit_at (r, i))
-        return i >= r->len ? end_of_data (r) : syntax (r, start, "invalid number");
-      while (digit_at (r, i))
-        i++;
-    }
-  *v = (struct val){ .type = integer ? V_INT : V_NUMBER, .at = start, .raw_len = i - start };
-  if (integer)
-    {
-      big |= negative ? mag > (uint64_t) INT64_MAX + 1 : mag > (uint64_t) INT64_MAX;
-      v->big = big;
-      v->i = big ? 0 : negative ? (int64_t) (0 - mag) : (int64_t) mag;
-    }
-  r->pos = i;
-  return 0;
-}
-
-static int
-scan_literal (struct reader *r, const char *word, enum vtype type, struct val *v)
-{
-  size_t n = strlen (word);
-  size_t have = r->len - r->pos < n ? r->len - r->pos : n;
-  if (memcmp (r->buf + r->pos, word, have) != 0)
-    return syntax (r, r->pos, "unexpected character");
-  if (have < n)
-    return end_of_data (r);
-  *v = (struct val){ .type = type, .at = r->pos, .raw_len = n };
-  r->pos += n;
-  return 0;
-}
-
-static int scan_value (struct reader *r, int depth, struct val *v);
-
-/* At '{' or '[': a value the schema has no use for (an unknown key's, or one of
- * the wrong type), checked as JSON and skipped.  Its keys are not compared: the
- * ledger it is in is refused whatever they are. */
-static int
-scan_container (struct reader *r, int depth, struct val *v)
-{
-  if (depth > CP_JSON_MAX_DEPTH)
-    return syntax (r, r->pos, "nested too deeply");
-  char close = r->buf[r->pos] == '{' ? '}' : ']';
-  size_t start = r->pos++;
-  struct val item;
-  if (skip_space (r) < 0)
-    return -1;
-  if (r->buf[r->pos] == close)
-    r->pos++;
-  else
-    for (;;)
-      {
-        if (close == '}')
-          {
-            if (skip_space (r) < 0)
-              return -1;
-            if (r->buf[r->pos] != '"')
-              return syntax (r, r->pos, "expected a quoted key");
-            if (scan_string (r, &item) < 0 || expect (r, ':', "expected ':'") < 0)
-              return -1;
-          }
-        if (scan_value (r, depth + 1, &item) < 0 || skip_space (r) < 0)
-          return -1;
-        char c = r->buf[r->pos++];
-        if (c == close)
-          break;
-        if (c != ',')
-          return syntax (r, r->pos - 1, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-      }
-  *v = (struct val){ .type = close == '}' ? V_OBJECT : V_ARRAY, .at = start, .raw_len = r->pos - start };
-  return 0;
-}
-
-/* Any value, at DEPTH (the top object is 1). */
-static int
-scan_value (struct reader *r, int depth, struct val *v)
-{
-  if (skip_space (r) < 0)
-    return -1;
-  switch (r->buf[r->pos])
-    {
-    case '"':
-      return scan_string (r, v);
-    case '{':
-    case '[':
-      return scan_container (r, depth, v);
-    case '-':
-    case '0' ... '9':
-      return scan_number (r, v);
-    case 't':
-      return scan_literal (r, "true", V_TRUE, v);
-    case 'f':
-      return scan_literal (r, "false", V_FALSE, v);
-    case 'n':
-      return scan_literal (r, "null", V_NULL, v);
-    case '\'':
-      return syntax (r, r->pos, "single-quoted string");
-    default: /* NaN, Infinity, ... */
-      return syntax (r, r->pos, "unexpected character");
-    }
-}
+/* ---------------------------------------------------- reading: the text */
 
 #define TOP_LEVEL SIZE_MAX
 
 /* "entries[3]: duplicate key \"pid\"" (ENTRY 3; TOP_LEVEL: no "entries[3]: "),
  * as oci/json.c words it. */
 static int
-key_fail (struct reader *r, size_t entry, const char *what, const struct val *key)
+key_fail (struct reader *r, size_t entry, const char *what, const struct cp_jp_val *key)
 {
   int n = (int) strnlen (key->s, key->slen < 128 ? key->slen : 128);
   if (entry != TOP_LEVEL)
-    return cp_fail_input (r->err, "entries[%zu]: %s \"%.*s\"", entry, what, n, key->s);
-  return cp_fail_input (r->err, "%s \"%.*s\"", what, n, key->s);
+    return cp_fail_input (r->jp.err, "entries[%zu]: %s \"%.*s\"", entry, what, n, key->s);
+  return cp_fail_input (r->jp.err, "%s \"%.*s\"", what, n, key->s);
 }
 
-/* Read one object member by member (at '{', DEPTH the object's, ENTRY which one
- * or TOP_LEVEL): each known key (NAMES, N of them) into VALS, its order into KEYS.  ON_ENTRIES, when not NULL,
- * reads the value of key ENTRIES_KEY instead. */
+/* Read one object member by member (at '{', DEPTH the object's, ENTRY which
+ * entry or TOP_LEVEL): each known key's value (NAMES, N of them) into VALS, the
+ * keys' order into KEYS.  ON_ENTRIES, when not NULL, reads the value of the key
+ * ENTRIES_KEY instead. */
 static int
-scan_object (struct reader *r, int depth, size_t entry, const char *const *names, size_t n, struct val *vals,
-             struct keys *keys, int (*on_entries) (struct reader *r, struct val *v), size_t entries_key)
+scan_object (struct reader *r, int depth, size_t entry, const char *const *names, size_t n, struct cp_jp_val *vals,
+             struct keys *keys, int (*on_entries) (struct reader *r, struct cp_jp_val *v), size_t entries_key)
 {
   if (depth > CP_JSON_MAX_DEPTH)
-    return syntax (r, r->pos, "nested too deeply");
-  r->pos++;
-  if (skip_space (r) < 0)
+    return cp_jp_fail (&r->jp, r->jp.pos, "nested too deeply");
+  r->jp.pos++;
+  if (cp_jp_skip_space (&r->jp) < 0)
     return -1;
-  if (r->buf[r->pos] == '}')
+  if (r->jp.buf[r->jp.pos] == '}')
     {
-      r->pos++;
+      r->jp.pos++;
       return 0;
     }
   for (;;)
     {
-      struct val key, ignored;
-      if (skip_space (r) < 0)
+      struct cp_jp_val key, ignored;
+      if (cp_jp_skip_space (&r->jp) < 0)
         return -1;
-      if (r->buf[r->pos] != '"')
-        return syntax (r, r->pos, "expected a quoted key");
-      if (scan_string (r, &key) < 0 || expect (r, ':', "expected ':'") < 0)
+      if (r->jp.buf[r->jp.pos] != '"')
+        return cp_jp_fail (&r->jp, r->jp.pos, "expected a quoted key");
+      if (cp_jp_string (&r->jp, &key) < 0 || cp_jp_expect (&r->jp, ':', "expected ':'") < 0)
         return -1;
       if (memchr (key.s, '\0', key.slen))
         return key_fail (r, entry, "NUL character in key", &key);
       size_t k = 0;
       while (k < n && !(strlen (names[k]) == key.slen && memcmp (names[k], key.s, key.slen) == 0))
         k++;
-      if (k < n && vals[k].type != V_ABSENT)
+      if (k < n && vals[k].type != CP_JP_ABSENT)
         return key_fail (r, entry, "duplicate key", &key);
       if (keys->unknown == NULL)
         keys->order[keys->n_order++] = k < n ? (uint8_t) k : UNKNOWN_KEY;
@@ -514,21 +150,21 @@ scan_object (struct reader *r, int depth, size_t entry, const char *const *names
           keys->unknown = key.s;
           keys->unknown_len = key.slen;
         }
-      struct val *v = k < n ? &vals[k] : &ignored;
+      struct cp_jp_val *v = k < n ? &vals[k] : &ignored;
       if (k == entries_key && on_entries)
         {
           if (on_entries (r, v) < 0)
             return -1;
         }
-      else if (scan_value (r, depth + 1, v) < 0)
+      else if (cp_jp_value (&r->jp, depth + 1, v) < 0)
         return -1;
-      if (skip_space (r) < 0)
+      if (cp_jp_skip_space (&r->jp) < 0)
         return -1;
-      char c = r->buf[r->pos++];
+      char c = r->jp.buf[r->jp.pos++];
       if (c == '}')
         return 0;
       if (c != ',')
-        return syntax (r, r->pos - 1, "expected ',' or '}'");
+        return cp_jp_fail (&r->jp, r->jp.pos - 1, "expected ',' or '}'");
     }
 }
 
@@ -556,108 +192,77 @@ next_entry (struct reader *r)
 /* The value of "entries": an array of entry objects is read member by member,
  * anything else is only recorded. */
 static int
-scan_entries (struct reader *r, struct val *v)
+scan_entries (struct reader *r, struct cp_jp_val *v)
 {
-  if (skip_space (r) < 0)
+  if (cp_jp_skip_space (&r->jp) < 0)
     return -1;
-  if (r->buf[r->pos] != '[')
-    return scan_value (r, 2, v);
-  if (r->top[T_VERSION].type != V_ABSENT && check_version (r) < 0)
+  if (r->jp.buf[r->jp.pos] != '[')
+    return cp_jp_value (&r->jp, 2, v);
+  if (r->top[T_VERSION].type != CP_JP_ABSENT && check_version (r) < 0)
     return -1;
-  size_t start = r->pos++;
-  if (skip_space (r) < 0)
+  size_t start = r->jp.pos++;
+  if (cp_jp_skip_space (&r->jp) < 0)
     return -1;
-  if (r->buf[r->pos] == ']')
-    r->pos++;
+  if (r->jp.buf[r->jp.pos] == ']')
+    r->jp.pos++;
   else
     for (;;)
       {
-        if (skip_space (r) < 0)
+        if (cp_jp_skip_space (&r->jp) < 0)
           return -1;
         struct rentry *e = next_entry (r), spare;
         e = memset (e ? e : &spare, 0, sizeof *e);
         size_t i = r->n_entries++;
-        if (r->buf[r->pos] == '{')
+        if (r->jp.buf[r->jp.pos] == '{')
           {
-            size_t at = r->pos;
+            size_t at = r->jp.pos;
             if (scan_object (r, 3, i, ekey_names, N_EKEYS, e->v, &e->keys, NULL, 0) < 0)
               return -1;
-            e->self = (struct val){ .type = V_OBJECT, .at = at, .raw_len = r->pos - at };
+            e->self = (struct cp_jp_val){ .type = CP_JP_OBJECT, .at = at, .raw_len = r->jp.pos - at };
           }
-        else if (scan_value (r, 3, &e->self) < 0)
+        else if (cp_jp_value (&r->jp, 3, &e->self) < 0)
           return -1;
         if (e == &r->scratch && i < CP_LEDGER_MAX_ENTRIES && check_entry (r, e, i) < 0)
           return -1;
-        if (skip_space (r) < 0)
+        if (cp_jp_skip_space (&r->jp) < 0)
           return -1;
-        char c = r->buf[r->pos++];
+        char c = r->jp.buf[r->jp.pos++];
         if (c == ']')
           break;
         if (c != ',')
-          return syntax (r, r->pos - 1, "expected ',' or ']'");
+          return cp_jp_fail (&r->jp, r->jp.pos - 1, "expected ',' or ']'");
       }
-  *v = (struct val){ .type = V_ARRAY, .at = start, .raw_len = r->pos - start };
+  *v = (struct cp_jp_val){ .type = CP_JP_ARRAY, .at = start, .raw_len = r->jp.pos - start };
   return 0;
 }
 
 static int
 scan_ledger (struct reader *r)
 {
-  const char *nul = memchr (r->buf, '\0', r->len);
+  const char *nul = memchr (r->jp.buf, '\0', r->jp.len);
   if (nul)
-    return syntax (r, (size_t) (nul - r->buf), "NUL byte");
-  while (r->pos < r->len && is_space (r->buf[r->pos]))
-    r->pos++;
-  if (r->pos == r->len)
-    return cp_fail_input (r->err, "empty input");
-  if (r->buf[r->pos] != '{')
-    return cp_fail_input (r->err, "expected a JSON object");
+    return cp_jp_fail (&r->jp, (size_t) (nul - r->jp.buf), "NUL byte");
+  while (r->jp.pos < r->jp.len && cp_jp_is_space (r->jp.buf[r->jp.pos]))
+    r->jp.pos++;
+  if (r->jp.pos == r->jp.len)
+    return cp_fail_input (r->jp.err, "empty input");
+  if (r->jp.buf[r->jp.pos] != '{')
+    return cp_fail_input (r->jp.err, "expected a JSON object");
   if (scan_object (r, 1, TOP_LEVEL, tkey_names, N_TKEYS, r->top, &r->top_keys, scan_entries, T_ENTRIES) < 0)
     return -1;
-  while (r->pos < r->len && is_space (r->buf[r->pos]))
-    r->pos++;
-  if (r->pos < r->len)
-    return syntax (r, r->pos, "data after the object");
+  while (r->jp.pos < r->jp.len && cp_jp_is_space (r->jp.buf[r->jp.pos]))
+    r->jp.pos++;
+  if (r->jp.pos < r->jp.len)
+    return cp_jp_fail (&r->jp, r->jp.pos, "data after the object");
   return 0;
 }
 
-/* ------------------------------------------------------- pass 2: schema */
-
-/* The value's text for "got ...": compact (white space outside strings left out)
- * and cut after 64 bytes, as cp_json_describe() shows a json-c value. */
-static char *
-describe (const struct reader *r, const struct val *v)
-{
-  char out[68];
-  size_t n = 0;
-  bool in_string = false, escape = false, cut = false;
-  for (size_t i = v->at; i < v->at + v->raw_len && !cut; i++)
-    {
-      char c = r->buf[i];
-      if (!in_string && is_space (c))
-        continue;
-      cut = n == 64;
-      if (!cut)
-        out[n++] = c;
-      if (escape)
-        escape = false;
-      else if (in_string)
-        escape = c == '\\', in_string = c != '"';
-      else
-        in_string = c == '"';
-    }
-  /* Not in the middle of a character (the message is sanitized anyway). */
-  while (cut && n > 0 && ((unsigned char) out[n - 1] & 0xc0) == 0x80)
-    n--;
-  if (cut && n > 0 && (unsigned char) out[n - 1] >= 0xc0)
-    n--;
-  return cp_xasprintf ("%.*s%s", (int) n, out, cut ? "..." : "");
-}
+/* -------------------------------------------------- reading: the schema */
 
 /* A NUL-terminated copy of a string value, in SMALL when it fits, else in *HEAP
  * (the caller's to free). */
 static const char *
-cstr (const struct val *v, char *small, size_t small_size, char **heap)
+cstr (const struct cp_jp_val *v, char *small, size_t small_size, char **heap)
 {
   char *d = v->slen < small_size ? small : (*heap = cp_xmalloc0 (v->slen + 1));
   memcpy (d, v->s, v->slen);
@@ -666,38 +271,38 @@ cstr (const struct val *v, char *small, size_t small_size, char **heap)
 }
 
 static int
-present (const struct val *v, const char *key, cp_error_t *err)
+present (const struct cp_jp_val *v, const char *key, cp_error_t *err)
 {
-  if (v->type == V_ABSENT)
+  if (v->type == CP_JP_ABSENT)
     return cp_fail_input (err, "`%s` is missing", key);
   return 0;
 }
 
 /* Member KEY, a JSON integer in 0..MAX (cp_json_int()'s messages). */
 static int
-get_int (const struct reader *r, const struct val *v, const char *key, int64_t max, int64_t *out, cp_error_t *err)
+get_int (const struct reader *r, const struct cp_jp_val *v, const char *key, int64_t max, int64_t *out, cp_error_t *err)
 {
   if (present (v, key, err) < 0)
     return -1;
-  if (v->type == V_INT && !v->big && v->i >= 0 && v->i <= max)
+  if (v->type == CP_JP_INT && !v->big && v->i >= 0 && v->i <= max)
     {
       *out = v->i;
       return 0;
     }
-  cleanup_free char *got = describe (r, v);
+  cleanup_free char *got = cp_jp_describe (&r->jp, v);
   return cp_fail_input (err, "`%s`: expected an integer from 0 to %" PRId64 ", got %s", key, max, got);
 }
 
 /* Member KEY, a string without NUL of at most MAX_LEN bytes (cp_json_string()'s
  * messages); emptiness is the caller's to judge. */
 static int
-get_string (const struct reader *r, const struct val *v, const char *key, size_t max_len, cp_error_t *err)
+get_string (const struct reader *r, const struct cp_jp_val *v, const char *key, size_t max_len, cp_error_t *err)
 {
   if (present (v, key, err) < 0)
     return -1;
-  if (v->type != V_STRING)
+  if (v->type != CP_JP_STRING)
     {
-      cleanup_free char *got = describe (r, v);
+      cleanup_free char *got = cp_jp_describe (&r->jp, v);
       return cp_fail_input (err, "`%s`: expected a string, got %s", key, got);
     }
   if (memchr (v->s, '\0', v->slen))
@@ -708,13 +313,13 @@ get_string (const struct reader *r, const struct val *v, const char *key, size_t
 }
 
 static bool
-string_is (const struct val *v, const char *s)
+string_is (const struct cp_jp_val *v, const char *s)
 {
   return v->slen == strlen (s) && memcmp (v->s, s, v->slen) == 0;
 }
 
 static int
-get_cpulist (const struct reader *r, const struct val *v, const char *key, bool allow_empty, hwloc_bitmap_t *out,
+get_cpulist (const struct reader *r, const struct cp_jp_val *v, const char *key, bool allow_empty, hwloc_bitmap_t *out,
              cp_error_t *err)
 {
   if (get_string (r, v, key, SIZE_MAX, err) < 0)
@@ -735,7 +340,7 @@ get_cpulist (const struct reader *r, const struct val *v, const char *key, bool 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
 
 static int
-get_ask (const struct reader *r, const struct val *v, const char *key, enum cp_ask *out, cp_error_t *err)
+get_ask (const struct reader *r, const struct cp_jp_val *v, const char *key, enum cp_ask *out, cp_error_t *err)
 {
   if (get_string (r, v, key, SIZE_MAX, err) < 0)
     return -1;
@@ -749,13 +354,13 @@ get_ask (const struct reader *r, const struct val *v, const char *key, enum cp_a
 }
 
 static int
-get_bool (const struct val *v, const char *key, bool *out, cp_error_t *err)
+get_bool (const struct cp_jp_val *v, const char *key, bool *out, cp_error_t *err)
 {
   if (present (v, key, err) < 0)
     return -1;
-  if (v->type != V_TRUE && v->type != V_FALSE)
+  if (v->type != CP_JP_TRUE && v->type != CP_JP_FALSE)
     return cp_fail_input (err, "`%s`: expected true or false", key);
-  *out = v->type == V_TRUE;
+  *out = v->type == CP_JP_TRUE;
   return 0;
 }
 
@@ -769,7 +374,7 @@ only_keys (const struct keys *keys, const char *const *names, unsigned n_allowed
         continue;
       char small[72];
       cleanup_free char *heap = NULL;
-      struct val unknown = { .s = keys->unknown, .slen = keys->unknown_len };
+      struct cp_jp_val unknown = { .s = keys->unknown, .slen = keys->unknown_len };
       const char *name
           = keys->order[i] == UNKNOWN_KEY ? cstr (&unknown, small, sizeof small, &heap) : names[keys->order[i]];
       if (cp_ledger_quotable (name))
@@ -780,7 +385,7 @@ only_keys (const struct keys *keys, const char *const *names, unsigned n_allowed
 }
 
 static int
-get_mode (const struct reader *r, const struct val *v, enum cp_mode *out, cp_error_t *err)
+get_mode (const struct reader *r, const struct cp_jp_val *v, enum cp_mode *out, cp_error_t *err)
 {
   if (get_string (r, v, "mode", SIZE_MAX, err) < 0)
     return -1;
@@ -795,7 +400,7 @@ get_mode (const struct reader *r, const struct val *v, enum cp_mode *out, cp_err
 }
 
 static char *
-dup_val (const struct val *v)
+dup_val (const struct cp_jp_val *v)
 {
   char *s = cp_xmalloc0 (v->slen + 1);
   memcpy (s, v->s, v->slen);
@@ -809,7 +414,7 @@ static int
 entry_from_record (const struct reader *r, const struct rentry *re, int64_t version, struct cp_ledger_entry *e,
                    cp_error_t *err)
 {
-  const struct val *v = re->v;
+  const struct cp_jp_val *v = re->v;
   if (only_keys (&re->keys, ekey_names, version_ekeys[version], err) < 0)
     return -1;
   if (version > 1
@@ -820,7 +425,8 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
                   : (e->drift = cp_bitmap_new (), false))
     return -1;
   int64_t pid, start_time, placed_at;
-  if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0 || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0
+  if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0
+      || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP], "cgroup", SIZE_MAX, err) < 0
       || get_int (r, &v[K_PID], "pid", INT_MAX, &pid, err) < 0
       || get_int (r, &v[K_START_TIME], "start_time", CP_LEDGER_MAX_INT, &start_time, err) < 0
@@ -845,8 +451,8 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
 static int
 restore_from_record (const struct reader *r, struct cp_ledger *l, cp_error_t *err)
 {
-  const struct val *v = &r->top[T_RESTORE];
-  if (v->type == V_ABSENT)
+  const struct cp_jp_val *v = &r->top[T_RESTORE];
+  if (v->type == CP_JP_ABSENT)
     return 0;
   if (get_string (r, v, "sched_cache_restore", 8, err) < 0)
     return -1;
@@ -862,19 +468,19 @@ restore_from_record (const struct reader *r, struct cp_ledger *l, cp_error_t *er
 static int
 check_version (struct reader *r)
 {
-  if (present (&r->top[T_VERSION], "version", r->err) < 0)
+  if (present (&r->top[T_VERSION], "version", r->jp.err) < 0)
     return -1;
-  const struct val *vv = &r->top[T_VERSION];
-  if (vv->type != V_INT || vv->big || vv->i < 0 || vv->i > INT_MAX)
+  const struct cp_jp_val *vv = &r->top[T_VERSION];
+  if (vv->type != CP_JP_INT || vv->big || vv->i < 0 || vv->i > INT_MAX)
     {
-      cleanup_free char *got = describe (r, vv);
-      return cp_fail_input (r->err, "`version`: expected an integer from 0 to %d, got %s", INT_MAX, got);
+      cleanup_free char *got = cp_jp_describe (&r->jp, vv);
+      return cp_fail_input (r->jp.err, "`version`: expected an integer from 0 to %d, got %s", INT_MAX, got);
     }
   /* Versions 1 (before kernel features) and 2 (before drift) are still read, so
      that an upgrade keeps the running containers' CPUs held; they are written
      back as the current one. */
   if (vv->i < 1 || vv->i > CP_LEDGER_VERSION)
-    return cp_fail_input (r->err, "unsupported version %lld (expected 1 to %d)", (long long) vv->i,
+    return cp_fail_input (r->jp.err, "unsupported version %lld (expected 1 to %d)", (long long) vv->i,
                           CP_LEDGER_VERSION);
   r->version = vv->i;
   return 0;
@@ -884,17 +490,17 @@ check_version (struct reader *r)
 static int
 check_entry (struct reader *r, const struct rentry *re, size_t i)
 {
-  if (re->self.type != V_OBJECT)
+  if (re->self.type != CP_JP_OBJECT)
     {
-      cleanup_free char *got = describe (r, &re->self);
-      return cp_fail_input (r->err, "entry %zu: expected an object, got %s", i, got);
+      cleanup_free char *got = cp_jp_describe (&r->jp, &re->self);
+      return cp_fail_input (r->jp.err, "entry %zu: expected an object, got %s", i, got);
     }
   struct cp_ledger_entry *e = cp_ledger_append (r->l);
-  if (entry_from_record (r, re, r->version, e, r->err) < 0)
+  if (entry_from_record (r, re, r->version, e, r->jp.err) < 0)
     {
       if (e->id && cp_ledger_quotable (e->id))
-        return cp_error_wrap (r->err, "entry %zu (`%.64s`)", i, e->id);
-      return cp_error_wrap (r->err, "entry %zu", i);
+        return cp_error_wrap (r->jp.err, "entry %zu (`%.64s`)", i, e->id);
+      return cp_error_wrap (r->jp.err, "entry %zu", i);
     }
   return 0;
 }
@@ -908,12 +514,12 @@ ledger_from_records (struct reader *r, cp_error_t *err)
   if (only_keys (&r->top_keys, tkey_names, r->version == 1 ? T_RESTORE : N_TKEYS, err) < 0
       || restore_from_record (r, l, err) < 0)
     return -1;
-  const struct val *entries = &r->top[T_ENTRIES];
+  const struct cp_jp_val *entries = &r->top[T_ENTRIES];
   if (present (entries, "entries", err) < 0)
     return -1;
-  if (entries->type != V_ARRAY)
+  if (entries->type != CP_JP_ARRAY)
     {
-      cleanup_free char *got = describe (r, entries);
+      cleanup_free char *got = cp_jp_describe (&r->jp, entries);
       return cp_fail_input (err, "`entries`: expected an array, got %s", got);
     }
   if (r->n_entries > CP_LEDGER_MAX_ENTRIES)
@@ -931,7 +537,7 @@ cp_ledger_parse (const char *buf, size_t len, struct cp_ledger **out, cp_error_t
   if (len > CP_LEDGER_MAX_SIZE)
     return cp_fail_input (err, "%zu bytes, more than the limit %d", len, CP_LEDGER_MAX_SIZE);
   cleanup_ledger struct cp_ledger *l = cp_ledger_new ();
-  __attribute__ ((cleanup (reader_release))) struct reader r = { .buf = buf, .len = len, .l = l, .err = err };
+  __attribute__ ((cleanup (reader_release))) struct reader r = { .jp = { .buf = buf, .len = len, .err = err }, .l = l };
   if (scan_ledger (&r) < 0 || ledger_from_records (&r, err) < 0)
     return -1;
   *out = cp_steal_pointer (&l);

@@ -15,6 +15,8 @@
 #include "hook/ledger.h"
 #include "hook/ledger_codec_dom.h"
 #include "hook/ledger_internal.h"
+#include "oci/json.h"
+#include "oci/jsonpull.h"
 #include "policy/bitmap.h"
 #include "policy/cpulist.h"
 #include "policy/util.h"
@@ -443,6 +445,112 @@ test_edges (void **state)
     }
 }
 
+/* ------------------------------------------------------------ oci/jsonpull.h */
+
+/* TEXT read as one value (depth 1): its result, *V, and the message in *MSG. */
+static int
+pull (const char *text, struct cp_jp_val *v, char **msg)
+{
+  cp_error_t err = NULL;
+  struct cp_jp p = { .buf = text, .len = strlen (text), .err = &err };
+  int r = cp_jp_value (&p, 1, v);
+  *msg = r < 0 ? cp_xstrdup (cp_error_message (err)) : NULL;
+  if (r == 0 && v->type == CP_JP_STRING)
+    {
+      /* The decoded string outlives the arena in the caller's copy. */
+      char *copy = cp_xmalloc0 (v->slen + 1);
+      memcpy (copy, v->s, v->slen);
+      *msg = copy;
+    }
+  cp_error_free (&err);
+  cp_jp_release (&p);
+  return r;
+}
+
+static void
+test_jsonpull (void **state)
+{
+  (void) state;
+  struct cp_jp_val v;
+  char *m;
+  static const struct
+  {
+    const char *text;
+    const char *decoded; /* NULL: refused */
+    size_t len;
+  } strings[] = {
+    { "\"a\\ud83d\\udc33\"", "a\xf0\x9f\x90\xb3", 5 },
+    { "\"\\ud800x\"", "\xef\xbf\xbdx", 4 },
+    { "\"\\udc00\\ud800\"", "\xef\xbf\xbd\xef\xbf\xbd", 6 },
+    { "\"\\u0000\"", "", 1 },
+    { "\"\\/\\b\\f\\n\\r\\t\\\"\\\\\"", "/\b\f\n\r\t\"\\", 8 },
+    { "\"\xc0\xaf\"", "\xc0\xaf", 2 }, /* structurally UTF-8: the fields judge overlong forms */
+    { "\"\\x\"", NULL, 0 },
+    { "\"\\u12g4\"", NULL, 0 },
+    { "\"a\tb\"", NULL, 0 },
+    { "\"\xff\"", NULL, 0 },
+    { "\"\xe2\x82\"", NULL, 0 },
+    { "\"abc", NULL, 0 },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (strings); i++)
+    {
+      int r = pull (strings[i].text, &v, &m);
+      if (strings[i].decoded == NULL)
+        {
+          assert_int_equal (r, -1);
+          tu_assert_contains (m, "invalid JSON at byte");
+        }
+      else
+        {
+          assert_int_equal (r, 0);
+          assert_int_equal (v.slen, strings[i].len);
+          assert_memory_equal (m, strings[i].decoded, strings[i].len);
+        }
+      free (m);
+    }
+
+  assert_int_equal (pull ("-0", &v, &m), 0);
+  assert_true (v.type == CP_JP_INT && v.i == 0 && !v.big);
+  assert_int_equal (pull ("-9223372036854775808", &v, &m), 0);
+  assert_true (v.type == CP_JP_INT && v.i == INT64_MIN && !v.big);
+  assert_int_equal (pull ("9223372036854775808", &v, &m), 0);
+  assert_true (v.type == CP_JP_INT && v.big);
+  assert_int_equal (pull ("99999999999999999999999", &v, &m), 0);
+  assert_true (v.type == CP_JP_INT && v.big);
+  assert_int_equal (pull ("1.5e3", &v, &m), 0);
+  assert_int_equal (v.type, CP_JP_NUMBER);
+  static const char *const bad[] = { "01", "-01", "1.", "1.e5", "1e", "+1", ".5", "NaN", "Infinity", "-Infinity",
+                                     "nul", "True", "'a'", "-" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      if (pull (bad[i], &v, &m) != -1)
+        fail_msg ("`%s` accepted", bad[i]);
+      free (m);
+    }
+
+  /* Nesting: CP_JSON_MAX_DEPTH levels, not one more. */
+  char deep[2 * CP_JSON_MAX_DEPTH + 3];
+  memset (deep, '[', CP_JSON_MAX_DEPTH);
+  memset (deep + CP_JSON_MAX_DEPTH, ']', CP_JSON_MAX_DEPTH);
+  deep[2 * CP_JSON_MAX_DEPTH] = '\0';
+  assert_int_equal (pull (deep, &v, &m), 0);
+  memset (deep, '[', CP_JSON_MAX_DEPTH + 1);
+  memset (deep + CP_JSON_MAX_DEPTH + 1, ']', CP_JSON_MAX_DEPTH + 1);
+  deep[2 * CP_JSON_MAX_DEPTH + 2] = '\0';
+  assert_int_equal (pull (deep, &v, &m), -1);
+  tu_assert_contains (m, "nested too deeply");
+  free (m);
+
+  /* "got ...": compact, cut after 64 bytes. */
+  const char *text = "[ 1, 2 ,\n \"a b\" , {\"k\" : [ ] }, 11111111111111111111111111111111111111111111111111111 ]";
+  cp_error_t err = NULL;
+  struct cp_jp p = { .buf = text, .len = strlen (text), .err = &err };
+  assert_int_equal (cp_jp_value (&p, 1, &v), 0);
+  cleanup_free char *got = cp_jp_describe (&p, &v);
+  assert_string_equal (got, "[1,2,\"a b\",{\"k\":[]},11111111111111111111111111111111111111111111...");
+  cp_jp_release (&p);
+}
+
 int
 main (void)
 {
@@ -450,6 +558,7 @@ main (void)
     cmocka_unit_test (test_round_trips),
     cmocka_unit_test (test_corruptions),
     cmocka_unit_test (test_edges),
+    cmocka_unit_test (test_jsonpull),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
