@@ -13,6 +13,10 @@
  *     and refuses (CP_LEDGER_CONFLICT) an exclusive copy of it under another id.
  * On failure: an input error with a printable one-line message.
  *
+ * Differential: the json-c reference codec (hook/ledger_codec_dom.c, the one the
+ * hook used before issue 12) accepts exactly the same texts, and what it reads
+ * is the same ledger (the fast writer's text of both is the same).
+ *
  * The same bytes also go to cp_proc_parse_stat() (hook/proc.h), the parser of
  * /proc/<pid>/stat that reconcile trusts to tell a live container from a reused
  * pid: it reads only the LEN bytes it is given (ASan), fails with an input error,
@@ -22,6 +26,7 @@
 
 #include "common.h"
 #include "hook/ledger.h"
+#include "hook/ledger_codec_dom.h"
 #include "hook/proc.h"
 #include "policy/util.h"
 
@@ -31,7 +36,11 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
   return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
          && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus) && hwloc_bitmap_isequal (a->held, b->held)
-         && hwloc_bitmap_isequal (a->mems, b->mems) && a->placed_at == b->placed_at;
+         && hwloc_bitmap_isequal (a->mems, b->mems) && a->placed_at == b->placed_at
+         && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
+         && (a->drift == NULL ? b->drift == NULL || hwloc_bitmap_iszero (b->drift)
+                              : b->drift == NULL ? hwloc_bitmap_iszero (a->drift)
+                                                 : hwloc_bitmap_isequal (a->drift, b->drift));
 }
 
 static void
@@ -44,7 +53,8 @@ entry_dup (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->cpus = hwloc_bitmap_dup (src->cpus);
   dst->held = hwloc_bitmap_dup (src->held);
   dst->mems = hwloc_bitmap_dup (src->mems);
-  if (dst->cpus == NULL || dst->held == NULL || dst->mems == NULL)
+  dst->drift = src->drift ? hwloc_bitmap_dup (src->drift) : NULL;
+  if (dst->cpus == NULL || dst->held == NULL || dst->mems == NULL || (src->drift && dst->drift == NULL))
     abort ();
 }
 
@@ -57,6 +67,7 @@ entry_release (struct cp_ledger_entry *e)
   hwloc_bitmap_free (e->cpus);
   hwloc_bitmap_free (e->held);
   hwloc_bitmap_free (e->mems);
+  hwloc_bitmap_free (e->drift);
 }
 
 static void
@@ -177,6 +188,27 @@ check_proc_stat (const uint8_t *data, size_t size)
   FUZZ_CHECK (paren != NULL && paren + 2 < data + size && paren[1] == ' ' && (char) paren[2] == state);
 }
 
+/* The reference reader agrees with the fast one on DATA (R and L: what the fast
+ * one said). */
+static void
+check_reference (const uint8_t *data, size_t size, int r, const struct cp_ledger *l)
+{
+  struct cp_ledger *ref = NULL;
+  cp_error_t err = NULL;
+  int rd = cp_ledger_parse_dom ((const char *) data, size, &ref, &err);
+  FUZZ_CHECK_MSG ((rd < 0) == (r < 0), "the fast reader %s, the reference %s", r < 0 ? "refuses" : "accepts",
+                  rd < 0 ? cp_error_message (err) : "accepts");
+  cp_error_free (&err);
+  if (rd < 0)
+    return;
+  char *a = cp_ledger_serialize (l);
+  char *b = cp_ledger_serialize (ref);
+  FUZZ_CHECK_MSG (strcmp (a, b) == 0, "read differently:\n%s\n---\n%s", a, b);
+  free (a);
+  free (b);
+  cp_ledger_close (ref);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
@@ -184,6 +216,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   struct cp_ledger *l = NULL;
   cp_error_t err = NULL;
   int r = cp_ledger_parse ((const char *) data, size, &l, &err);
+  check_reference (data, size, r, l);
   if (r < 0)
     {
       fuzz_check_input_error (r, err, NULL);

@@ -28,7 +28,15 @@
  * Strict JSON (oci/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
  * key is required and no other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
- * ids are unique and no CPU is held by two exclusive entries. */
+ * ids are unique and no CPU is held by two exclusive entries.  Members may come
+ * in any order and with any JSON white space; the writer puts the top-level
+ * members first and then one entry per line:
+ *   {"version":3,"sched_cache_restore":"off","entries":[
+ *    {"id":"...","cgroup_mount":"...",...,"drift":""},
+ *    ...
+ *   ]}
+ * The reader is our own (ledger_codec.c), not json-c's DOM: the ledger is read
+ * and written by every hook run (issue 12). */
 #ifndef CP_LEDGER_CODEC_H
 #define CP_LEDGER_CODEC_H
 
