@@ -2,11 +2,12 @@
 #define _GNU_SOURCE
 #include "systemd.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <systemd/sd-bus.h>
-#include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include "../policy/cpulist.h"
 #include "../policy/util.h"
@@ -26,6 +27,80 @@ struct cp_systemd
   sd_bus *bus;
   char *unit;
 };
+
+/* libsystemd and what it pulls in (liblzma, libzstd, libgcrypt, libcap...) cost
+   every hook run about 2 ms of dynamic linking, for a path few runs take: it is
+   loaded with dlopen() when a unit is to be told, before the sandbox, and never
+   unloaded.  The headers still give each pointer its type. */
+#define SD_LIBRARY "libsystemd.so.0"
+#define SD_BOOTED_DIR "/run/systemd/system/"
+
+static const char *sd_library = SD_LIBRARY;
+static const char *sd_booted_dir = SD_BOOTED_DIR;
+
+#ifdef CACHEPIN_FAULT_INJECTION
+void
+cp_systemd_set_test_paths (const char *library, const char *booted_dir)
+{
+  sd_library = library ? library : SD_LIBRARY;
+  sd_booted_dir = booted_dir ? booted_dir : SD_BOOTED_DIR;
+}
+#endif
+
+#define SD_FNS(X)                                                                                            \
+  X (sd_bus_open_system)                                                                                     \
+  X (sd_bus_set_method_call_timeout)                                                                         \
+  X (sd_bus_get_property_string)                                                                             \
+  X (sd_bus_error_free)                                                                                      \
+  X (sd_bus_error_is_set)                                                                                    \
+  X (sd_bus_path_encode)                                                                                     \
+  X (sd_bus_get_fd)                                                                                          \
+  X (sd_bus_message_new_method_call)                                                                         \
+  X (sd_bus_message_open_container)                                                                          \
+  X (sd_bus_message_close_container)                                                                         \
+  X (sd_bus_message_append)                                                                                  \
+  X (sd_bus_message_append_array)                                                                            \
+  X (sd_bus_message_unref)                                                                                   \
+  X (sd_bus_call)                                                                                            \
+  X (sd_bus_flush_close_unref)
+
+static struct
+{
+#define SD_FIELD(name) __typeof__ (name) *name;
+  SD_FNS (SD_FIELD)
+#undef SD_FIELD
+} libsd;
+
+static int
+load_libsystemd (cp_error_t *err)
+{
+  static bool loaded;
+  if (loaded)
+    return 0;
+  void *lib = dlopen (sd_library, RTLD_NOW | RTLD_LOCAL);
+  if (lib == NULL)
+    return cp_fail_runtime (err, "systemd: cannot load %s: %s", sd_library, dlerror ());
+  const char *missing = NULL;
+#define SD_LOAD(name)                                                                                        \
+  if (missing == NULL && (libsd.name = (__typeof__ (name) *) dlsym (lib, #name)) == NULL)                   \
+    missing = #name;
+  SD_FNS (SD_LOAD)
+#undef SD_LOAD
+  if (missing)
+    {
+      dlclose (lib);
+      return cp_fail_runtime (err, "systemd: %s has no %s", sd_library, missing);
+    }
+  loaded = true;
+  return 0;
+}
+
+/* sd_booted() without libsystemd: what it checks. */
+static bool
+systemd_booted (void)
+{
+  return access (sd_booted_dir, F_OK) == 0;
+}
 
 /* ---- pure ---------------------------------------------------------------------- */
 
@@ -109,7 +184,7 @@ cp_systemd_cpuset_bytes (hwloc_const_bitmap_t set, uint8_t **out, size_t *len, c
 static int
 fail_bus (cp_error_t *err, int r, const sd_bus_error *e, const char *what)
 {
-  if (e && sd_bus_error_is_set (e) && e->message)
+  if (e && libsd.sd_bus_error_is_set (e) && e->message)
     return cp_fail_errno (err, r < 0 ? -r : EIO, "systemd: %s: %s (%s)", what, e->message, e->name);
   return cp_fail_errno (err, r < 0 ? -r : EIO, "systemd: %s", what);
 }
@@ -118,11 +193,11 @@ static int
 get_string (sd_bus *bus, const char *path, const char *iface, const char *prop, char **out, cp_error_t *err)
 {
   sd_bus_error e = SD_BUS_ERROR_NULL;
-  int r = sd_bus_get_property_string (bus, SD_DEST, path, iface, prop, &e, out);
+  int r = libsd.sd_bus_get_property_string (bus, SD_DEST, path, iface, prop, &e, out);
   if (r < 0)
     {
       fail_bus (err, r, &e, prop);
-      sd_bus_error_free (&e);
+      libsd.sd_bus_error_free (&e);
       return -1;
     }
   return 0;
@@ -149,7 +224,7 @@ check_manager (sd_bus *bus, const char *unit, const char *cgroup_path, const cha
       return 0;
     }
   cleanup_free char *object = NULL;
-  int r = sd_bus_path_encode (SD_UNIT_PREFIX, unit, &object);
+  int r = libsd.sd_bus_path_encode (SD_UNIT_PREFIX, unit, &object);
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: object path of %s", unit);
   cleanup_free char *cgroup = NULL;
@@ -173,19 +248,21 @@ cp_systemd_open (const struct cp_cgroup *cg, struct cp_systemd **out, const char
     *why = "not the unified hierarchy (systemd manages no cpuset on v1)";
   else if (unit == NULL)
     *why = "the cgroup is not a unit's own (not *.scope or *.service)";
-  else if (sd_booted () <= 0)
+  else if (!systemd_booted ())
     *why = "PID 1 is not systemd";
   if (*why)
     return 0;
+  if (load_libsystemd (err) < 0)
+    return -1;
 
   sd_bus *bus = NULL;
-  int r = sd_bus_open_system (&bus);
+  int r = libsd.sd_bus_open_system (&bus);
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: connect to the system bus");
   cleanup_systemd struct cp_systemd *sd = cp_xmalloc0 (sizeof *sd);
   sd->bus = bus;
   sd->unit = cp_xstrdup (unit);
-  r = sd_bus_set_method_call_timeout (bus, SD_CALL_TIMEOUT_USEC);
+  r = libsd.sd_bus_set_method_call_timeout (bus, SD_CALL_TIMEOUT_USEC);
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: call timeout");
   /* The first call authenticates and says Hello: after it the sandbox's
@@ -200,7 +277,7 @@ cp_systemd_open (const struct cp_cgroup *cg, struct cp_systemd **out, const char
 int
 cp_systemd_fd (const struct cp_systemd *sd)
 {
-  return sd ? sd_bus_get_fd (sd->bus) : -1;
+  return sd ? libsd.sd_bus_get_fd (sd->bus) : -1;
 }
 
 const char *
@@ -216,17 +293,17 @@ append_set (sd_bus_message *m, const char *name, hwloc_const_bitmap_t set, cp_er
   size_t len = 0;
   if (cp_systemd_cpuset_bytes (set, &bytes, &len, err) < 0)
     return cp_error_wrap (err, "%s", name);
-  int r = sd_bus_message_open_container (m, 'r', "sv");
+  int r = libsd.sd_bus_message_open_container (m, 'r', "sv");
   if (r >= 0)
-    r = sd_bus_message_append (m, "s", name);
+    r = libsd.sd_bus_message_append (m, "s", name);
   if (r >= 0)
-    r = sd_bus_message_open_container (m, 'v', "ay");
+    r = libsd.sd_bus_message_open_container (m, 'v', "ay");
   if (r >= 0)
-    r = sd_bus_message_append_array (m, 'y', bytes, len);
+    r = libsd.sd_bus_message_append_array (m, 'y', bytes, len);
   if (r >= 0)
-    r = sd_bus_message_close_container (m);
+    r = libsd.sd_bus_message_close_container (m);
   if (r >= 0)
-    r = sd_bus_message_close_container (m);
+    r = libsd.sd_bus_message_close_container (m);
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: build %s", name);
   return 0;
@@ -235,7 +312,7 @@ append_set (sd_bus_message *m, const char *name, hwloc_const_bitmap_t set, cp_er
 static void
 message_unrefp (sd_bus_message **m)
 {
-  sd_bus_message_unref (*m);
+  libsd.sd_bus_message_unref (*m);
 }
 
 int
@@ -243,24 +320,24 @@ cp_systemd_set_cpuset (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_c
 {
   __attribute__ ((cleanup (message_unrefp))) sd_bus_message *m = NULL;
   __attribute__ ((cleanup (message_unrefp))) sd_bus_message *reply = NULL;
-  int r = sd_bus_message_new_method_call (sd->bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
+  int r = libsd.sd_bus_message_new_method_call (sd->bus, &m, SD_DEST, SD_PATH, SD_MANAGER, "SetUnitProperties");
   if (r >= 0)
-    r = sd_bus_message_append (m, "sb", sd->unit, 1);
+    r = libsd.sd_bus_message_append (m, "sb", sd->unit, 1);
   if (r >= 0)
-    r = sd_bus_message_open_container (m, 'a', "(sv)");
+    r = libsd.sd_bus_message_open_container (m, 'a', "(sv)");
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: build SetUnitProperties");
   if (append_set (m, "AllowedCPUs", cpus, err) < 0 || (mems && append_set (m, "AllowedMemoryNodes", mems, err) < 0))
     return -1;
-  r = sd_bus_message_close_container (m);
+  r = libsd.sd_bus_message_close_container (m);
   if (r < 0)
     return cp_fail_errno (err, -r, "systemd: build SetUnitProperties");
   sd_bus_error e = SD_BUS_ERROR_NULL;
-  r = sd_bus_call (sd->bus, m, 0, &e, &reply);
+  r = libsd.sd_bus_call (sd->bus, m, 0, &e, &reply);
   if (r < 0)
     {
       fail_bus (err, r, &e, "SetUnitProperties");
-      sd_bus_error_free (&e);
+      libsd.sd_bus_error_free (&e);
       return cp_error_wrap (err, "unit %s", sd->unit);
     }
   return 0;
@@ -298,7 +375,7 @@ cp_systemd_close (struct cp_systemd *sd)
 {
   if (sd == NULL)
     return;
-  sd_bus_flush_close_unref (sd->bus);
+  libsd.sd_bus_flush_close_unref (sd->bus);
   free (sd->unit);
   free (sd);
 }

@@ -21,7 +21,13 @@
  *
  * The hook's sandbox (sandbox.h) forbids socket() and connect(): the bus is
  * opened, authenticated and asked those questions before the sandbox is
- * entered; afterwards the connection's fd only needs sendmsg, recvmsg and poll. */
+ * entered; afterwards the connection's fd only needs sendmsg, recvmsg and poll.
+ *
+ * cachepin does not link libsystemd: it is loaded with dlopen("libsystemd.so.0")
+ * once the conditions that need no bus hold, before the sandbox (most runs never
+ * take this path, and would pay for the library and its own dependencies at every
+ * start).  A library that cannot be loaded is the same as a bus that cannot be
+ * reached: one warning, and the direct cgroup write stands. */
 #ifndef CP_SYSTEMD_H
 #define CP_SYSTEMD_H
 
@@ -83,6 +89,12 @@ struct cp_systemd *cp_systemd_attach (const struct cp_cgroup *cg);
 void cp_systemd_apply (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems);
 
 void cp_systemd_close (struct cp_systemd *sd);
+
+#ifdef CACHEPIN_FAULT_INJECTION
+/* Tests only: load LIBRARY instead of libsystemd.so.0, and take BOOTED_DIR for
+ * /run/systemd/system/ (NULL: the real one). */
+void cp_systemd_set_test_paths (const char *library, const char *booted_dir);
+#endif
 void cp_systemd_closep (struct cp_systemd **sd);
 #define cleanup_systemd __attribute__ ((cleanup (cp_systemd_closep)))
 

@@ -458,6 +458,7 @@ for kb in $(seq 4000 250 14000); do
   first=$(head -1 "$D/err")
   case "$rc:$first" in
     127:*"error while loading shared libraries"*) ;;  # too low to start at all
+    127:*"cannot allocate TLS data structures for initial thread"*) ;;  # the same, a step later (ld.so)
     2:"cachepin hook: annotation cachepin.io/smt: invalid value \`pe1\` (expected pe0-first|pe0|cores|any)") ;;
     134:"cachepin: out of memory") oom=$((oom + 1)) ;;
     *) misled+=" [${kb} KiB: exit $rc: $first]" ;;

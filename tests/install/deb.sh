@@ -43,6 +43,9 @@ fi
 DEB=$(ls "$DIR"/pkg/cachepin_*.deb)
 check "package depends on its shared libraries (shlibdeps): $(dpkg-deb -f "$DEB" Depends)" \
   bash -c "dpkg-deb -f '$DEB' Depends | grep -q libhwloc"
+# libsystemd is dlopen()ed, invisible to shlibdeps: recommended by hand (CMakeLists.txt).
+check "package recommends libsystemd0 and does not depend on it: $(dpkg-deb -f "$DEB" Recommends)" \
+  bash -c "dpkg-deb -f '$DEB' Recommends | grep -q libsystemd0 && ! dpkg-deb -f '$DEB' Depends | grep -q libsystemd"
 
 # What exists before, so that the purge is judged on what the package added.
 dpkg-deb -c "$DEB" | awk '{print substr($6, 2)}' | sed 's|/$||' | grep . > "$DIR/paths"

@@ -5,12 +5,27 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hook/cgroup.h"
+#include "hook/log.h"
 #include "hook/systemd.h"
 #include "policy/util.h"
+
+/* libsystemd is loaded only on the systemd path (hook/systemd.h): a process that
+   has not taken it has not mapped it. */
+static bool
+libsystemd_loaded (void)
+{
+  void *h = dlopen ("libsystemd.so.0", RTLD_NOW | RTLD_NOLOAD);
+  if (h)
+    dlclose (h);
+  return h != NULL;
+}
 
 static void
 test_unit_of_cgroup (void **state)
@@ -134,7 +149,66 @@ test_open_not_applicable (void **state)
     }
   assert_int_equal (cp_systemd_fd (NULL), -1);
   cp_systemd_apply (NULL, NULL, NULL); /* nothing to do, no crash */
+  /* Not linked, and not loaded for a cgroup that does not qualify. */
+  assert_false (libsystemd_loaded ());
 }
+
+#ifdef CACHEPIN_FAULT_INJECTION
+/* cp_systemd_attach (CG) with stderr captured: *OUT is what it logged. */
+static struct cp_systemd *
+attach_logged (const struct cp_cgroup *cg, char **out)
+{
+  char path[] = "/tmp/cachepin-test-log.XXXXXX";
+  int fd = mkstemp (path);
+  assert_true (fd >= 0);
+  unlink (path);
+  fflush (stderr);
+  int saved = dup (STDERR_FILENO);
+  assert_true (saved >= 0 && dup2 (fd, STDERR_FILENO) == STDERR_FILENO);
+  cp_log_init ("cachepin-test", true);
+  struct cp_systemd *sd = cp_systemd_attach (cg);
+  fflush (stderr);
+  assert_true (dup2 (saved, STDERR_FILENO) == STDERR_FILENO);
+  close (saved);
+  char buf[4096];
+  ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
+  close (fd);
+  assert_true (n >= 0);
+  buf[n] = '\0';
+  *out = cp_xstrdup (buf);
+  return sd;
+}
+
+/* The systemd path is taken (PID 1 "is" systemd, a v2 unit's cgroup) and the
+   library cannot be loaded: the same as a bus that cannot be reached, one
+   warning line that names the library and no connection, so the placer's
+   direct cgroup write is all there is (as in cp_placer_place()). */
+static void
+test_attach_without_libsystemd (void **state)
+{
+  (void) state;
+  char booted[] = "/tmp/cachepin-test-booted.XXXXXX";
+  assert_non_null (mkdtemp (booted));
+  cp_systemd_set_test_paths ("libcachepin-test-absent.so.0", booted);
+  struct cp_cgroup cg = { .version = 2, .mount = (char *) "/sys/fs/cgroup",
+                          .path = (char *) "/system.slice/cachepin-t.scope", .dirfd = -1, .mountfd = -1 };
+  cleanup_free char *log = NULL;
+  struct cp_systemd *sd = attach_logged (&cg, &log);
+  assert_null (sd);
+  const char *nl = strchr (log, '\n');
+  if (nl == NULL || nl[1] != '\0' || strstr (log, "warning") == NULL
+      || strstr (log, "libcachepin-test-absent.so.0") == NULL
+      || strstr (log, "systemd may undo the placement") == NULL)
+    fail_msg ("expected one warning line naming the library, got: [%s]", log);
+
+  /* Not booted with systemd: the library is not even tried (no warning). */
+  rmdir (booted);
+  cleanup_free char *quiet = NULL;
+  assert_null (attach_logged (&cg, &quiet));
+  assert_string_equal (quiet, "");
+  cp_systemd_set_test_paths (NULL, NULL);
+}
+#endif
 
 int
 main (void)
@@ -144,6 +218,9 @@ main (void)
     cmocka_unit_test (test_parse_version),
     cmocka_unit_test (test_cpuset_bytes),
     cmocka_unit_test (test_open_not_applicable),
+#ifdef CACHEPIN_FAULT_INJECTION
+    cmocka_unit_test (test_attach_without_libsystemd),
+#endif
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
