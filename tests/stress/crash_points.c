@@ -457,6 +457,7 @@ main (void)
           runs, as_old, as_new, (double) (st_now_us () - t0) / 1e6);
   cp_topo_free (topo);
   munmap (cap, sizeof *cap);
+  st_cgroup_check_gone ();
   printf ("OK\n");
   return 0;
 }

@@ -587,6 +587,7 @@ main (int argc, char **argv)
   st_remove_tree (root);
   free (root);
   free (mount);
+  st_cgroup_check_gone ();
   printf ("OK\n");
   return 0;
 }

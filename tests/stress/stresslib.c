@@ -86,6 +86,20 @@ st_remove_tree (const char *root)
   kept_root = NULL;
 }
 
+/* The hierarchies this process mounted, by mount point, for st_cgroup_unmount(). */
+#define ST_MAX_HIERARCHIES 64
+static struct
+{
+  char *dir;
+  char *name;
+} hierarchies[ST_MAX_HIERARCHIES];
+
+static char *
+hierarchy_opts (const char *name)
+{
+  return cp_xasprintf ("none,name=%s", name);
+}
+
 void
 st_cgroup_mount (const char *dir)
 {
@@ -94,10 +108,17 @@ st_cgroup_mount (const char *dir)
   if (!own_namespace && (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0))
     st_fail ("a mount namespace of our own (root needed): %s", strerror (errno));
   own_namespace = true;
-  char *opts = cp_xasprintf ("none,name=cachepin-stress-%d-%u", (int) getpid (), n++);
+  unsigned slot = 0;
+  while (slot < ST_MAX_HIERARCHIES && hierarchies[slot].dir)
+    slot++;
+  st_check (slot < ST_MAX_HIERARCHIES, "more than %d cgroup hierarchies mounted at once", ST_MAX_HIERARCHIES);
+  char *name = cp_xasprintf ("cachepin-stress-%d-%u", (int) getpid (), n++);
+  char *opts = hierarchy_opts (name);
   if (mount ("none", dir, "cgroup", 0, opts) < 0)
     st_fail ("mount a cgroup hierarchy (%s) on %s: %s", opts, dir, strerror (errno));
   free (opts);
+  hierarchies[slot].dir = cp_xstrdup (dir);
+  hierarchies[slot].name = name;
 }
 
 static int
@@ -109,12 +130,61 @@ cg_rmdir_one (const char *path, const struct stat *st, int flag, struct FTW *ftw
   return 0;
 }
 
+/* Whether /proc/self/cgroup, which lists every v1 hierarchy there is (mounted or
+   not, in any mount namespace), has one whose name starts with PREFIX
+   ("cachepin-stress-12-3:" for that one, "cachepin-stress-12-" for any of 12's). */
+static bool
+hierarchy_listed (const char *prefix)
+{
+  cleanup_free char *text = st_read_file ("/proc/self/cgroup", NULL);
+  st_check (text != NULL, "read /proc/self/cgroup");
+  cleanup_free char *needle = cp_xasprintf (":name=%s", prefix);
+  return strstr (text, needle) != NULL;
+}
+
+/* The kernel destroys a v1 hierarchy at its last umount only if its list of
+   children is already empty, and a removed child leaves that list later
+   (asynchronously, once its last reference goes): an umount right after the
+   rmdirs leaves the hierarchy behind, in every process's /proc/<pid>/cgroup,
+   until the next boot.  So while it is still listed, mount it again by its name
+   (its children are gone by then) and umount it again.  A hierarchy being
+   destroyed is also listed until that is done (asynchronously too): give that
+   200 ms before each new try.  About 5 s at most. */
+static void
+hierarchy_destroy (const char *dir, const char *name)
+{
+  cleanup_free char *listed = cp_xasprintf ("%s:", name);
+  cleanup_free char *opts = hierarchy_opts (name);
+  for (int i = 1; i <= 250 && hierarchy_listed (listed); i++)
+    {
+      usleep (20 * 1000);
+      if (i % 10 == 0 && hierarchy_listed (listed) && mount ("none", dir, "cgroup", 0, opts) == 0 && umount (dir) < 0)
+        st_fail ("umount %s (%s again): %s", dir, name, strerror (errno));
+    }
+  st_check (!hierarchy_listed (listed), "the cgroup hierarchy %s outlived its umount", name);
+}
+
 void
 st_cgroup_unmount (const char *dir)
 {
+  unsigned slot = 0;
+  while (slot < ST_MAX_HIERARCHIES && !(hierarchies[slot].dir && strcmp (hierarchies[slot].dir, dir) == 0))
+    slot++;
+  st_check (slot < ST_MAX_HIERARCHIES, "%s: not a hierarchy st_cgroup_mount() mounted", dir);
   nftw (dir, cg_rmdir_one, 16, FTW_DEPTH | FTW_PHYS);
   if (umount (dir) < 0)
     st_fail ("umount %s: %s", dir, strerror (errno));
+  hierarchy_destroy (dir, hierarchies[slot].name);
+  free (hierarchies[slot].dir);
+  free (hierarchies[slot].name);
+  hierarchies[slot].dir = hierarchies[slot].name = NULL;
+}
+
+void
+st_cgroup_check_gone (void)
+{
+  cleanup_free char *mine = cp_xasprintf ("cachepin-stress-%d-", (int) getpid ());
+  st_check (!hierarchy_listed (mine), "a cgroup hierarchy of this test (name=%s*) is left in /proc/self/cgroup", mine);
 }
 
 long long

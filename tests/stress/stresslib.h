@@ -27,10 +27,15 @@ void st_remove_tree (const char *root);
  * a private, controller-less hierarchy (name=cachepin-stress-<pid>-<n>) mounted
  * on DIR (an empty directory) in a mount namespace of the process's own, made on
  * the first call and shared by its forked children: nothing the host or other
- * tests see.  Needs root.  st_cgroup_unmount() removes the cgroups left below DIR
- * and unmounts it (a hierarchy without cgroups then goes away). */
+ * tests see.  Needs root.  st_cgroup_unmount() removes the cgroups left below DIR,
+ * unmounts it and makes sure the hierarchy is destroyed (a v1 hierarchy outlives
+ * an umount that comes before its removed children are released, and then stays
+ * in every process's /proc/<pid>/cgroup, which the hook reads at every run).
+ * st_cgroup_check_gone() fails the test if one of its hierarchies is still listed
+ * in /proc/self/cgroup: each test calls it at its end. */
 void st_cgroup_mount (const char *dir);
 void st_cgroup_unmount (const char *dir);
+void st_cgroup_check_gone (void);
 
 __attribute__ ((noreturn, format (printf, 1, 2))) void st_fail (const char *fmt, ...);
 #define st_check(cond, ...)   \
