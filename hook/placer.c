@@ -369,6 +369,7 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
+  cp_schedctl_ledger_opened (&sc, l);
   if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
@@ -411,6 +412,7 @@ cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct 
   cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
+  cp_schedctl_ledger_opened (&sc, l);
   if (enter_sandbox (hc, l, widen_cg, 0, sd, err) < 0)
     return -1;
   *found = cp_ledger_find (l, id) != NULL;

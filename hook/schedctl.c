@@ -63,15 +63,49 @@ cp_schedctl_decide (enum cp_sched_cache_setting setting, size_t askers, int rest
     }
 }
 
+static int
+probe (struct cp_schedctl *sc, cp_error_t *err)
+{
+  sc->deferred = false;
+  return cp_sched_cas_open (sc->kernel_root, &sc->cas, &sc->handle, err);
+}
+
 int
 cp_schedctl_open (const struct cp_hostconfig *hc, struct cp_schedctl *out, cp_error_t *err)
 {
-  *out = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 } };
-  /* Opened under every setting: leave, too, gives back a value an earlier
-     on-demand run kept (schedctl.h).  Opening writes nothing. */
-  if (cp_sched_cas_open (hc->kernel_root, &out->cas, &out->handle, err) < 0)
-    return -1;
-  return 0;
+  *out = (struct cp_schedctl) { .setting = hc->sched_cache, .kernel_root = hc->kernel_root,
+                                .cas = { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 }, .handle = { .fd = -1 } };
+  /* Leave writes only to give back a value an earlier on-demand run kept, and
+     reads only for a container that asks: probed when one of them shows. */
+  if (hc->sched_cache == CP_SCHED_CACHE_LEAVE)
+    {
+      out->deferred = true;
+      return 0;
+    }
+  return probe (out, err);
+}
+
+/* The probe leave put off; a failure is logged and the switch left alone, as
+   the placer does with cp_schedctl_open()'s. */
+static void
+probe_late (struct cp_schedctl *sc)
+{
+  if (!sc->deferred)
+    return;
+  cleanup_error cp_error_t e = NULL;
+  if (probe (sc, &e) < 0)
+    {
+      cp_log (CP_LOG_WARNING, "cache-aware scheduling: %s; left as it is", cp_error_message (e));
+      cp_sched_cas_close (&sc->handle);
+      sc->cas = (struct cp_sched_cas) { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 };
+    }
+}
+
+void
+cp_schedctl_ledger_opened (struct cp_schedctl *sc, const struct cp_ledger *l)
+{
+  if (sc->deferred && cp_ledger_cas_restore (l) >= 0)
+    probe_late (sc);
 }
 
 void
@@ -99,9 +133,10 @@ unavailable_text (const struct cp_sched_cas *cas)
 }
 
 int
-cp_schedctl_check_request (const struct cp_schedctl *sc, const char *id, enum cp_ask ask, bool strict,
-                           cp_error_t *err)
+cp_schedctl_check_request (struct cp_schedctl *sc, const char *id, enum cp_ask ask, bool strict, cp_error_t *err)
 {
+  if (ask != CP_ASK_NONE)
+    probe_late (sc);
   const char *setting = cp_sched_cache_setting_name (sc->setting);
   bool usable = sc->handle.fd >= 0;
   cleanup_free char *state
@@ -147,6 +182,9 @@ why_text (enum cp_sched_cache_setting setting, size_t askers, int target, char *
 int
 cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
 {
+  /* For a caller that did not say when the ledger was opened (inside the
+     sandbox, the probe fails: one warning, and the next run tries again). */
+  cp_schedctl_ledger_opened (sc, l);
   if (sc->handle.fd < 0)
     return 0;
   int current;

@@ -44,10 +44,18 @@
 struct cp_ledger;
 
 /* One run's view of the switch: probed, and opened for writing when the setting
- * may write it, before the sandbox is entered. */
+ * may write it, before the sandbox is entered.
+ *
+ * Under leave (the default) the probe (mountinfo, debugfs) is only needed for a
+ * container that asks (its request is logged with the switch's value) or for a
+ * value an earlier on-demand run kept in the ledger (it is given back): it is
+ * made then, by cp_schedctl_check_request() or cp_schedctl_ledger_opened(), and
+ * a run where nobody asks and nothing is kept never probes. */
 struct cp_schedctl
 {
   enum cp_sched_cache_setting setting;
+  const char *kernel_root;           /* the host config's, for the probe put off */
+  bool deferred;                     /* leave: not probed yet (cas and handle are not the probe's) */
   struct cp_sched_cas cas;           /* the probe's result */
   struct cp_sched_cas_handle handle; /* fd -1 unless the setting writes and CAS is supported */
 };
@@ -64,17 +72,24 @@ struct cp_schedctl_step
 void cp_schedctl_decide (enum cp_sched_cache_setting setting, size_t askers, int restore, int current,
                          struct cp_schedctl_step *out);
 
-/* Probe the switch under HC->kernel_root and, unless the setting is leave, open
- * it for writing.  Unsupported, unmounted and denied are states (in OUT->cas),
- * not errors; an error is what the probe cannot classify. */
+/* Probe the switch under HC->kernel_root and open it for writing (opening writes
+ * nothing), unless the setting is leave: then only later, when needed (above).
+ * Unsupported, unmounted and denied are states (in OUT->cas), not errors; an
+ * error is what the probe cannot classify.  HC must outlive OUT. */
 int cp_schedctl_open (const struct cp_hostconfig *hc, struct cp_schedctl *out, cp_error_t *err);
+
+/* The ledger L is open and locked, the sandbox not yet entered: under leave,
+ * probe now if L keeps a value to give back.  A probe that fails is logged and
+ * the switch left as it is. */
+void cp_schedctl_ledger_opened (struct cp_schedctl *sc, const struct cp_ledger *l);
 void cp_schedctl_close (struct cp_schedctl *sc);
 
 /* Before placing container ID, which asks ASK (STRICT: it is strict): log what
  * will be done with its request, and refuse it (CP_ERR_UNSATISFIABLE) when it is
  * strict, asks `on`, the setting would turn the switch on, and the kernel does
- * not let us. */
-int cp_schedctl_check_request (const struct cp_schedctl *sc, const char *id, enum cp_ask ask, bool strict,
+ * not let us.  Probes first (before the sandbox) when ID asks and the switch was
+ * not probed yet (leave). */
+int cp_schedctl_check_request (struct cp_schedctl *sc, const char *id, enum cp_ask ask, bool strict,
                                cp_error_t *err);
 
 /* Bring the switch where the rules want it for the ledger L (locked; its entries

@@ -157,8 +157,8 @@ ledger_open (const struct fixture *fx)
   return l;
 }
 
-/* One run: open the switch, change the ledger (add ADD asking ASK, or remove
- * REMOVE), commit, sync, as the placer does. */
+/* One run: open the switch, open the ledger, change it (add ADD asking ASK, or
+ * remove REMOVE), commit, sync, as the placer does. */
 static void
 run (struct fixture *fx, const char *add, enum cp_ask ask, const char *remove)
 {
@@ -167,6 +167,7 @@ run (struct fixture *fx, const char *add, enum cp_ask ask, const char *remove)
   if (cp_schedctl_open (&fx->hc, &sc, &err) < 0)
     fail_msg ("schedctl open: %s", cp_error_message (err));
   struct cp_ledger *l = ledger_open (fx);
+  cp_schedctl_ledger_opened (&sc, l);
   if (add)
     {
       cleanup_free char *cg = cp_xasprintf ("/c/%s", add);
@@ -279,6 +280,38 @@ test_leave (void **state)
   run (fx, "d", CP_ASK_NONE, NULL);
   assert_int_equal (switch_value (fx), 0);
   assert_int_equal (kept (fx), -1);
+}
+
+/* leave with nobody asking and nothing kept: no probe at all, so a host that
+ * never uses the switch never pays for reading mountinfo and debugfs.  The
+ * kernel root is one where any probe fails loudly (it does not exist). */
+static void
+test_leave_no_probe (void **state)
+{
+  struct fixture *fx = *state;
+  cp_error_t err = NULL;
+  struct cp_schedctl sc;
+  free (fx->hc.kernel_root);
+  fx->hc.kernel_root = cp_xasprintf ("%s/absent", fx->dir);
+  fx->hc.sched_cache = CP_SCHED_CACHE_ON_DEMAND; /* probes, and fails */
+  assert_int_equal (cp_schedctl_open (&fx->hc, &sc, &err), -1);
+  cp_error_free (&err);
+  cp_schedctl_close (&sc);
+
+  fx->hc.sched_cache = CP_SCHED_CACHE_LEAVE;
+  assert_int_equal (cp_schedctl_open (&fx->hc, &sc, &err), 0);
+  assert_int_equal (cp_schedctl_check_request (&sc, "a", CP_ASK_NONE, true, &err), 0);
+  struct cp_ledger *l = ledger_open (fx);
+  cp_schedctl_ledger_opened (&sc, l);
+  assert_int_equal (cp_schedctl_sync (&sc, l, &err), 0);
+  assert_true (sc.deferred); /* only a probe clears it */
+  assert_int_equal (sc.handle.fd, -1);
+  /* A container that asks is logged with the switch's state: that probes (here
+     the failure is a warning, and under leave nothing is refused). */
+  assert_int_equal (cp_schedctl_check_request (&sc, "b", CP_ASK_ON, true, &err), 0);
+  assert_false (sc.deferred);
+  cp_ledger_close (l);
+  cp_schedctl_close (&sc);
 }
 
 static void
@@ -399,6 +432,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_on_demand_found_on, setup, teardown),
     cmocka_unit_test_setup_teardown (test_idempotent, setup, teardown),
     cmocka_unit_test_setup_teardown (test_leave, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_leave_no_probe, setup, teardown),
     cmocka_unit_test_setup_teardown (test_always_never, setup, teardown),
     cmocka_unit_test_setup_teardown (test_check_request, setup, teardown),
 #ifdef CACHEPIN_FAULT_INJECTION
