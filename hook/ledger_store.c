@@ -12,30 +12,12 @@
 
 #include "../oci/io.h"
 #include "../policy/util.h"
+#include "fault.h"
 #include "log.h"
 
 /* ------------------------------------------------------------ fault points */
 
-#ifdef CACHEPIN_FAULT_INJECTION
-static cp_ledger_fault_fn fault_fn;
-static void *fault_data;
-
-void
-cp_ledger_set_fault_hook (cp_ledger_fault_fn fn, void *data)
-{
-  fault_fn = fn;
-  fault_data = data;
-}
-
-static int
-fault_at (enum cp_ledger_fault_point point)
-{
-  return fault_fn ? fault_fn (point, fault_data) : 0;
-}
-#define FAULT(point) fault_at (point)
-#else
-#define FAULT(point) 0
-#endif
+CP_FAULT_HOOK (cp_ledger_set_fault_hook, cp_ledger_fault_fn);
 
 /* --------------------------------------------------------- the directory */
 
@@ -258,7 +240,7 @@ write_tmp (struct cp_ledger *l, const char *text, size_t len, cp_error_t *err)
     return cp_fail_errno (err, errno, "create `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
   if (cp_io_write_all (fd, text, len) < 0)
     return cp_fail_errno (err, errno, "write `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
-  int fe = FAULT (CP_LEDGER_FAULT_TMP_WRITTEN);
+  int fe = FAULT_RESULT (CP_LEDGER_FAULT_TMP_WRITTEN);
   if (fe)
     return cp_fail_errno (err, fe, "fault injected after writing `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
   if (fsync (fd) < 0)
@@ -288,7 +270,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
       return -1;
     }
-  int fe = FAULT (CP_LEDGER_FAULT_TMP_SYNCED);
+  int fe = FAULT_RESULT (CP_LEDGER_FAULT_TMP_SYNCED);
   if (fe)
     {
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
@@ -300,7 +282,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
       return cp_fail_errno (err, saved, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE, CP_LEDGER_FILE);
     }
-  fe = FAULT (CP_LEDGER_FAULT_RENAMED);
+  fe = FAULT_RESULT (CP_LEDGER_FAULT_RENAMED);
   if (fe)
     return cp_fail_errno (err, fe, "fault injected before syncing `%s`", l->dir);
   if (fsync (l->dirfd) < 0)

@@ -8,6 +8,7 @@
 #include "../policy/cpulist.h"
 #include "../policy/topo.h"
 #include "../policy/util.h"
+#include "fault.h"
 #include "kubelet.h"
 #include "ledger.h"
 #include "log.h"
@@ -24,27 +25,7 @@ cleanup_topo_fn (struct cp_topo **t)
 }
 #define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
 
-#ifdef CACHEPIN_FAULT_INJECTION
-static cp_placer_fault_fn fault_fn;
-static void *fault_data;
-
-void
-cp_placer_set_fault_hook (cp_placer_fault_fn fn, void *data)
-{
-  fault_fn = fn;
-  fault_data = data;
-}
-
-#define FAULT(point)                   \
-  do                                   \
-    {                                  \
-      if (fault_fn)                    \
-        fault_fn (point, fault_data);  \
-    }                                  \
-  while (0)
-#else
-#define FAULT(point) ((void) 0)
-#endif
+CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
 static void
 log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)

@@ -60,17 +60,27 @@ cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_time,
   return 0;
 }
 
+#define STAT_PATH_SIZE 64
+
+/* The text of /proc/PID/stat (*BUF, caller frees; *LEN bytes); PATH, of
+   STAT_PATH_SIZE bytes, gets its name for the caller's messages. */
+static int
+read_stat (pid_t pid, char *path, char **buf, size_t *len, cp_error_t *err)
+{
+  snprintf (path, STAT_PATH_SIZE, "/proc/%d/stat", (int) pid);
+  /* procfs files are regular files sized 0: cp_io_read_at reads to the end. */
+  return cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_PROC_STAT_MAX, 0, buf, len, err);
+}
+
 int
 cp_proc_start_time (pid_t pid, unsigned long long *start_time, bool *zombie, cp_error_t *err)
 {
   if (pid <= 0)
     return cp_fail_input (err, "invalid pid %d", (int) pid);
-  char path[64];
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
-  /* procfs files are regular files sized 0: cp_io_read_at reads to the end. */
+  char path[STAT_PATH_SIZE];
   cleanup_free char *buf = NULL;
   size_t len = 0;
-  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_PROC_STAT_MAX, 0, &buf, &len, err) < 0)
+  if (read_stat (pid, path, &buf, &len, err) < 0)
     return -1;
   char st;
   if (cp_proc_parse_stat (buf, len, start_time, &st, err) < 0)
@@ -128,11 +138,10 @@ cp_proc_parse_ppid (const char *buf, size_t len, pid_t *ppid, cp_error_t *err)
 static int
 parent_of (pid_t pid, pid_t *ppid, cp_error_t *err)
 {
-  char path[64];
-  snprintf (path, sizeof path, "/proc/%d/stat", (int) pid);
+  char path[STAT_PATH_SIZE];
   cleanup_free char *buf = NULL;
   size_t len = 0;
-  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_PROC_STAT_MAX, 0, &buf, &len, err) < 0)
+  if (read_stat (pid, path, &buf, &len, err) < 0)
     return -1;
   if (cp_proc_parse_ppid (buf, len, ppid, err) < 0)
     return cp_error_wrap (err, "%s", path);

@@ -7,30 +7,11 @@
 #include <string.h>
 
 #include "../policy/util.h"
+#include "fault.h"
 #include "ledger.h"
 #include "log.h"
 
-#ifdef CACHEPIN_FAULT_INJECTION
-static cp_schedctl_fault_fn fault_fn;
-static void *fault_data;
-
-void
-cp_schedctl_set_fault_hook (cp_schedctl_fault_fn fn, void *data)
-{
-  fault_fn = fn;
-  fault_data = data;
-}
-
-#define FAULT(point)                  \
-  do                                  \
-    {                                 \
-      if (fault_fn)                   \
-        fault_fn (point, fault_data); \
-    }                                 \
-  while (0)
-#else
-#define FAULT(point) ((void) 0)
-#endif
+CP_FAULT_HOOK (cp_schedctl_set_fault_hook, cp_schedctl_fault_fn);
 
 static const char *
 on_off (int v)
