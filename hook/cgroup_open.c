@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <linux/magic.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "../oci/io.h"
 #include "../policy/util.h"
 
 #ifndef SYS_openat2
@@ -263,11 +265,43 @@ open_mount (const char *mount, int *state, int *version)
   return steal_fd (&mountfd);
 }
 
+/* Reconcile's common case in one openat2 and one read: PATH's cpuset.cpus opened
+   beneath MOUNTFD (the cgroup filesystem checked by open_mount(): no symlink, no
+   magic link, no other mount, nothing above it), which is only ever a kernel
+   control file there.  True when CPUS holds its non-empty list; false sends the
+   caller the careful way (a missing directory or file, an inherited v2 list,
+   a kernel without openat2), which also tells a gone cgroup from an unreadable one.
+   (An empty v1 list is an answer: a cgroup no task can join, as the ledger's
+   entries for cgroups whose processes are gone may be.) */
+static bool
+read_cpus_beneath (int mountfd, int version, const char *mount, const char *path, hwloc_bitmap_t cpus)
+{
+  char rel[CP_CGROUP_MAX_PATH + sizeof "/cpuset.cpus"];
+  if (snprintf (rel, sizeof rel, "%s/cpuset.cpus", path + 1) >= (int) sizeof rel)
+    return false;
+  struct open_how how = {
+    .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY,
+    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+  };
+  cleanup_close int fd = (int) syscall (SYS_openat2, mountfd, rel, &how, sizeof how);
+  if (fd < 0)
+    return false;
+  cleanup_free char *name = cp_xasprintf ("%s%s/cpuset.cpus", mount, path);
+  cleanup_free char *text = NULL;
+  cleanup_error cp_error_t err = NULL;
+  if (cp_io_read_fd (fd, name, CP_CGROUP_FILE_MAX, CP_IO_NO_NUL, -1, &text, NULL, &err) < 0
+      || cp_cpulist_parse (text, CP_CPULIST_ALLOW_EMPTY | CP_CPULIST_ALLOW_NEWLINE, cpus, &err) < 0)
+    return false;
+  return version == 1 || !hwloc_bitmap_iszero (cpus);
+}
+
 /* PATH's state beneath MOUNTFD and, when CPUS is not NULL and the directory is
    there, the CPUs it runs on (left empty when they cannot be read). */
 static int
 state_beneath (int mountfd, int version, const char *mount, const char *path, hwloc_bitmap_t cpus)
 {
+  if (cpus && read_cpus_beneath (mountfd, version, mount, path, cpus))
+    return 1;
   cleanup_error cp_error_t err = NULL;
   cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
   if (fd < 0)
