@@ -59,18 +59,6 @@ entry_dup (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
 }
 
 static void
-entry_release (struct cp_ledger_entry *e)
-{
-  free (e->id);
-  free (e->cgroup_mount);
-  free (e->cgroup);
-  hwloc_bitmap_free (e->cpus);
-  hwloc_bitmap_free (e->held);
-  hwloc_bitmap_free (e->mems);
-  hwloc_bitmap_free (e->drift);
-}
-
-static void
 check_ledger (const struct cp_ledger *l)
 {
   size_t n = cp_ledger_count (l);
@@ -167,7 +155,7 @@ check_put (struct cp_ledger *l)
   FUZZ_CHECK (cp_ledger_count (back) == n);
   cp_ledger_close (back);
   free (text);
-  entry_release (&first);
+  cp_ledger_entry_clear (&first);
 }
 
 static void

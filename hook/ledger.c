@@ -16,8 +16,8 @@
 
 /* ---------------------------------------------------------------- helpers */
 
-static void
-entry_clear (struct cp_ledger_entry *e)
+void
+cp_ledger_entry_clear (struct cp_ledger_entry *e)
 {
   free (e->id);
   free (e->cgroup_mount);
@@ -293,7 +293,7 @@ cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_error_t 
     {
       if (entry_equal (&l->entries[same], e))
         return 0;
-      entry_clear (&l->entries[same]);
+      cp_ledger_entry_clear (&l->entries[same]);
       entry_copy (&l->entries[same], e);
     }
   else
@@ -313,7 +313,7 @@ cp_ledger_remove (struct cp_ledger *l, const char *id)
   ssize_t i = index_of (l, id);
   if (i < 0)
     return false;
-  entry_clear (&l->entries[i]);
+  cp_ledger_entry_clear (&l->entries[i]);
   memmove (&l->entries[i], &l->entries[i + 1], (l->n - (size_t) i - 1) * sizeof *l->entries);
   l->n--;
   l->dirty = true;
@@ -446,7 +446,7 @@ cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive
         {
           if (alive->dropped)
             alive->dropped (e, why, alive->data);
-          entry_clear (e);
+          cp_ledger_entry_clear (e);
           n++;
           continue;
         }
@@ -472,7 +472,7 @@ cp_ledger_close (struct cp_ledger *l)
   if (l == NULL)
     return;
   for (size_t i = 0; i < l->n; i++)
-    entry_clear (&l->entries[i]);
+    cp_ledger_entry_clear (&l->entries[i]);
   free (l->entries);
   /* Closing the last descriptor of the open file releases the flock. */
   if (l->lockfd >= 0)

@@ -67,6 +67,9 @@ size_t cp_ledger_count (const struct cp_ledger *l);
 const struct cp_ledger_entry *cp_ledger_at (const struct cp_ledger *l, size_t i);
 const struct cp_ledger_entry *cp_ledger_find (const struct cp_ledger *l, const char *id);
 
+/* Free what E holds (any member may be NULL) and zero it. */
+void cp_ledger_entry_clear (struct cp_ledger_entry *e);
+
 /* Check E against the format's rules (the ones parse applies); CP_ERR_INPUT. */
 int cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err);
 

@@ -161,17 +161,6 @@ entry (const char *id, enum cp_mode mode, const char *cpus, const char *held)
 }
 
 static void
-entry_free (struct cp_ledger_entry *e)
-{
-  free (e->id);
-  free (e->cgroup_mount);
-  free (e->cgroup);
-  hwloc_bitmap_free (e->cpus);
-  hwloc_bitmap_free (e->held);
-  hwloc_bitmap_free (e->mems);
-}
-
-static void
 put_ok (struct cp_ledger *l, const struct cp_ledger_entry *e)
 {
   cp_error_t err = NULL;
@@ -334,9 +323,9 @@ test_round_trip (void **state)
   assert_int_equal (cp_ledger_count (l), 1);
   cp_ledger_close (l);
 
-  entry_free (&a);
-  entry_free (&b);
-  entry_free (&c);
+  cp_ledger_entry_clear (&a);
+  cp_ledger_entry_clear (&b);
+  cp_ledger_entry_clear (&c);
 }
 
 /* ---------------------------------------------------------------- locking */
@@ -431,7 +420,7 @@ test_concurrency (void **state)
           if (cp_ledger_was_recovered (l, NULL))
             _exit (2);
           cp_ledger_close (l);
-          entry_free (&e);
+          cp_ledger_entry_clear (&e);
         }
       _exit (0);
     }
@@ -645,7 +634,7 @@ expect_recovered (const struct tdir *t, const char *text, size_t len, const char
   put_ok (l, &e);
   expect_ok (cp_ledger_commit (l, &err), err);
   cp_ledger_close (l);
-  entry_free (&e);
+  cp_ledger_entry_clear (&e);
   l = open_ok (t->state);
   assert_false (cp_ledger_was_recovered (l, NULL));
   assert_int_equal (cp_ledger_count (l), 1);
@@ -719,9 +708,9 @@ test_kernel_fields (void **state)
   assert_int_equal (cp_ledger_cas_restore (l), -1);
   assert_int_equal (cp_ledger_count (l), 1);
   cp_ledger_close (l);
-  entry_free (&a);
-  entry_free (&b);
-  entry_free (&c);
+  cp_ledger_entry_clear (&a);
+  cp_ledger_entry_clear (&b);
+  cp_ledger_entry_clear (&c);
 }
 
 static void
@@ -808,7 +797,7 @@ test_corruption_files (void **state)
   put_ok (l, &e);
   expect_ok (cp_ledger_commit (l, &err), err);
   cp_ledger_close (l);
-  entry_free (&e);
+  cp_ledger_entry_clear (&e);
   struct stat st;
   assert_int_equal (stat (aside, &st), 0);
   assert_true (S_ISDIR (st.st_mode));
@@ -910,7 +899,7 @@ test_put_refuses (void **state)
       assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
       expect_contains (cp_error_message (err), bad[i].needle);
       cp_error_free (&err);
-      entry_free (&e);
+      cp_ledger_entry_clear (&e);
     }
   assert_int_equal (cp_ledger_count (l), 3);
 
@@ -921,9 +910,9 @@ test_put_refuses (void **state)
   assert_int_equal (cp_ledger_count (again), 3);
   cp_ledger_close (again);
 
-  entry_free (&a);
-  entry_free (&b);
-  entry_free (&s);
+  cp_ledger_entry_clear (&a);
+  cp_ledger_entry_clear (&b);
+  cp_ledger_entry_clear (&s);
   cp_ledger_close (l);
 }
 
@@ -971,7 +960,7 @@ test_stale_tmp (void **state)
   assert_false (cp_ledger_was_recovered (l, NULL));
   assert_int_equal (cp_ledger_count (l), 0);
   cp_ledger_close (l);
-  entry_free (&b);
+  cp_ledger_entry_clear (&b);
 }
 
 /* ------------------------------------------------------------ state dir */
@@ -1108,7 +1097,7 @@ open_put_commit (const char *dir, const char *id)
   cp_error_t err = NULL;
   expect_ok (cp_ledger_commit (l, &err), err);
   cp_ledger_close (l);
-  entry_free (&e);
+  cp_ledger_entry_clear (&e);
 }
 
 /* A ledger.lock that is not a regular file failed every run: now it is set aside
@@ -1182,7 +1171,7 @@ race_child (const char *dir, int gate)
       int r = cp_ledger_put (l, &e, &err) < 0 || cp_ledger_commit (l, &err) < 0;
       if (r)
         fprintf (stderr, "put/commit: %s\n", cp_error_message (err));
-      entry_free (&e);
+      cp_ledger_entry_clear (&e);
       cp_ledger_close (l);
       if (r)
         return 2;
@@ -1384,8 +1373,8 @@ test_reconcile_real_process (void **state)
   expect_contains (d.last, "has exited");
   assert_int_equal (cp_ledger_count (l), 0);
 
-  entry_free (&e);
-  entry_free (&r);
+  cp_ledger_entry_clear (&e);
+  cp_ledger_entry_clear (&r);
   cp_ledger_close (l);
 }
 
@@ -1571,7 +1560,7 @@ test_reconcile_cgroup_removed (void **state)
 
   assert_int_equal (rmdir (pod), 0);
   for (size_t i = 0; i < 4; i++)
-    entry_free (&e[i]);
+    cp_ledger_entry_clear (&e[i]);
   cp_ledger_close (l);
 }
 
@@ -1644,7 +1633,7 @@ test_reconcile_fake (void **state)
       e.pid = cases[i].pid;
       e.start_time = cases[i].start;
       put_ok (l, &e);
-      entry_free (&e);
+      cp_ledger_entry_clear (&e);
     }
   struct fake f = { 0 };
   struct cp_ledger_liveness fake = { .cgroup_exists = fake_cgroup, .pid_start_time = fake_pid, .data = &f };
@@ -1885,8 +1874,8 @@ test_fault_kill (void **state)
       l = open_ok (t.state);
       assert_non_null (cp_ledger_find (l, "next"));
       cp_ledger_close (l);
-      entry_free (&e);
-      entry_free (&old);
+      cp_ledger_entry_clear (&e);
+      cp_ledger_entry_clear (&old);
     }
 }
 
@@ -1912,7 +1901,7 @@ test_fault_fail (void **state)
   l = open_ok (t.state);
   assert_int_equal (cp_ledger_count (l), 1);
   cp_ledger_close (l);
-  entry_free (&e);
+  cp_ledger_entry_clear (&e);
 }
 #endif
 

@@ -83,18 +83,6 @@ random_set (unsigned max_cpu, unsigned max_bits)
   return b;
 }
 
-static void
-entry_free (struct cp_ledger_entry *e)
-{
-  free (e->id);
-  free (e->cgroup_mount);
-  free (e->cgroup);
-  hwloc_bitmap_free (e->cpus);
-  hwloc_bitmap_free (e->held);
-  hwloc_bitmap_free (e->mems);
-  hwloc_bitmap_free (e->drift);
-}
-
 /* A random entry the entry check accepts (put may still refuse a conflict). */
 static struct cp_ledger_entry
 random_entry (unsigned i)
@@ -151,7 +139,7 @@ random_ledger (unsigned max_entries)
       if (r == -1)
         fail_msg ("seed %llu: generated entry refused: %s", (unsigned long long) seed, cp_error_message (err));
       cp_error_free (&err); /* a conflict: left out */
-      entry_free (&e);
+      cp_ledger_entry_clear (&e);
     }
   cp_ledger_set_cas_restore (l, (int) below (3) - 1);
   return l;
