@@ -2,21 +2,23 @@
 # Install, build and run every test (the README's second command; .ci/run calls it):
 #   1. CTest: unit, cli, e2e (real runc and podman), install (cmake --install, the .deb),
 #      cri (containerd), stress-short, vm (QEMU: real kernels, runc and crun, cgroup v1 and
-#      v2), vm-sched (the 7.3 kernel: cache-aware scheduling through the hook);
+#      v2), vm-sched (the 7.3 kernel: cache-aware scheduling through the hook), vm-systemd
+#      (a systemd PID 1 guest: podman, runc and crun with the systemd cgroup driver; about
+#      2 minutes, plus about 10 to build its root file system on a fresh machine, cached
+#      per ISO week in /var/cache/cachepin/vm/rootfs);
 #   2. the unit and CLI tests again under ASan+UBSan (scripts/sanitize.sh);
 #   3. the unit tests under valgrind (scripts/valgrind.sh);
 #   4. a short libFuzzer run of every parser (scripts/fuzz.sh).
 # CACHEPIN_TEST_LABELS="unit|cli" bash scripts/test.sh runs only those CTest labels
 # and skips 2-4 (labels are matched whole: "vm" is not "vm-sched"). The long runs have
-# labels of their own, not run here: stress, fuzz, vm-systemd (a systemd PID 1 guest;
-# its root file system takes about 10 minutes to build once a week).
+# labels of their own, not run here: stress, fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "scripts/test.sh: run as root (the tests create cgroups and run runc)" >&2; exit 2; }
 bash scripts/deps.sh
 bash scripts/build.sh
 
-labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|install|cri|stress-short|vm|vm-sched}"
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|e2e|install|cri|stress-short|vm|vm-sched|vm-systemd}"
 (cd build && ctest --output-on-failure -L "^($labels)\$")
 if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   echo "== sanitizers (ASan+UBSan): unit and cli"

@@ -7,6 +7,8 @@
 # hook files (deploy/hooks.d: podman reads them from /usr/share/containers/oci/hooks.d;
 # runc and crun get their `.hook` objects in config.json):
 #   podman       podman run, its default systemd cgroup manager and runtime (crun)
+#   podman-runc  podman run --runtime runc: the container's cgroup is the libpod
+#                scope itself, so systemd is told
 #   runc         runc --systemd-cgroup, cgroupsPath system.slice:cachepin:<id>
 #   crun         crun --systemd-cgroup, the same cgroupsPath
 # Checks, results <manager>.<check>:
@@ -101,6 +103,21 @@ check_manager() {
   UNIT=$unit
 }
 
+# check_drift NAME ID PID UNIT: systemd itself rewrites the placed scope's cpuset
+# (AllowedCPUs= set by someone else, here systemctl): cachepin status shows the
+# entry drifted, on the CPUs systemd gave it (docs/managers.md, "Drift").
+check_drift() {
+  local name=$1 id=$2 pid=$3 unit=$4 placed other="" c st
+  placed=" $(cpvm_cpulist_expand "$(cat "/sys/fs/cgroup$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup")/cpuset.cpus")" | tr '\n' ' ')"
+  for c in $(seq 0 $(($(nproc) - 1))); do [[ $placed == *" $c "* ]] || { other=$c; break; }; done
+  [ -n "$other" ] || { cpvm_skip "$name.drift" "no CPU outside the placement"; return; }
+  systemctl set-property --runtime "$unit" "AllowedCPUs=$other"
+  st=$("$CACHEPIN" status --json 2>/dev/null)
+  cpvm_expect_eq "$name.drift" "true $other" \
+    "$(jq -r --arg id "$id" '.ledger.entries[] | select(.id == $id) | "\(.drifted) \(.live_cpus)"' <<<"$st")" \
+    "status after set-property AllowedCPUs=$other: drifted, live_cpus"
+}
+
 # released NAME ID UNIT: the ledger forgot ID; UNIT has no AllowedCPUs left if it exists.
 released() {
   local name=$1 id=$2 unit=$3 load allowed
@@ -117,8 +134,8 @@ released() {
 
 # ------------------------------------------------------------------ runc, crun
 
-# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman", to look at one.
-MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman} "
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc} "
 for rt in runc crun; do
   [[ $MANAGERS == *" $rt "* ]] || continue
   id=sd-$rt
@@ -132,6 +149,7 @@ for rt in runc crun; do
   cpvm_start "$rt" "$id"
   pid=$(cpvm_pid "$rt" "$id")
   check_manager "$rt" "$pid"
+  [ "$rt" = runc ] && [ -n "$UNIT" ] && check_drift "$rt" "$id" "$pid" "$UNIT"
   cpvm_delete "$rt" "$id"
   released "$rt" "$id" "$UNIT"
   export CPVM_RUNTIME_FLAGS=""
@@ -139,19 +157,29 @@ done
 
 # ------------------------------------------------------------------ podman
 
-[[ $MANAGERS == *" podman "* ]] || { cpvm_finish; exit; }
+[[ $MANAGERS == *" podman"* ]] || { cpvm_finish; exit; }
 rfs=$(mktemp -d)
 tar -C /cpvm/rootfs -cf "$rfs.tar" . && podman import -q "$rfs.tar" "$IMAGE" >/dev/null ||
   cpvm_fail podman.import "podman import failed"
 cpvm_info "podman: cgroup manager $(podman info --format '{{.Host.CgroupManager}}'), runtime $(podman info --format '{{.Host.OCIRuntime.Name}}')"
-if cid=$(timeout 180 podman run -d --name sd-podman --network none --annotation cachepin.io/cpus=2 "$IMAGE" sleep 600 2>/run/podman.err); then
-  pid=$(podman inspect -f '{{.State.Pid}}' "$cid")
-  UNIT=""
-  check_manager podman "$pid"
-  timeout 120 podman rm -f -t 0 "$cid" >/dev/null 2>&1
-  released podman "$cid" "$UNIT"
-else
-  cpvm_fail podman.placed "podman run failed: $(tail -5 /run/podman.err)"
-fi
+# podman_case NAME [PODMAN-RUN-OPTIONS...]: one podman container through the hook.
+podman_case() {
+  local name=$1 cid pid
+  shift
+  if cid=$(timeout 180 podman run -d --name "sd-$name" --network none "$@" --annotation cachepin.io/cpus=2 \
+             "$IMAGE" sleep 600 2>/run/podman.err); then
+    pid=$(podman inspect -f '{{.State.Pid}}' "$cid")
+    UNIT=""
+    check_manager "$name" "$pid"
+    timeout 120 podman rm -f -t 0 "$cid" >/dev/null 2>&1
+    released "$name" "$cid" "$UNIT"
+  else
+    cpvm_fail "$name.placed" "podman run failed: $(tail -5 /run/podman.err)"
+  fi
+}
+[[ $MANAGERS == *" podman "* ]] && podman_case podman
+# With runc, the container's cgroup is the libpod scope itself (crun makes a
+# `container` child): the unit's own cgroup, so systemd is told.
+[[ $MANAGERS == *" podman-runc "* ]] && podman_case podman-runc --runtime runc
 
 cpvm_finish
