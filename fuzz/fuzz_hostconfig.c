@@ -34,8 +34,14 @@ check_hostconfig (const struct cp_hostconfig *hc)
   FUZZ_CHECK (hc->on_error == CP_ON_ERROR_ALLOW || hc->on_error == CP_ON_ERROR_DENY);
   FUZZ_CHECK ((unsigned) hc->log_level <= CP_LOG_DEBUG);
   FUZZ_CHECK (hc->lock_timeout_ms >= 1 && hc->lock_timeout_ms <= CP_HOSTCONFIG_LOCK_TIMEOUT_MAX);
-  FUZZ_CHECK (hc->topology && (strcmp (hc->topology, "host") == 0 || hc->topology[0] == '/'));
+  FUZZ_CHECK (hc->topology
+              && (strcmp (hc->topology, "host") == 0 || hc->topology[0] == '/'
+                  || strncmp (hc->topology, "sysfs:/", 7) == 0));
   FUZZ_CHECK (strlen (hc->topology) <= CP_HOSTCONFIG_PATH_MAX);
+  FUZZ_CHECK ((unsigned) hc->sched_cache <= CP_SCHED_CACHE_NEVER);
+  FUZZ_CHECK (hc->kernel_root && hc->kernel_root[0] == '/' && strlen (hc->kernel_root) <= CP_HOSTCONFIG_PATH_MAX);
+  FUZZ_CHECK (hc->kubelet_state && (hc->kubelet_state[0] == '\0' || hc->kubelet_state[0] == '/')
+              && strlen (hc->kubelet_state) <= CP_HOSTCONFIG_PATH_MAX);
 }
 
 static void
@@ -73,6 +79,9 @@ write_back (const struct cp_hostconfig *hc)
   json_object_object_add (root, "lock_timeout_ms", json_object_new_int ((int) hc->lock_timeout_ms));
   add_string (root, "topology", hc->topology);
   json_object_object_add (root, "sandbox", json_object_new_boolean (hc->sandbox));
+  add_string (root, "sched_cache", cp_sched_cache_setting_name (hc->sched_cache));
+  add_string (root, "kernel_root", hc->kernel_root);
+  add_string (root, "kubelet_state", hc->kubelet_state);
   char *text = strdup (json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY));
   if (text == NULL)
     abort ();
@@ -88,7 +97,8 @@ hostconfig_equal (const struct cp_hostconfig *a, const struct cp_hostconfig *b)
          && a->defaults.smt == b->defaults.smt && a->defaults.mode == b->defaults.mode
          && a->defaults.strict == b->defaults.strict && strcmp (a->state_dir, b->state_dir) == 0
          && a->on_error == b->on_error && a->log_level == b->log_level && a->lock_timeout_ms == b->lock_timeout_ms
-         && strcmp (a->topology, b->topology) == 0 && a->sandbox == b->sandbox;
+         && strcmp (a->topology, b->topology) == 0 && a->sandbox == b->sandbox && a->sched_cache == b->sched_cache
+         && strcmp (a->kernel_root, b->kernel_root) == 0 && strcmp (a->kubelet_state, b->kubelet_state) == 0;
 }
 
 int
