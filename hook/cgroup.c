@@ -55,17 +55,34 @@ read_text_at (int dirfd, const char *dirname, const char *name, char **out, cp_e
   return cp_io_read_at (dirfd, name, O_NOFOLLOW, full, CP_CGROUP_FILE_MAX, CP_IO_NO_NUL, out, NULL, err);
 }
 
+/* TEXT, read from the cgroup file FULL, as a cpulist. */
+static int
+parse_kernel_cpulist (const char *full, const char *text, hwloc_bitmap_t out, cp_error_t *err)
+{
+  cleanup_error cp_error_t bad = NULL;
+  if (cp_cpulist_parse (text, CP_CPULIST_ALLOW_EMPTY | CP_CPULIST_ALLOW_NEWLINE, out, &bad) < 0)
+    /* The kernel's text, not the user's: a runtime error. */
+    return cp_fail_runtime (err, "%s: %s", full, cp_error_message (bad));
+  return 0;
+}
+
 static int
 read_cpulist_at (int dirfd, const char *dirname, const char *name, hwloc_bitmap_t out, cp_error_t *err)
 {
   cleanup_free char *text = NULL;
   if (read_text_at (dirfd, dirname, name, &text, err) < 0)
     return -1;
-  cleanup_error cp_error_t bad = NULL;
-  if (cp_cpulist_parse (text, CP_CPULIST_ALLOW_EMPTY | CP_CPULIST_ALLOW_NEWLINE, out, &bad) < 0)
-    /* The kernel's text, not the user's: a runtime error. */
-    return cp_fail_runtime (err, "%s/%s: %s", dirname, name, cp_error_message (bad));
-  return 0;
+  cleanup_free char *full = cp_xasprintf ("%s/%s", dirname, name);
+  return parse_kernel_cpulist (full, text, out, err);
+}
+
+int
+cp_cgroup_read_cpulist_fd (int fd, const char *name, hwloc_bitmap_t out, cp_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  if (cp_io_read_fd (fd, name, CP_CGROUP_FILE_MAX, CP_IO_NO_NUL, -1, &text, NULL, err) < 0)
+    return -1;
+  return parse_kernel_cpulist (name, text, out, err);
 }
 
 /* Write VALUE into NAME in DIRFD: one write(2), never creating the file, never

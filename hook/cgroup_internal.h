@@ -45,6 +45,10 @@ int cp_cgroup_from_pid_for (pid_t pid, const char *controller, struct cp_cgroup 
 /* cp_cgroup_enable_cpuset() for any controller (v1: nothing to do). */
 int cp_cgroup_enable_controller (const struct cp_cgroup *cg, const char *controller, cp_error_t *err);
 
+/* The open cgroup file FD (NAME names it in messages) read and parsed as a
+ * cpulist, as every cgroup cpulist file is. */
+int cp_cgroup_read_cpulist_fd (int fd, const char *name, hwloc_bitmap_t out, cp_error_t *err);
+
 /* The CPUs the cgroup DIRFD (of cgroup VERSION; DIRNAME names it in messages)
  * runs on: its cpuset.cpus, or on v2 when that is empty (inherited), its
  * cpuset.cpus.effective. */

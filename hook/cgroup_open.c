@@ -17,7 +17,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../oci/io.h"
 #include "../policy/util.h"
 
 #ifndef SYS_openat2
@@ -287,10 +286,8 @@ read_cpus_beneath (int mountfd, int version, const char *mount, const char *path
   if (fd < 0)
     return false;
   cleanup_free char *name = cp_xasprintf ("%s%s/cpuset.cpus", mount, path);
-  cleanup_free char *text = NULL;
   cleanup_error cp_error_t err = NULL;
-  if (cp_io_read_fd (fd, name, CP_CGROUP_FILE_MAX, CP_IO_NO_NUL, -1, &text, NULL, &err) < 0
-      || cp_cpulist_parse (text, CP_CPULIST_ALLOW_EMPTY | CP_CPULIST_ALLOW_NEWLINE, cpus, &err) < 0)
+  if (cp_cgroup_read_cpulist_fd (fd, name, cpus, &err) < 0)
     return false;
   return version == 1 || !hwloc_bitmap_iszero (cpus);
 }

@@ -403,6 +403,12 @@ gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *a
 
 /* E's drift from LIVE, the CPUs its cgroup runs on (empty: unknown, nothing
  * judged).  True when it changed. */
+bool
+cp_ledger_live_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live)
+{
+  return !hwloc_bitmap_iszero (live) && !hwloc_bitmap_isequal (live, e->cpus);
+}
+
 static bool
 update_drift (struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_ledger_liveness *alive)
 {
@@ -410,7 +416,7 @@ update_drift (struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct
     return false;
   if (e->drift == NULL)
     e->drift = cp_bitmap_new ();
-  bool none = hwloc_bitmap_isequal (live, e->cpus);
+  bool none = !cp_ledger_live_drifted (e, live);
   if (none ? hwloc_bitmap_iszero (e->drift) : hwloc_bitmap_isequal (live, e->drift))
     return false;
   cleanup_bitmap hwloc_bitmap_t before = cp_bitmap_dup (e->drift);

@@ -70,6 +70,10 @@ const struct cp_ledger_entry *cp_ledger_find (const struct cp_ledger *l, const c
 /* Free what E holds (any member may be NULL) and zero it. */
 void cp_ledger_entry_clear (struct cp_ledger_entry *e);
 
+/* Whether LIVE, the CPUs E's cgroup was found on (empty: not known), is a drift:
+ * known and not E's cpus.  The one rule for reconcile and `cachepin status`. */
+bool cp_ledger_live_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live);
+
 /* Check E against the format's rules (the ones parse applies); CP_ERR_INPUT. */
 int cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err);
 

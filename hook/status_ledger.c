@@ -137,8 +137,7 @@ live_read (const struct cp_ledger *l, struct live *lv)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
       lv->cpus[i] = cp_bitmap_new ();
-      if (cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i]) != 1)
-        hwloc_bitmap_zero (lv->cpus[i]);
+      cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i]); /* empty unless it answers 1 */
     }
   cp_cgroup_mounts_free (m);
 }
@@ -155,7 +154,7 @@ live_free (struct live *lv)
 static hwloc_const_bitmap_t
 drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live)
 {
-  return !hwloc_bitmap_iszero (live) && !hwloc_bitmap_isequal (live, e->cpus) ? live : NULL;
+  return cp_ledger_live_drifted (e, live) ? live : NULL;
 }
 
 static json_object *
