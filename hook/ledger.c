@@ -321,6 +321,19 @@ cp_ledger_remove (struct cp_ledger *l, const char *id)
 }
 
 void
+cp_ledger_entry_taken (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, hwloc_bitmap_t into)
+{
+  hwloc_bitmap_or (into, into, e->mode == CP_MODE_EXCLUSIVE ? e->held : e->cpus);
+  if (live && !hwloc_bitmap_iszero (live))
+    {
+      if (cp_ledger_live_drifted (e, live))
+        hwloc_bitmap_or (into, into, live);
+    }
+  else if (e->drift)
+    hwloc_bitmap_or (into, into, e->drift);
+}
+
+void
 cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_ledger_usage *out)
 {
   memset (out, 0, sizeof *out);
@@ -332,15 +345,12 @@ cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_le
       if (exclude_id && strcmp (e->id, exclude_id) == 0)
         continue;
       if (e->mode == CP_MODE_EXCLUSIVE)
-        hwloc_bitmap_or (out->held, out->held, e->held);
+        cp_ledger_entry_taken (e, NULL, out->held);
       else
-        out->shared[out->n_shared++] = cp_bitmap_dup (e->cpus);
-      if (e->drift == NULL || hwloc_bitmap_iszero (e->drift))
-        continue;
-      if (e->mode == CP_MODE_EXCLUSIVE)
-        hwloc_bitmap_or (out->held, out->held, e->drift);
-      else
-        hwloc_bitmap_or (out->shared[out->n_shared - 1], out->shared[out->n_shared - 1], e->drift);
+        {
+          out->shared[out->n_shared] = cp_bitmap_new ();
+          cp_ledger_entry_taken (e, NULL, out->shared[out->n_shared++]);
+        }
     }
   out->usage.held = out->held;
   out->usage.shared = (const hwloc_const_bitmap_t *) out->shared;
@@ -447,6 +457,13 @@ cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive
   for (size_t i = 0; i < l->n; i++)
     {
       struct cp_ledger_entry *e = &l->entries[i];
+      if (alive->check && !alive->check (e, alive->data))
+        {
+          if (kept != i)
+            l->entries[kept] = *e;
+          kept++;
+          continue;
+        }
       cleanup_free char *why = gone_reason (e, alive, live);
       if (why)
         {

@@ -74,6 +74,12 @@ void cp_ledger_entry_clear (struct cp_ledger_entry *e);
  * known and not E's cpus.  The one rule for reconcile and `cachepin status`. */
 bool cp_ledger_live_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live);
 
+/* Add to INTO the CPUs E counts as taking: its held CPUs (exclusive) or its cpus
+ * (shared), and the CPUs it drifted to.  LIVE: the CPUs its cgroup was just found
+ * on, judged by cp_ledger_live_drifted(); NULL or empty (not read now): the drift
+ * the last reconcile recorded.  The one rule for cp_ledger_usage() and status. */
+void cp_ledger_entry_taken (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, hwloc_bitmap_t into);
+
 /* Check E against the format's rules (the ones parse applies); CP_ERR_INPUT. */
 int cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err);
 
@@ -141,6 +147,9 @@ struct cp_ledger_liveness
   /* Optional: told when an entry's drift changes (E already has the new one;
    * BEFORE the one it had, empty for none): once per change, for the log. */
   void (*drifted) (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data);
+  /* Optional: when it returns false for an entry, that entry is kept as it is,
+   * unchecked (a release checks only the entries its decisions read). */
+  bool (*check) (const struct cp_ledger_entry *e, void *data);
   void *data;
 };
 

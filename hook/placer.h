@@ -54,7 +54,10 @@ int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_con
                       const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
                       struct cp_plan **plan_out, cp_error_t *err);
 
-/* Forget ID in the ledger (and drop entries whose container is gone).  *FOUND
+/* Forget ID in the ledger.  Only the entries that asked for cache-aware
+ * scheduling are reconciled (dropped when gone, their drift judged): whether the
+ * switch goes back is all a release decides; the next placement reconciles the
+ * rest before it hands anything out.  *FOUND
  * says whether ID was there.  WIDEN (may be NULL): when ID was there, this cgroup
  * is widened back to what its parent allows while the ledger is still locked, so
  * that no placement of it can come in between (`cachepin release`); the entry is

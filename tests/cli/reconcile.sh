@@ -11,6 +11,9 @@
 # cpuset.cpus, read for drift), two per removed one (the file, then the
 # directory, to tell gone from unreadable), one per mount point (it was two per
 # entry, the mount opened again for each).
+# Before it, a poststop (a release) of another entry: it checks only the entries
+# that asked for cache-aware scheduling (one of them gone, dropped), so it makes
+# no per-entry openat2 call and leaves the other removed ones to the placement.
 #
 #   bash tests/cli/reconcile.sh build/cachepin
 set -u
@@ -47,16 +50,32 @@ chmod 700 "$D/state"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
 jq -n --arg s "$D/state" '{state_dir: $s, log_level: "info"}' > "$D/cfg.json"
 # N shared entries under the cpuset mount, and one under /tmp (not a cgroup fs)
+# (and "asker", gone, which asked for cache-aware scheduling)
 jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" '
-  {version: 1, entries: ([range(1; $n + 1) as $i
-    | {id: ("e" + ($i | tostring)), cgroup_mount: $mnt, cgroup: ($top + "/l/e" + ($i | tostring)), pid: 0,
-       start_time: 0, mode: "shared", cpus: "0", held: "", mems: "0", placed_at: 1}]
-   + [{id: "elsewhere", cgroup_mount: $tmp, cgroup: "/x", pid: 0, start_time: 0, mode: "shared",
-       cpus: "0", held: "", mems: "0", placed_at: 1}])}' > "$D/state/ledger.json"
+  def entry($id; $mount; $cg; $ask): {id: $id, cgroup_mount: $mount, cgroup: $cg, pid: 0, start_time: 0,
+    mode: "shared", cpus: "0", held: "", mems: "0", placed_at: 1, sched_cache: $ask, core_sched: false, drift: ""};
+  {version: 3, entries: ([range(1; $n + 1) as $i
+      | entry("e" + ($i | tostring); $mnt; $top + "/l/e" + ($i | tostring); "none")]
+    + [entry("elsewhere"; $tmp; "/x"; "none"), entry("asker"; $mnt; $top + "/l/gone-asker"; "on")])}' \
+  > "$D/state/ledger.json"
 chmod 600 "$D/state/ledger.json"
 # gone: every tenth
 for i in $(seq 10 10 "$N"); do rmdir "$TOP/l/e$i"; done
 GONE=$((N / 10))
+
+jq -cn --arg b "$D/bundle" '{"ociVersion": "1.0.2", id: "e1", status: "stopped", bundle: $b}' > "$D/poststop.json"
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+  strace -f -qq -e trace=openat2 -o "$D/trace-release" "$BIN" hook --config "$D/cfg.json" poststop \
+  < "$D/poststop.json" 2>"$D/err-release"
+check "poststop succeeds" "$?" 0
+check "poststop: its entry and the gone asker are dropped, the other removed ones kept for the placement" \
+  "$(jq -c '[(.entries | length), ([.entries[].id | select(. == "e1" or . == "asker")] | length),
+             ([.entries[].id | select(test("^e[0-9]*0$"))] | length)]' "$D/state/ledger.json")" "[$N,0,$GONE]"
+check "poststop: the log names the gone asker, and no other entry but its own" \
+  "$(grep 'released' "$D/err-release" | grep -vc 'released e1$'):$(grep -c 'released asker ' "$D/err-release")" "1:1"
+OPENS=$(grep -c 'openat2(' "$D/trace-release")
+if [ "$OPENS" -le 12 ]; then ok "poststop: openat2 calls: $OPENS for $N entries (at most 12: none per entry)"
+else ko "poststop: openat2 calls: $OPENS for $N entries (at most 12): a release reads every entry's cgroup"; fi
 
 jq -cn --argjson pid "$SLEEPER" --arg b "$D/bundle" '{"ociVersion": "1.0.2", id: "rc", status: "creating",
   pid: $pid, bundle: $b, annotations: {"cachepin.io/cpus": "1"}}' > "$D/create.json"
@@ -67,7 +86,7 @@ ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
   < "$D/create.json" 2>"$D/err"
 check "createRuntime succeeds" "$?" 0
 check "the removed cgroups' entries are dropped, the rest kept, the new one added" \
-  "$(jq '.entries | length' "$D/state/ledger.json")" $((N + 1 - GONE + 1))
+  "$(jq '.entries | length' "$D/state/ledger.json")" $((N - GONE + 1))
 check "no removed entry is left" "$(jq '[.entries[].id | select(test("^e[0-9]*0$"))] | length' "$D/state/ledger.json")" 0
 check "the entry reconcile cannot judge is kept" \
   "$(jq '[.entries[] | select(.id == "elsewhere")] | length' "$D/state/ledger.json")" 1

@@ -1654,6 +1654,49 @@ test_reconcile_fake (void **state)
   cp_ledger_close (l);
 }
 
+static bool
+check_only_askers (const struct cp_ledger_entry *e, void *data)
+{
+  (void) data;
+  return e->sched_cache == CP_ASK_ON;
+}
+
+/* A check that says no keeps the entry as it is, unlooked-at: a gone container
+   that asked for cache-aware scheduling is dropped, one that did not stays. */
+static void
+test_reconcile_check (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = LEDGER2 (ENTRY_WITH ("quiet", "exclusive", "0", "0", KERNEL ("none", "false")) ","
+                              ENTRY_WITH ("asker", "exclusive", "1", "1", KERNEL ("on", "false")) ","
+                              ENTRY_WITH ("quiet2", "exclusive", "2", "2", KERNEL ("off", "false")));
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    {
+      struct cp_ledger_entry *e = (struct cp_ledger_entry *) cp_ledger_at (l, i);
+      free (e->cgroup);
+      e->cgroup = cp_xstrdup ("/gone");
+    }
+  struct fake f = { 0 };
+  struct cp_ledger_liveness alive
+      = { .cgroup_exists = fake_cgroup, .pid_start_time = fake_pid, .check = check_only_askers, .data = &f };
+  unsigned dropped;
+  expect_ok (cp_ledger_reconcile (l, &alive, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_int_equal (f.calls, 1);
+  assert_int_equal (cp_ledger_count (l), 2);
+  assert_string_equal (cp_ledger_at (l, 0)->id, "quiet");
+  assert_string_equal (cp_ledger_at (l, 1)->id, "quiet2");
+
+  alive.check = NULL;
+  expect_ok (cp_ledger_reconcile (l, &alive, &dropped, &err), err);
+  assert_int_equal (dropped, 2);
+  assert_int_equal (cp_ledger_count (l), 0);
+  cp_ledger_close (l);
+}
+
 /* Drift: a fake whose cgroups run on what DATA says (NULL: cannot be read). */
 struct drift_fake
 {
@@ -1930,6 +1973,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_reconcile_fake),
     cmocka_unit_test (test_reconcile_drift),
+    cmocka_unit_test (test_reconcile_check),
     cmocka_unit_test (test_usage),
 #ifdef CACHEPIN_FAULT_INJECTION
     cmocka_unit_test_setup_teardown (test_fault_kill, tdir_setup, tdir_teardown),
