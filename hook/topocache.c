@@ -50,7 +50,7 @@ discover_sysfs (const char *source, struct cp_topo **out, cp_error_t *err)
   cleanup_hwloc hwloc_topology_t t = NULL;
   if (hwloc_topology_init (&t) < 0)
     return cp_fail_errno (err, errno ? errno : ENOMEM, "hwloc_topology_init");
-  hwloc_topology_set_flags (t, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  cp_topo_hwloc_prepare (t);
   if (setenv ("HWLOC_FSROOT", dir, 1) < 0)
     return cp_fail_errno (err, errno, "setenv HWLOC_FSROOT");
   int r = hwloc_topology_load (t);

@@ -22,6 +22,26 @@ cleanup_hwloc_fn (hwloc_topology_t *t)
 
 /* ---- loading --------------------------------------------------------------- */
 
+/* What the model does not read is not built: the L1 and instruction caches (on a
+   sysfs tree, hwloc then skips reading their files, half of the cache files on
+   most machines), the NUMA distances and the memory attributes.  Groups stay: a
+   NUMA node hangs below one where a package has several, and the model's NUMA
+   level comes from where it hangs.  The model is the same either way
+   (test_topo.c and test_topologies.c hold it to a full load).  The hook runs in
+   the runtime's cgroup, not the container's: it sees every CPU and the caller
+   decides what is allowed. */
+void
+cp_topo_hwloc_prepare (hwloc_topology_t t)
+{
+  unsigned long flags = HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED;
+#ifdef HWLOC_TOPOLOGY_FLAG_NO_DISTANCES /* hwloc 2.8 */
+  flags |= HWLOC_TOPOLOGY_FLAG_NO_DISTANCES | HWLOC_TOPOLOGY_FLAG_NO_MEMATTRS;
+#endif
+  hwloc_topology_set_flags (t, flags);
+  hwloc_topology_set_type_filter (t, HWLOC_OBJ_L1CACHE, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter (t, HWLOC_TYPE_FILTER_KEEP_NONE);
+}
+
 static bool
 is_regular_file (const char *path)
 {
@@ -149,9 +169,7 @@ cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err)
   errno = 0;
   if (hwloc_topology_init (&topology) < 0)
     return fail_hwloc (err, "hwloc_topology_init");
-  /* The hook runs in the runtime's cgroup, not the container's: see everything
-     and let the caller decide what is allowed. */
-  hwloc_topology_set_flags (topology, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  cp_topo_hwloc_prepare (topology);
 
   if (source == NULL || strcmp (source, "host") == 0)
     {

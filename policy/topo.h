@@ -83,6 +83,11 @@ struct cp_topo
  * the size bounds above). */
 int cp_topo_load (const char *source, struct cp_topo **out, cp_error_t *err);
 
+/* Flags and type filters for an initialized, not yet loaded hwloc topology that
+ * cp_topo_from_hwloc() will read: only what the model is built from is built
+ * (cp_topo_load() and the sysfs discovery use it; the model does not depend on it). */
+void cp_topo_hwloc_prepare (hwloc_topology_t topology);
+
 /* Build the model from a loaded hwloc topology; SOURCE is only recorded. */
 int cp_topo_from_hwloc (hwloc_topology_t topology, const char *source, struct cp_topo **out,
                         cp_error_t *err);

@@ -11,7 +11,11 @@
 #   - `cachepin status` reads the cache but never writes it;
 #   - a "sysfs:DIR" source (hwloc's Linux discovery on a dump) is discovered and
 #     cached when a dump is at hand ($CACHEPIN_TOPOLOGIES); a missing directory
-#     lets the container start unplaced, saying why.
+#     lets the container start unplaced, saying why;
+#   - on every dump at hand, the model the hook discovers (hwloc told to build
+#     only what the model reads) is the one `cachepin status` shows for the XML
+#     that lstopo exports from a full discovery of the same dump (with lstopo;
+#     that an XML file's model is a full load's is test_topologies.c's check).
 #
 #   bash tests/cli/topocache.sh build/cachepin
 set -u
@@ -164,6 +168,29 @@ if [ -f "$TARBALL" ] && tar -xjf "$TARBALL" -C "$D" 2>/dev/null && [ -d "$D/nvid
   check "sysfs dump: 20 cores there" "$(jq -r .topology.cores "$D/status.json")" 20
 else
   echo "SKIP: sysfs dump cases (no $TARBALL)"
+fi
+
+# status of TOPOLOGY, its topology part without the source, one line
+status_topology () {
+  jq -n --arg s "$D/state-model" --arg t "$1" '{state_dir: $s, topology: $t}' > "$D/cfg-model.json"
+  "$BIN" status --config "$D/cfg-model.json" --json 2>>"$D/err-model" | jq -c '.topology | del(.source)'
+}
+DUMPS=${CACHEPIN_TOPOLOGIES:-/nonexistent}/hwloc/sysfs-tarballs
+if ! command -v lstopo-no-graphics >/dev/null; then
+  echo "SKIP: sysfs models against a full discovery (no lstopo-no-graphics: Debian package hwloc)"
+elif ! compgen -G "$DUMPS/*.tar.bz2" >/dev/null; then
+  echo "SKIP: sysfs models against a full discovery (no dumps in $DUMPS)"
+else
+  mkdir -p "$D/dumps"
+  for tarball in "$DUMPS"/*.tar.bz2; do
+    name=$(basename "$tarball" .tar.bz2)
+    tar -xjf "$tarball" -C "$D/dumps" 2>/dev/null
+    HWLOC_FSROOT="$D/dumps/$name" lstopo-no-graphics --disallowed --of xml "$D/dumps/$name.xml" 2>/dev/null
+    sysfs=$(status_topology "sysfs:$D/dumps/$name")
+    full=$(status_topology "$D/dumps/$name.xml")
+    if [ -n "$sysfs" ] && [ "$sysfs" = "$full" ]; then ok "sysfs $name: the hook's model is a full discovery's"
+    else ko "sysfs $name: the hook's model differs from a full discovery's: $sysfs vs $full"; fi
+  done
 fi
 
 echo "topocache.sh: $PASS passed, $FAIL failed"

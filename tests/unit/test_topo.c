@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "policy/cpulist.h"
+#include "policy/topo_codec.h"
 #include "policy/util.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -292,6 +293,48 @@ test_numa (void **state)
   tu_assert_set (t->allowed_nodes, "0-3");
   for (unsigned c = 0; c < t->n_cores; c++)
     assert_int_equal (t->cores[c].domain[CP_LEVEL_NUMA], c / 4);
+}
+
+/* cp_topo_load() builds only what the model reads (cp_topo_hwloc_prepare); the
+   model is the one a full load gives, on synthetic machines with every kind of
+   object the filters drop (dies, groups, L1 and instruction caches, NUMA nodes,
+   memory-side caches) in the way.  test_topologies.c does the same on every
+   captured XML file when they are there. */
+static void
+test_filtered_load_same_model (void **state)
+{
+  (void) state;
+  static const char *const descriptions[] = {
+    "package:2 l3cache:4 core:4 pu:2(indexes=core)",
+    "package:2 die:2 group:2 l3cache:2 l2cache:2 l1dcache:1 l1icache:1 core:2 pu:2",
+    "package:2 numa:2 l3cache:3 core:8 pu:1",
+    "package:1 [numa] l3cache:2 l2cache:4 l1dcache:1 core:1 pu:4",
+    "package:2 group:3 l2cache:2 core:2 pu:1",
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (descriptions); i++)
+    {
+      struct cp_topo *loaded = tu_topo (descriptions[i]);
+      hwloc_topology_t full;
+      assert_int_equal (hwloc_topology_init (&full), 0);
+      hwloc_topology_set_flags (full, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+      assert_int_equal (hwloc_topology_set_synthetic (full, descriptions[i]), 0);
+      assert_int_equal (hwloc_topology_load (full), 0);
+      struct cp_topo *reference = NULL;
+      cp_error_t err = NULL;
+      if (cp_topo_from_hwloc (full, loaded->source, &reference, &err) < 0)
+        fail_msg ("%s: %s", descriptions[i], cp_error_message (err));
+      hwloc_topology_destroy (full);
+      char *a = NULL, *b = NULL;
+      size_t la = 0, lb = 0;
+      if (cp_topo_encode (loaded, "same", &a, &la, &err) < 0 || cp_topo_encode (reference, "same", &b, &lb, &err) < 0)
+        fail_msg ("%s: encode: %s", descriptions[i], cp_error_message (err));
+      if (la != lb || memcmp (a, b, la) != 0)
+        fail_msg ("%s: the model cachepin loads differs from the one a full hwloc load gives", descriptions[i]);
+      free (a);
+      free (b);
+      cp_topo_free (reference);
+      cp_topo_free (loaded);
+    }
 }
 
 /* A topology whose allowed set is smaller than its online set: the model keeps
@@ -769,6 +812,7 @@ main (void)
     cmocka_unit_test (test_raptor_lake_kinds),
     cmocka_unit_test (test_skylake_siblings),
     cmocka_unit_test (test_all_captured_models),
+    cmocka_unit_test (test_filtered_load_same_model),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
