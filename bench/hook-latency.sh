@@ -90,14 +90,22 @@ echo "hook-latency: setup ($SECONDS s)" >&2
 mkdir "$TOP/ledger"
 for i in $(seq -w 1 "$LEDGER"); do mkdir "$TOP/ledger/e$i"; done
 NOW=$(date +%s)
+# The sleeper's start time (/proc/PID/stat field 22, counted after the `)` that
+# ends the command name).
+START=$(sed 's/.*) //' "/proc/$SLEEPER/stat" | cut -d' ' -f20)
 # Shared entries (no CPU held): LEDGER exclusive entries cannot fit on the small
 # machines, and shared ones cost the hook the same parse, validate, reconcile,
-# usage and write.  CPU 0 and node 0 are on every captured machine.
-jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$LEDGER" --argjson now "$NOW" '
-  {version: 1, entries: [range(1; $n + 1) as $i
+# usage and write.  CPU 0 and node 0 are on every captured machine.  Each entry
+# has a pid, as every entry the hook writes does, so reconcile checks it as it
+# checks a container's (/proc/PID/stat, start time compared): the sleeper's, one
+# live process for all of them (the check costs the same whichever pid it is).
+jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$LEDGER" --argjson now "$NOW" \
+  --argjson pid "$SLEEPER" --argjson start "$START" '
+  {version: 3, entries: [range(1; $n + 1) as $i
     | ($i | tostring) as $s | ("0000000000" + $s)[-(($n | tostring | length)):] as $p
-    | {id: ("bench-" + $p), cgroup_mount: $mnt, cgroup: ($top + "/ledger/e" + $p), pid: 0,
-       start_time: 0, mode: "shared", cpus: "0", held: "", mems: "0", placed_at: $now}]}' \
+    | {id: ("bench-" + $p), cgroup_mount: $mnt, cgroup: ($top + "/ledger/e" + $p), pid: $pid,
+       start_time: $start, mode: "shared", cpus: "0", held: "", mems: "0", placed_at: $now,
+       sched_cache: "none", core_sched: false, drift: ""}]}' \
   > "$D/ledger-N.json"
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
