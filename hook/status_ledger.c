@@ -257,15 +257,10 @@ usage_fill (const struct cp_ledger *l, const struct live *lv, const struct cp_to
   hwloc_bitmap_andnot (u->usable, u->usable, hc->reserved);
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
+      /* As the hook counts them, with what was read now (not read: what the
+         last hook run saw). */
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      hwloc_bitmap_t into = e->mode == CP_MODE_EXCLUSIVE ? u->held : u->shared;
-      hwloc_bitmap_or (into, into, e->mode == CP_MODE_EXCLUSIVE ? e->held : e->cpus);
-      /* As the hook counts them (ledger.h, cp_ledger_usage()). */
-      hwloc_const_bitmap_t d = drifted (e, lv->cpus[i]);
-      if (d)
-        hwloc_bitmap_or (into, into, d);
-      else if (hwloc_bitmap_iszero (lv->cpus[i]) && e->drift)
-        hwloc_bitmap_or (into, into, e->drift); /* not read now: what the last hook run saw */
+      cp_ledger_entry_taken (e, lv->cpus[i], e->mode == CP_MODE_EXCLUSIVE ? u->held : u->shared);
     }
 }
 

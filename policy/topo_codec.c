@@ -265,7 +265,7 @@ get_str (struct reader *r, const char *what, bool clean, char **out, cp_error_t 
 static int
 get_set (struct reader *r, const char *what, hwloc_bitmap_t *out, cp_error_t *err)
 {
-  uint32_t n;
+  uint32_t n = 0;
   if (get_count (r, what, 8, CP_TOPO_CODEC_MAX_INDEX + 1, &n, err) < 0)
     return -1;
   *out = cp_bitmap_new ();
@@ -273,7 +273,7 @@ get_set (struct reader *r, const char *what, hwloc_bitmap_t *out, cp_error_t *er
   for (uint32_t i = 0; i < n; i++)
     {
       size_t at = r->pos;
-      uint32_t first, last;
+      uint32_t first = 0, last = 0; /* set by get_u32(); GCC -O3 cannot tell */
       if (get_u32 (r, what, &first, err) < 0 || get_u32 (r, what, &last, err) < 0)
         return -1;
       if (first > last || last > CP_TOPO_CODEC_MAX_INDEX || (long long) first <= prev + 1)
