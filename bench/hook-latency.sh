@@ -249,12 +249,13 @@ cell () { printf '%s (%s-%s)' "$(stat "$1" "$2" 3)" "$(stat "$1" "$2" 4)" "$(sta
 HW_HOST=$(hwloc-calc --number-of pu all 2>/dev/null)
 N=$LEDGER
 # count TOPOLOGIES-WHERE: how many inputs satisfy A <= F * B (medians), as "m/n"
-count () { # A B F [kind]
-  awk -F'\t' -v a="$1" -v b="$2" -v f="$3" -v only="${4:-}" '
-    FNR == NR { kind[$1] = $2; next }
+count () { # A B F [kind] [placed]: inputs where A <= F x B (placed: only the placed inputs)
+  awk -F'\t' -v a="$1" -v b="$2" -v f="$3" -v only="${4:-}" -v placed="${5:-}" '
+    FILENAME == ARGV[1] { kind[$1] = $2; next }
+    FILENAME == ARGV[2] { if ($4 ~ /^unplaced/) unplaced[$1] = 1; next }
     $2 == a {x[$1] = $3} $2 == b {y[$1] = $3}
-    END {n = 0; m = 0; for (t in x) if (only == "" || kind[t] == only) {n++; if (x[t] <= f * y[t]) m++}; print m "/" n}' \
-    <(awk -F'\t' '{print $1 "\t" $2}' "$D/topos") "$D/stats.tsv"
+    END {n = 0; m = 0; for (t in x) if ((only == "" || kind[t] == only) && !(placed != "" && t in unplaced)) {n++; if (x[t] <= f * y[t]) m++}; print m "/" n}' \
+    <(awk -F'\t' '{print $1 "\t" $2}' "$D/topos") "$D/placed" "$D/stats.tsv"
 }
 range () { # VARIANT-A VARIANT-B: min-max of the ratio of medians over the placed inputs
   while IFS=$'\t' read -r name kind path; do
@@ -300,8 +301,8 @@ range () { # VARIANT-A VARIANT-B: min-max of the ratio of medians over the place
   echo
   echo "## Targets (issue 12), as measured here"
   echo
-  echo "- Warm hook at most 2x the floor with $N entries (warm-$N / floor <= 2): $(count warm-N floor 2) inputs"
-  echo "  ($(count warm-N floor 2 xml) XML, $(count warm-N floor 2 sysfs) sysfs); ratio $(range warm-N floor) on the placed ones."
+  echo "- Warm hook at most 2x the floor with $N entries (warm-$N / floor <= 2): $(count warm-N floor 2 "" placed) of"
+  echo "  the placed inputs ($(count warm-N floor 2 xml placed) XML, $(count warm-N floor 2 sysfs placed) sysfs); ratio $(range warm-N floor)."
   echo "  With an empty ledger (warm-0 / floor <= 2): $(count warm-0 floor 2)."
   echo "- Cold at most hwloc-calc on the same input: one cold createRuntime (empty ledger) <= one"
   echo "  hwloc-calc: $(count create-cold-0 hwloc-calc 1) inputs ($(count create-cold-0 hwloc-calc 1 xml) XML,"
