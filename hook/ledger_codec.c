@@ -424,7 +424,7 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
   if (version > 2 ? get_cpulist (r, &v[K_DRIFT], "drift", true, &e->drift, err) < 0
                   : (e->drift = cp_bitmap_new (), false))
     return -1;
-  int64_t pid, start_time, placed_at;
+  int64_t pid = 0, start_time = 0, placed_at = 0;
   if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP], "cgroup", SIZE_MAX, err) < 0
