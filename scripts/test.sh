@@ -8,9 +8,11 @@
 #      per ISO week in /var/cache/cachepin/vm/rootfs);
 #   2. the unit and CLI tests again under ASan+UBSan (scripts/sanitize.sh);
 #   3. the unit tests under valgrind (scripts/valgrind.sh);
-#   4. a short libFuzzer run of every parser (scripts/fuzz.sh).
+#   4. a short libFuzzer run of every parser (scripts/fuzz.sh);
+#   5. the binary built again as -DCMAKE_BUILD_TYPE=Release (-O3), warnings as errors: GCC
+#      warns there about what -O2 does not see (build-release/).
 # CACHEPIN_TEST_LABELS="unit|cli" bash scripts/test.sh runs only those CTest labels
-# and skips 2-4 (labels are matched whole: "vm" is not "vm-sched"). The long runs have
+# and skips 2-5 (labels are matched whole: "vm" is not "vm-sched"). The long runs have
 # labels of their own, not run here: stress, fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +29,7 @@ if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   bash scripts/valgrind.sh
   echo "== fuzzing: every target, short"
   bash scripts/fuzz.sh "${CACHEPIN_FUZZ_SECONDS:-15}"
+  echo "== a Release build, warnings as errors"
+  cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DCACHEPIN_WERROR=ON -DCACHEPIN_TESTS=OFF >/dev/null
+  cmake --build build-release -j"$(nproc)" --target cachepin
 fi
