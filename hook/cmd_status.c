@@ -201,13 +201,15 @@ gather (const struct status_args *a, json_object **out, cp_error_t *err)
     cp_hostconfig_init (&hc); /* the topology still shows; the ledger does not */
   struct cp_topo *topo = NULL;
   cleanup_error cp_error_t topo_err = NULL;
-  if (cp_topocache_load (&hc, CP_TOPOCACHE_READ_ONLY, &topo, &topo_err) < 0)
+  struct cp_topocache_origin origin = { 0 };
+  if (cp_topocache_load_from (&hc, CP_TOPOCACHE_READ_ONLY, &topo, &origin, &topo_err) < 0)
     topo = NULL;
 
   bool ok[5] = { false };
   json_object *root = json_object_new_object ();
   add (root, "cgroup", cp_status_cgroup (&ok[0]));
-  add (root, "topology", cp_status_topology (topo, hc.topology, topo_err, &ok[1]));
+  add (root, "topology", cp_status_topology (topo, hc.topology, &origin, topo_err, &ok[1]));
+  cp_topocache_origin_clear (&origin);
   json_object *ledger = cp_status_ledger (&hc, have_config, topo, &ok[2]);
   json_object *features = cp_status_features (&hc, &ok[3]);
   link_features (features, ledger);

@@ -15,12 +15,15 @@
 #include "../policy/topo.h"
 #include "../policy/util.h"
 #include "hostconfig.h"
+#include "topocache.h"
 #include "status.h"
 
 json_object *cp_status_cgroup (bool *ok);
 json_object *cp_status_features (const struct cp_hostconfig *hc, bool *ok);
-/* TOPO NULL: it could not be loaded from SOURCE, E says why. */
-json_object *cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e, bool *ok);
+/* TOPO NULL: it could not be loaded from SOURCE, E says why.  ORIGIN: whether
+   it came from the topology cache. */
+json_object *cp_status_topology (const struct cp_topo *topo, const char *source, const struct cp_topocache_origin *origin,
+                                 cp_error_t e, bool *ok);
 /* HAVE_CONFIG false: HC holds the defaults, and the ledger is not read.  TOPO may
    be NULL (no occupancy then). */
 json_object *cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct cp_topo *topo,

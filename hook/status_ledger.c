@@ -89,8 +89,19 @@ topo_pe0_smt (const struct cp_topo *topo, json_object *o)
   add (o, "smt_width", json_object_new_int (width));
 }
 
+static json_object *
+cache_part (const struct cp_topocache_origin *origin)
+{
+  json_object *o = json_object_new_object ();
+  add (o, "file", jstr (origin->file));
+  add (o, "used", json_object_new_boolean (origin->used));
+  add (o, "why_not", origin->why_not ? jstr (origin->why_not) : NULL);
+  return o;
+}
+
 json_object *
-cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e, bool *ok)
+cp_status_topology (const struct cp_topo *topo, const char *source, const struct cp_topocache_origin *origin,
+                    cp_error_t e, bool *ok)
 {
   static const char *const keys[] = { "online", "allowed", "packages", "numa_nodes", "llc_label", "llcs",
                                       "cores", "pe0", "smt_width", "cpu_kinds", NULL };
@@ -98,6 +109,7 @@ cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e
     {
       json_object *f = failed_part (keys, e);
       add (f, "source", jstr (source));
+      add (f, "cache", cache_part (origin));
       return f;
     }
   *ok = true;
@@ -112,6 +124,7 @@ cp_status_topology (const struct cp_topo *topo, const char *source, cp_error_t e
   add (o, "cores", json_object_new_int ((int) topo->n_cores));
   topo_pe0_smt (topo, o);
   add (o, "cpu_kinds", topo_kinds (topo));
+  add (o, "cache", cache_part (origin));
   add (o, "error", NULL);
   return o;
 }

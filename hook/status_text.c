@@ -118,6 +118,12 @@ print_topology (FILE *out, json_object *t)
   for (size_t i = 0; i < len (t, "cpu_kinds"); i++)
     fprintf (out, " rank %" PRId64 ":%s", num (at (t, "cpu_kinds", i), "efficiency"), S (at (t, "cpu_kinds", i), "cpus"));
   fputc ('\n', out);
+  json_object *cache = get (t, "cache");
+  if (json_object_get_boolean (get (cache, "used")))
+    fprintf (out, "  %-10s %s: used\n", "cache", S (cache, "file"));
+  else if (cache)
+    fprintf (out, "  %-10s %s: not used (%s); the next hook run discovers and saves it\n", "cache",
+             S (cache, "file"), S (cache, "why_not"));
 }
 
 /* ------------------------------------------------------------------ ledger */

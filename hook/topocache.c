@@ -218,26 +218,49 @@ save (int dirfd, const char *name, const struct cp_topo *topo, const char *key, 
   return 0;
 }
 
+void
+cp_topocache_origin_clear (struct cp_topocache_origin *o)
+{
+  free (o->file);
+  free (o->why_not);
+  memset (o, 0, sizeof *o);
+}
+
 int
 cp_topocache_load (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out, cp_error_t *err)
+{
+  return cp_topocache_load_from (hc, flags, out, NULL, err);
+}
+
+int
+cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out,
+                        struct cp_topocache_origin *origin, cp_error_t *err)
 {
   cleanup_error cp_error_t why = NULL;
   cleanup_free char *key = NULL;
   cleanup_free char *name = cp_xasprintf ("%s/%s", hc->state_dir, CP_TOPOCACHE_FILE);
   cleanup_close int dirfd = -1;
+  if (origin)
+    *origin = (struct cp_topocache_origin) { .file = cp_xstrdup (name) };
   if (cp_topocache_key (hc->topology, &key, &why) < 0)
     {
       cp_log (CP_LOG_DEBUG, "topology: no cache (no key: %s)", cp_error_message (why));
+      if (origin)
+        origin->why_not = cp_xasprintf ("no key: %s", cp_error_message (why));
       return cp_topocache_discover (hc->topology, out, err);
     }
   dirfd = open_dir (hc->state_dir, flags, &why);
   if (dirfd >= 0 && load_cached (dirfd, name, key, out, &why) == 0)
     {
       cp_log (CP_LOG_DEBUG, "topology: from the cache %s", name);
+      if (origin)
+        origin->used = true;
       return 0;
     }
-  cp_log (CP_LOG_DEBUG, "topology: cache %s not used (%s); discovering", name,
-          why ? cp_error_message (why) : "no state directory");
+  const char *reason = why ? cp_error_message (why) : "no state directory";
+  cp_log (CP_LOG_DEBUG, "topology: cache %s not used (%s); discovering", name, reason);
+  if (origin)
+    origin->why_not = cp_xstrdup (reason);
   if (cp_topocache_discover (hc->topology, out, err) < 0)
     return -1;
   if (dirfd < 0 || (flags & CP_TOPOCACHE_READ_ONLY))

@@ -47,6 +47,7 @@
 #ifndef CP_TOPOCACHE_H
 #define CP_TOPOCACHE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "../policy/error.h"
@@ -68,6 +69,20 @@ enum cp_topocache_flags
  * (cp_topocache_discover()) and, unless READ_ONLY, saved.  Fails only as the
  * discovery does. */
 int cp_topocache_load (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out, cp_error_t *err);
+
+/* Where a model cp_topocache_load_from() returned came from (`cachepin status`). */
+struct cp_topocache_origin
+{
+  char *file;    /* the cache's path */
+  bool used;     /* the model is the cache's */
+  char *why_not; /* when not used, why: no key, no state directory, or what the
+                    read or the check said (missing, another key, corrupt, not ours) */
+};
+void cp_topocache_origin_clear (struct cp_topocache_origin *o);
+
+/* cp_topocache_load(), and ORIGIN (may be NULL) filled in, even when it fails. */
+int cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out,
+                            struct cp_topocache_origin *origin, cp_error_t *err);
 
 /* Discovery without the cache: cp_topo_load() for "host" and XML files, and for
  * "sysfs:DIR" (an absolute directory holding a Linux sysfs/procfs dump, as hwloc's

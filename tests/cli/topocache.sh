@@ -8,7 +8,8 @@
 #     group-writable, hard-linked or a symlink is ignored (the log says why),
 #     rediscovered and replaced, and never changes the placement;
 #   - an XML source whose file changed (mtime) is discovered again;
-#   - `cachepin status` reads the cache but never writes it;
+#   - `cachepin status` reads the cache but never writes it, and says whether it
+#     used it and, when not, why (JSON topology.cache, the text's cache line);
 #   - a "sysfs:DIR" source (hwloc's Linux discovery on a dump) is discovered and
 #     cached when a dump is at hand ($CACHEPIN_TOPOLOGIES); a missing directory
 #     lets the container start unplaced, saying why;
@@ -118,16 +119,28 @@ check "the symlink's target is left alone" "$(cmp -s "$D/elsewhere" "$GOOD" && e
 rm -f "$C"; mkfifo "$C"
 bad "a FIFO" "is not a regular file of ours"
 
-echo "== status reads, never writes"
+echo "== status reads, never writes, and says whether it used the cache"
 rm -f "$C"
-"$BIN" status --config "$D/cfg.json" >/dev/null 2>&1
+"$BIN" status --config "$D/cfg.json" --json > "$D/status.json" 2>/dev/null
 check "status without a cache writes none" "$([ -e "$C" ] && echo written || echo none)" none
+check "status without a cache: not used, the file missing" \
+  "$(jq -r '.topology.cache | "\(.file) \(.used) \(.why_not | test("No such file"))"' "$D/status.json")" "$C false true"
 place
 cp "$C" "$D/before"
 touch -d '2001-01-01' "$C"
-"$BIN" status --config "$D/cfg.json" >/dev/null 2>&1
+"$BIN" status --config "$D/cfg.json" --json > "$D/status.json" 2>/dev/null
 check "status with a cache leaves it as it was" "$(cmp -s "$C" "$D/before" && stat -c %Y "$C")" \
   "$(date -d 2001-01-01 +%s)"
+check "status with a valid cache: used" "$(jq -c '.topology.cache | [.used, .why_not]' "$D/status.json")" '[true,null]'
+check "status text: the cache line says used" "$("$BIN" status --config "$D/cfg.json" 2>/dev/null | grep '^  cache ')" \
+  "  cache      $C: used"
+head -c 60 "$D/before" > "$C"
+"$BIN" status --config "$D/cfg.json" --json > "$D/status.json" 2>/dev/null
+check "status with a torn cache: not used, and why" \
+  "$(jq -r '.topology.cache | "\(.used) \(.why_not)"' "$D/status.json")" "false topology cache: checksum mismatch (torn or changed)"
+check "status text: the cache line says why not" \
+  "$("$BIN" status --config "$D/cfg.json" 2>/dev/null | grep -c "^  cache      $C: not used (topology cache: checksum mismatch (torn or changed))")" 1
+cp "$D/before" "$C"
 
 echo "== XML source: a changed file is rediscovered"
 if lstopo-no-graphics --of xml "$D/host.xml" 2>/dev/null || lstopo --of xml "$D/host.xml" 2>/dev/null; then
@@ -173,7 +186,7 @@ fi
 # status of TOPOLOGY, its topology part without the source, one line
 status_topology () {
   jq -n --arg s "$D/state-model" --arg t "$1" '{state_dir: $s, topology: $t}' > "$D/cfg-model.json"
-  "$BIN" status --config "$D/cfg-model.json" --json 2>>"$D/err-model" | jq -c '.topology | del(.source)'
+  "$BIN" status --config "$D/cfg-model.json" --json 2>>"$D/err-model" | jq -c '.topology | del(.source, .cache)'
 }
 DUMPS=${CACHEPIN_TOPOLOGIES:-/nonexistent}/hwloc/sysfs-tarballs
 if ! command -v lstopo-no-graphics >/dev/null; then
