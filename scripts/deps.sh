@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake pkg-config python3
   libhwloc-dev hwloc libjson-c-dev libseccomp-dev libcgroup-dev libcmocka-dev
   runc busybox-static jq util-linux procps
+  bzip2                        # the captured sysfs dumps are .tar.bz2 (tests/cli/topocache.sh, bench/)
   dpkg-dev groff-base man-db   # the install tests: cpack's shlibdeps, man pages (tests/install)
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
   libsystemd-dev

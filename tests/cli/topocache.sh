@@ -180,7 +180,7 @@ if [ -f "$TARBALL" ] && tar -xjf "$TARBALL" -C "$D" 2>/dev/null && [ -d "$D/nvid
   check "sysfs dump: status shows its topology" "$(jq -r .topology.source "$D/status.json")" "sysfs:$D/nvidia-dgx-gb10"
   check "sysfs dump: 20 cores there" "$(jq -r .topology.cores "$D/status.json")" 20
 else
-  echo "SKIP: sysfs dump cases (no $TARBALL)"
+  echo "SKIP: sysfs dump cases (no $TARBALL, or no bzip2 to extract it)"
 fi
 
 # status of TOPOLOGY, its topology part without the source, one line
@@ -191,13 +191,18 @@ status_topology () {
 DUMPS=${CACHEPIN_TOPOLOGIES:-/nonexistent}/hwloc/sysfs-tarballs
 if ! command -v lstopo-no-graphics >/dev/null; then
   echo "SKIP: sysfs models against a full discovery (no lstopo-no-graphics: Debian package hwloc)"
+elif ! command -v bzip2 >/dev/null; then
+  echo "SKIP: sysfs models against a full discovery (no bzip2 for the .tar.bz2 dumps: scripts/deps.sh installs it)"
 elif ! compgen -G "$DUMPS/*.tar.bz2" >/dev/null; then
   echo "SKIP: sysfs models against a full discovery (no dumps in $DUMPS)"
 else
   mkdir -p "$D/dumps"
   for tarball in "$DUMPS"/*.tar.bz2; do
     name=$(basename "$tarball" .tar.bz2)
-    tar -xjf "$tarball" -C "$D/dumps" 2>/dev/null
+    if ! tar -xjf "$tarball" -C "$D/dumps" 2>"$D/err-tar" || [ ! -d "$D/dumps/$name" ]; then
+      ko "sysfs $name: cannot extract $tarball: $(head -1 "$D/err-tar")"
+      continue
+    fi
     HWLOC_FSROOT="$D/dumps/$name" lstopo-no-graphics --disallowed --of xml "$D/dumps/$name.xml" 2>/dev/null
     sysfs=$(status_topology "sysfs:$D/dumps/$name")
     full=$(status_topology "$D/dumps/$name.xml")
