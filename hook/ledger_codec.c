@@ -282,6 +282,7 @@ present (const struct cp_jp_val *v, const char *key, cp_error_t *err)
 static int
 get_int (const struct reader *r, const struct cp_jp_val *v, const char *key, int64_t max, int64_t *out, cp_error_t *err)
 {
+  *out = 0; /* defined on failure too: GCC -O3 cannot tell that no caller reads it then */
   if (present (v, key, err) < 0)
     return -1;
   if (v->type == CP_JP_INT && !v->big && v->i >= 0 && v->i <= max)
@@ -424,7 +425,7 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
   if (version > 2 ? get_cpulist (r, &v[K_DRIFT], "drift", true, &e->drift, err) < 0
                   : (e->drift = cp_bitmap_new (), false))
     return -1;
-  int64_t pid = 0, start_time = 0, placed_at = 0;
+  int64_t pid, start_time, placed_at;
   if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP], "cgroup", SIZE_MAX, err) < 0

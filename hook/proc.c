@@ -17,6 +17,8 @@
 static int
 after_comm (const char *buf, size_t len, char *state, const char **field4, cp_error_t *err)
 {
+  *state = 0; /* defined on failure too: GCC -O3 cannot tell that no caller reads them then */
+  *field4 = NULL;
   const char *paren = memrchr (buf, ')', len);
   if (paren == NULL)
     return cp_fail_input (err, "/proc stat: no `)` after the command name");
@@ -31,8 +33,8 @@ after_comm (const char *buf, size_t len, char *state, const char **field4, cp_er
 int
 cp_proc_parse_stat (const char *buf, size_t len, unsigned long long *start_time, char *state, cp_error_t *err)
 {
-  const char *p = NULL, *end = buf + len;
-  char st = 0;
+  const char *p, *end = buf + len;
+  char st;
   if (after_comm (buf, len, &st, &p, err) < 0)
     return -1;
   /* p is at field 4; skip to field 22. */
@@ -120,8 +122,8 @@ cp_proc_rootless_reason (void)
 int
 cp_proc_parse_ppid (const char *buf, size_t len, pid_t *ppid, cp_error_t *err)
 {
-  const char *p = NULL, *end = buf + len;
-  char st = 0;
+  const char *p, *end = buf + len;
+  char st;
   if (after_comm (buf, len, &st, &p, err) < 0)
     return -1;
   long v = 0;

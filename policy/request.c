@@ -34,6 +34,7 @@ cp_request_init (struct cp_request *req)
 static int
 parse_enum (const char *s, const char *const *names, int n, int *out, cp_error_t *err)
 {
+  *out = 0; /* defined on failure too: GCC -O3 cannot tell that no caller reads it then */
   for (int i = 0; i < n; i++)
     if (names[i] && strcmp (s, names[i]) == 0)
       {
@@ -53,7 +54,7 @@ parse_enum (const char *s, const char *const *names, int n, int *out, cp_error_t
 int
 cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err)
 {
-  int v = 0;
+  int v;
   if (parse_enum (s, align_names, CP_LEVEL_COUNT, &v, err) < 0)
     return -1;
   *out = (enum cp_level) v;
@@ -63,7 +64,7 @@ cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err)
 int
 cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err)
 {
-  int v = 0;
+  int v;
   if (parse_enum (s, smt_names, (int) (sizeof smt_names / sizeof *smt_names), &v, err) < 0)
     return -1;
   *out = (enum cp_smt) v;
@@ -73,7 +74,7 @@ cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err)
 int
 cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err)
 {
-  int v = 0;
+  int v;
   if (parse_enum (s, mode_names, (int) (sizeof mode_names / sizeof *mode_names), &v, err) < 0)
     return -1;
   *out = (enum cp_mode) v;
@@ -84,7 +85,7 @@ int
 cp_parse_bool (const char *s, bool *out, cp_error_t *err)
 {
   static const char *const names[] = { "false", "true" };
-  int v = 0;
+  int v;
   if (parse_enum (s, names, 2, &v, err) < 0)
     return -1;
   *out = v == 1;

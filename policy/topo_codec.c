@@ -206,6 +206,7 @@ truncated (const struct reader *r, const char *what, cp_error_t *err)
 static int
 get_u32 (struct reader *r, const char *what, uint32_t *out, cp_error_t *err)
 {
+  *out = 0; /* defined on failure too: GCC -O3 cannot tell that no caller reads it then */
   if (r->len - r->pos < 4)
     return truncated (r, what, err);
   const unsigned char *b = r->p + r->pos;
@@ -245,7 +246,7 @@ get_count (struct reader *r, const char *what, size_t unit, uint32_t max, uint32
 static int
 get_str (struct reader *r, const char *what, bool clean, char **out, cp_error_t *err)
 {
-  uint32_t n = 0;
+  uint32_t n;
   if (get_count (r, what, 1, CP_TOPO_CODEC_MAX_TEXT, &n, err) < 0)
     return -1;
   const char *s = (const char *) r->p + r->pos;
@@ -265,7 +266,7 @@ get_str (struct reader *r, const char *what, bool clean, char **out, cp_error_t 
 static int
 get_set (struct reader *r, const char *what, hwloc_bitmap_t *out, cp_error_t *err)
 {
-  uint32_t n = 0;
+  uint32_t n;
   if (get_count (r, what, 8, CP_TOPO_CODEC_MAX_INDEX + 1, &n, err) < 0)
     return -1;
   *out = cp_bitmap_new ();
@@ -273,7 +274,7 @@ get_set (struct reader *r, const char *what, hwloc_bitmap_t *out, cp_error_t *er
   for (uint32_t i = 0; i < n; i++)
     {
       size_t at = r->pos;
-      uint32_t first = 0, last = 0; /* set by get_u32(); GCC -O3 cannot tell */
+      uint32_t first, last;
       if (get_u32 (r, what, &first, err) < 0 || get_u32 (r, what, &last, err) < 0)
         return -1;
       if (first > last || last > CP_TOPO_CODEC_MAX_INDEX || (long long) first <= prev + 1)
@@ -332,7 +333,7 @@ get_sets (struct reader *r, struct cp_topo *topo, cp_error_t *err)
     return bad (r, err, "allowed CPUs that are not online");
   if (!hwloc_bitmap_isincluded (topo->allowed_nodes, topo->nodes))
     return bad (r, err, "allowed nodes that do not exist");
-  uint32_t llc = 0, l2 = 0;
+  uint32_t llc, l2;
   if (get_u32 (r, "llc_depth", &llc, err) < 0 || get_u32 (r, "l2_depth", &l2, err) < 0)
     return -1;
   if ((llc != 0 && llc != 2 && llc != 3) || (l2 != 0 && l2 != 2))
@@ -350,7 +351,7 @@ get_cores (struct reader *r, struct cp_topo *topo, cp_error_t *err)
   topo->core_of_pu = cp_xcalloc (topo->pu_limit, sizeof *topo->core_of_pu);
   for (unsigned i = 0; i < topo->pu_limit; i++)
     topo->core_of_pu[i] = -1;
-  uint32_t n = 0;
+  uint32_t n;
   if (get_count (r, "cores", MIN_CORE, topo->pu_limit, &n, err) < 0)
     return -1;
   topo->cores = cp_xcalloc (n ? n : 1, sizeof *topo->cores);
@@ -359,7 +360,7 @@ get_cores (struct reader *r, struct cp_topo *topo, cp_error_t *err)
   for (unsigned c = 0; c < n; c++)
     {
       struct cp_core *core = &topo->cores[c];
-      uint32_t kind = 0;
+      uint32_t kind;
       if (get_set (r, "a core's PUs", &core->pus, err) < 0 || get_u32 (r, "a core's kind", &kind, err) < 0)
         return -1;
       if (hwloc_bitmap_iszero (core->pus) || !hwloc_bitmap_isincluded (core->pus, topo->online))
@@ -395,7 +396,7 @@ get_domain (struct reader *r, struct cp_topo *topo, enum cp_level level, unsigne
   struct cp_domain *dom = &topo->domains[level][d];
   dom->level = level;
   dom->index = d;
-  uint32_t n = 0;
+  uint32_t n;
   if (get_set (r, "a domain's CPUs", &dom->cpus, err) < 0 || get_bool (r, "a domain's fallback", &dom->fallback, err) < 0
       || get_count (r, "a domain's cores", 4, topo->n_cores, &n, err) < 0)
     return -1;
@@ -409,7 +410,7 @@ get_domain (struct reader *r, struct cp_topo *topo, enum cp_level level, unsigne
   dom->n_cores = n;
   for (unsigned i = 0; i < n; i++)
     {
-      uint32_t c = 0;
+      uint32_t c;
       if (get_u32 (r, "a domain's core", &c, err) < 0)
         return -1;
       if (c >= topo->n_cores || (i > 0 && c <= dom->cores[i - 1]))
@@ -431,7 +432,7 @@ get_domains (struct reader *r, struct cp_topo *topo, cp_error_t *err)
   cleanup_bitmap hwloc_bitmap_t covered = cp_bitmap_new ();
   for (int l = 0; l < CP_LEVEL_COUNT; l++)
     {
-      uint32_t n = 0;
+      uint32_t n;
       if (get_count (r, "domains", MIN_DOMAIN, topo->n_cores, &n, err) < 0)
         return -1;
       topo->domains[l] = cp_xcalloc (n ? n : 1, sizeof *topo->domains[l]);
@@ -451,7 +452,7 @@ get_domains (struct reader *r, struct cp_topo *topo, cp_error_t *err)
 static int
 get_nodes (struct reader *r, struct cp_topo *topo, cp_error_t *err)
 {
-  uint32_t n = 0;
+  uint32_t n;
   if (get_count (r, "nodes", MIN_NODE, CP_TOPO_CODEC_MAX_INDEX + 1, &n, err) < 0)
     return -1;
   topo->nodes_info = cp_xcalloc (n ? n : 1, sizeof *topo->nodes_info);
