@@ -411,14 +411,14 @@ gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *a
   return NULL;
 }
 
-/* E's drift from LIVE, the CPUs its cgroup runs on (empty: unknown, nothing
- * judged).  True when it changed. */
 bool
 cp_ledger_live_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live)
 {
   return !hwloc_bitmap_iszero (live) && !hwloc_bitmap_isequal (live, e->cpus);
 }
 
+/* E's drift from LIVE, the CPUs its cgroup runs on (empty: unknown, nothing
+ * judged).  True when it changed. */
 static bool
 update_drift (struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_ledger_liveness *alive)
 {
@@ -439,6 +439,27 @@ update_drift (struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct
   return true;
 }
 
+/* True when E's container is gone: told to ALIVE->dropped and E cleared.  Else
+ * its drift is brought up to date (*CHANGED set when it moved), unless
+ * ALIVE->check passes E over: then nothing is looked at. */
+static bool
+drop_if_gone (struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live, bool *changed)
+{
+  if (alive->check && !alive->check (e, alive->data))
+    return false;
+  cleanup_free char *why = gone_reason (e, alive, live);
+  if (why)
+    {
+      if (alive->dropped)
+        alive->dropped (e, why, alive->data);
+      cp_ledger_entry_clear (e);
+      return true;
+    }
+  if (update_drift (e, live, alive))
+    *changed = true;
+  return false;
+}
+
 int
 cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive, unsigned *dropped,
                      cp_error_t *err)
@@ -457,24 +478,11 @@ cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *alive
   for (size_t i = 0; i < l->n; i++)
     {
       struct cp_ledger_entry *e = &l->entries[i];
-      if (alive->check && !alive->check (e, alive->data))
+      if (drop_if_gone (e, alive, live, &l->dirty))
         {
-          if (kept != i)
-            l->entries[kept] = *e;
-          kept++;
-          continue;
-        }
-      cleanup_free char *why = gone_reason (e, alive, live);
-      if (why)
-        {
-          if (alive->dropped)
-            alive->dropped (e, why, alive->data);
-          cp_ledger_entry_clear (e);
           n++;
           continue;
         }
-      if (update_drift (e, live, alive))
-        l->dirty = true;
       if (kept != i)
         l->entries[kept] = *e;
       kept++;

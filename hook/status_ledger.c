@@ -163,13 +163,6 @@ live_free (struct live *lv)
   free (lv->cpus);
 }
 
-/* The CPUs entry E runs on when another manager moved it, else NULL. */
-static hwloc_const_bitmap_t
-drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live)
-{
-  return cp_ledger_live_drifted (e, live) ? live : NULL;
-}
-
 static json_object *
 entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_topo *topo)
 {
@@ -186,7 +179,7 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const st
   add (o, "sched_cache", jstr (e->sched_cache == CP_ASK_ON ? "on" : e->sched_cache == CP_ASK_OFF ? "off" : "none"));
   add (o, "core_sched", json_object_new_boolean (e->core_sched));
   add (o, "live_cpus", hwloc_bitmap_iszero (live) ? NULL : jcpulist (live));
-  add (o, "drifted", json_object_new_boolean (drifted (e, live) != NULL));
+  add (o, "drifted", json_object_new_boolean (cp_ledger_live_drifted (e, live)));
   json_object *llcs = NULL;
   if (topo)
     {
