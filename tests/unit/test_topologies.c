@@ -36,7 +36,6 @@
 #include <time.h>
 
 #include "policy/cpulist.h"
-#include "policy/topo_codec.h"
 #include "policy/util.h"
 
 /* ---- the independent model -------------------------------------------------------- */
@@ -831,27 +830,6 @@ collect_xml (const char *dir, char ***out, size_t *n)
   closedir (d);
 }
 
-/* cp_topo_load() builds only what the model reads (cp_topo_hwloc_prepare: type
-   filters, no distances or memory attributes); H's topology was loaded in full.
-   The two models must be the same, byte for byte once encoded. */
-static void
-check_same_model (const struct hw *h, const struct cp_topo *topo, const char *source)
-{
-  cp_error_t err = NULL;
-  struct cp_topo *full = NULL;
-  if (cp_topo_from_hwloc (h->topo, source, &full, &err) < 0)
-    fail_msg ("%s: model from the full load: %s", h->name, cp_error_message (err));
-  char *a = NULL, *b = NULL;
-  size_t la = 0, lb = 0;
-  if (cp_topo_encode (topo, "same", &a, &la, &err) < 0 || cp_topo_encode (full, "same", &b, &lb, &err) < 0)
-    fail_msg ("%s: encode: %s", h->name, cp_error_message (err));
-  if (la != lb || memcmp (a, b, la) != 0)
-    fail_msg ("%s: the model cachepin loads differs from the one a full hwloc load gives", h->name);
-  free (a);
-  free (b);
-  cp_topo_free (full);
-}
-
 static int
 cmp_str (const void *a, const void *b)
 {
@@ -886,7 +864,7 @@ test_every_topology (void **state)
       struct hw h;
       hw_load (&h, files[f], name);
       tu_cleanup_topo struct cp_topo *topo = tu_topo (files[f]);
-      check_same_model (&h, topo, files[f]);
+      tu_assert_full_load_model (topo, h.topo, name); /* hw_load() loads everything */
       struct stats st = { 0 };
 
       hwloc_bitmap_t none = hwloc_bitmap_alloc ();

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "policy/cpulist.h"
+#include "policy/topo_codec.h"
 #include "policy/util.h"
 
 struct cp_topo *
@@ -178,4 +179,22 @@ tu_write_file (const char *path, const char *data, size_t len)
   if (fd < 0 || write (fd, data, len) != (ssize_t) len)
     fail_msg ("writing %s: %s", path, strerror (errno));
   close (fd);
+}
+
+void
+tu_assert_full_load_model (const struct cp_topo *loaded, hwloc_topology_t full, const char *what)
+{
+  cp_error_t err = NULL;
+  struct cp_topo *reference = NULL;
+  if (cp_topo_from_hwloc (full, loaded->source, &reference, &err) < 0)
+    fail_msg ("%s: model from the full load: %s", what, cp_error_message (err));
+  char *a = NULL, *b = NULL;
+  size_t la = 0, lb = 0;
+  if (cp_topo_encode (loaded, "same", &a, &la, &err) < 0 || cp_topo_encode (reference, "same", &b, &lb, &err) < 0)
+    fail_msg ("%s: encode: %s", what, cp_error_message (err));
+  if (la != lb || memcmp (a, b, la) != 0)
+    fail_msg ("%s: the model cachepin loads differs from the one a full hwloc load gives", what);
+  free (a);
+  free (b);
+  cp_topo_free (reference);
 }

@@ -57,6 +57,11 @@ void tu_topo_freep (struct cp_topo **t);
 /* Assert that R is a failure whose message is exactly EXPECTED; NAME labels the case. */
 void tu_check_error (const char *name, int r, const cp_error_t *err, const char *expected);
 
+/* Assert that LOADED, a model cp_topo_load() built (hwloc told to build only what
+ * the model reads), is the one cp_topo_from_hwloc() builds from FULL, an hwloc
+ * topology loaded with everything: byte for byte once encoded.  WHAT labels it. */
+void tu_assert_full_load_model (const struct cp_topo *loaded, hwloc_topology_t full, const char *what);
+
 /* Write LEN bytes of DATA to PATH (created 0644, truncated); fails the test on error. */
 void tu_write_file (const char *path, const char *data, size_t len);
 
