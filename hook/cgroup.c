@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../oci/io.h"
@@ -177,6 +178,42 @@ cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
   if (cp_cgroup_open_where_flags (&w, CP_CGROUP_OPEN_USER_PATH, out, err) < 0)
     return cp_error_wrap (err, "cgroup `%s`", path);
   return 0;
+}
+
+int
+cp_cgroup_locate_path (const char *path, char **mount, char **cgroup, cp_error_t *err)
+{
+  cleanup_free char *self = NULL;
+  cleanup_free char *mountinfo = NULL;
+  if (read_proc ("/proc/self/cgroup", CP_CGROUP_PROC_CGROUP_MAX, &self, err) < 0)
+    return -1;
+  if (read_mountinfo (&mountinfo, err) < 0)
+    return -1;
+  cleanup_where struct cp_cgroup_where w = { 0 };
+  if (cp_cgroup_resolve_from_text (mountinfo, self, "cpuset", path, &w, err) < 0)
+    return -1;
+  *mount = cp_steal_pointer (&w.mount);
+  *cgroup = cp_steal_pointer (&w.path);
+  return 0;
+}
+
+int
+cp_cgroup_ino (const struct cp_cgroup *cg, unsigned long long *ino, cp_error_t *err)
+{
+  struct stat st;
+  if (fstat (cg->dirfd, &st) < 0)
+    return cp_fail_errno (err, errno, "stat %s%s", cg->mount, cg->path);
+  *ino = (unsigned long long) st.st_ino;
+  return 0;
+}
+
+bool
+cp_cgroup_path_within (const char *path, const char *want)
+{
+  size_t n = strlen (want);
+  if (strcmp (want, "/") == 0)
+    return true;
+  return strncmp (path, want, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
 /* ---- reading and writing ------------------------------------------------------------ */

@@ -29,6 +29,7 @@
 #define CP_CGROUP_H
 
 #include <hwloc.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "../policy/error.h"
@@ -93,8 +94,25 @@ void cp_cgroup_mounts_free (struct cp_cgroup_mounts *m);
 int cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path);
 /* cp_cgroup_dir_state_in(), and when the directory is there (1), the CPUs it
  * runs on in CPUS: its cpuset.cpus (v2: cpuset.cpus.effective when that is empty,
- * inherited); empty when they cannot be read (no cpuset controller there). */
-int cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus);
+ * inherited); empty when they cannot be read (no cpuset controller there).  INO
+ * (may be NULL): the directory's inode, 0 when it cannot be read (see
+ * cp_cgroup_ino()). */
+int cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus,
+                       unsigned long long *ino);
+
+/* The inode of CG's directory (on v2 its cgroup id): a cgroup removed and made
+ * again under the same name (a service restarted) has another one. */
+int cp_cgroup_ino (const struct cp_cgroup *cg, unsigned long long *ino, cp_error_t *err);
+
+/* Is the cgroup PATH WANT or below it (both below the hierarchy's mount, as a
+ * runtime joins an absolute cgroupsPath to it)?  crun may put the process in a
+ * child of the cgroup it was given. */
+bool cp_cgroup_path_within (const char *path, const char *want);
+
+/* Where cp_cgroup_from_path() looks for PATH, without opening it (it may be gone):
+ * the hierarchy's mount point in *MOUNT and the cgroup below it in *CGROUP (the
+ * caller frees both).  The same refusals for what PATH is. */
+int cp_cgroup_locate_path (const char *path, char **mount, char **cgroup, cp_error_t *err);
 
 void cp_cgroup_free (struct cp_cgroup *cg);
 

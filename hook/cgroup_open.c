@@ -293,16 +293,24 @@ read_cpus_beneath (int mountfd, int version, const char *mount, const char *path
 }
 
 /* PATH's state beneath MOUNTFD and, when CPUS is not NULL and the directory is
-   there, the CPUs it runs on (left empty when they cannot be read). */
+   there, the CPUs it runs on (left empty when they cannot be read); when INO is
+   not NULL, the directory's inode (0 when it cannot be read), which takes the
+   careful way (the directory itself opened). */
 static int
-state_beneath (int mountfd, int version, const char *mount, const char *path, hwloc_bitmap_t cpus)
+state_beneath (int mountfd, int version, const char *mount, const char *path, hwloc_bitmap_t cpus,
+               unsigned long long *ino)
 {
-  if (cpus && read_cpus_beneath (mountfd, version, mount, path, cpus))
+  if (ino)
+    *ino = 0;
+  else if (cpus && read_cpus_beneath (mountfd, version, mount, path, cpus))
     return 1;
   cleanup_error cp_error_t err = NULL;
   cleanup_close int fd = cp_cgroup_open_dir (mountfd, mount, path + 1, CP_CGROUP_OPEN_SAME_MOUNT, &err);
   if (fd < 0)
     return state_of (err);
+  struct stat st;
+  if (ino && fstat (fd, &st) == 0)
+    *ino = (unsigned long long) st.st_ino;
   if (cpus)
     {
       cleanup_free char *name = cp_xasprintf ("%s%s", mount, path);
@@ -313,10 +321,13 @@ state_beneath (int mountfd, int version, const char *mount, const char *path, hw
 }
 
 static int
-state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus)
+state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus,
+          unsigned long long *ino)
 {
   if (cpus)
     hwloc_bitmap_zero (cpus);
+  if (ino)
+    *ino = 0;
   if (mount == NULL || path == NULL || mount[0] != '/' || path[0] != '/' || strlen (mount) > CP_CGROUP_MAX_PATH
       || strlen (path) > CP_CGROUP_MAX_PATH)
     return 0;
@@ -325,7 +336,7 @@ state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc
   for (unsigned i = 0; m && i < m->n; i++)
     if (strcmp (m->slot[i].mount, mount) == 0)
       return m->slot[i].fd < 0 ? m->slot[i].state
-                               : state_beneath (m->slot[i].fd, m->slot[i].version, mount, path, cpus);
+                               : state_beneath (m->slot[i].fd, m->slot[i].version, mount, path, cpus, ino);
   int state, version = 0;
   cleanup_close int mountfd = open_mount (mount, &state, &version);
   if (m && m->n < MOUNTS_MAX)
@@ -335,21 +346,22 @@ state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc
       m->slot[i].state = state;
       m->slot[i].version = version;
       m->slot[i].fd = steal_fd (&mountfd);
-      return m->slot[i].fd < 0 ? state : state_beneath (m->slot[i].fd, version, mount, path, cpus);
+      return m->slot[i].fd < 0 ? state : state_beneath (m->slot[i].fd, version, mount, path, cpus, ino);
     }
-  return mountfd < 0 ? state : state_beneath (mountfd, version, mount, path, cpus);
+  return mountfd < 0 ? state : state_beneath (mountfd, version, mount, path, cpus, ino);
 }
 
 int
 cp_cgroup_dir_state_in (struct cp_cgroup_mounts *m, const char *mount, const char *path)
 {
-  return state_in (m, mount, path, NULL);
+  return state_in (m, mount, path, NULL, NULL);
 }
 
 int
-cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus)
+cp_cgroup_cpus_in (struct cp_cgroup_mounts *m, const char *mount, const char *path, hwloc_bitmap_t cpus,
+                   unsigned long long *ino)
 {
-  return state_in (m, mount, path, cpus);
+  return state_in (m, mount, path, cpus, ino);
 }
 
 int

@@ -2,6 +2,7 @@
  * for cgroups no runtime manages (a systemd slice, a batch job), recorded in the
  * same ledger as the containers under the id "apply:<cgroup directory>". */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -130,10 +131,17 @@ merge_defaults (struct cp_request *req, const struct apply_args *a, const struct
 #undef GIVEN
 }
 
+/* The ledger id of the cgroup PATH under MOUNT. */
+static char *
+apply_id_at (const char *mount, const char *path)
+{
+  return cp_xasprintf ("apply:%s%s", mount, path);
+}
+
 static char *
 apply_id (const struct cp_cgroup *cg)
 {
-  return cp_xasprintf ("apply:%s%s", cg->mount, cg->path);
+  return apply_id_at (cg->mount, cg->path);
 }
 
 static void
@@ -182,6 +190,54 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   return 0;
 }
 
+/* `release` of a cgroup that is gone (a service stopped, its cgroup removed):
+   where it was names the entry, which is dropped; there is nothing to widen. */
+static int
+release_gone (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cleanup_free char *mount = NULL, *path = NULL;
+  if (cp_cgroup_locate_path (a->cgroup, &mount, &path, err) < 0)
+    return cp_error_wrap (err, "--cgroup");
+  cleanup_free char *id = apply_id_at (mount, path);
+  struct cp_release rel = { .id = id };
+  enum cp_release_result result;
+  if (cp_placer_release (hc, &rel, &result, err) < 0)
+    return -1;
+  if (result == CP_RELEASE_NONE)
+    return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply` (and no longer exists)", mount,
+                          path);
+  printf ("%s%s: released (the cgroup no longer exists)\n", mount, path);
+  return 0;
+}
+
+static int
+run_release (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  cleanup_error cp_error_t open_err = NULL;
+  if (cp_cgroup_from_path (a->cgroup, &cg, &open_err) < 0)
+    {
+      int e = cp_error_errno (open_err);
+      if (e == ENOENT || e == ENOTDIR)
+        return release_gone (a, hc, err);
+      *err = cp_steal_pointer (&open_err);
+      return cp_error_wrap (err, "--cgroup");
+    }
+  cleanup_free char *id = apply_id (cg);
+  struct cp_release rel = { .id = id, .widen = cg };
+  enum cp_release_result result;
+  if (cp_placer_release (hc, &rel, &result, err) < 0)
+    return -1;
+  if (result == CP_RELEASE_NONE)
+    return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
+  if (result == CP_RELEASE_RECREATED)
+    printf ("%s%s: released (the cgroup was removed and made again since it was placed; its cpuset is left as it "
+            "is)\n", cg->mount, cg->path);
+  else
+    printf ("%s%s: released\n", cg->mount, cg->path);
+  return 0;
+}
+
 int
 cp_cmd_apply (int argc, char **argv, cp_error_t *err)
 {
@@ -214,20 +270,9 @@ cp_cmd_release (int argc, char **argv, cp_error_t *err)
     }
   cp_log_init ("cachepin", false);
   struct cp_hostconfig hc = { 0 };
-  cleanup_cgroup struct cp_cgroup *cg = NULL;
   int ret = cp_hostconfig_load (a.config, &hc, err);
-  if (ret == 0 && (ret = cp_cgroup_from_path (a.cgroup, &cg, err)) < 0)
-    cp_error_wrap (err, "--cgroup");
   if (ret == 0)
-    {
-      cleanup_free char *id = apply_id (cg);
-      bool found = false;
-      ret = cp_placer_release (&hc, id, cg, &found, err);
-      if (ret == 0 && !found)
-        ret = cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
-      if (ret == 0)
-        printf ("%s%s: released\n", cg->mount, cg->path);
-    }
+    ret = run_release (&a, &hc, err);
   cp_hostconfig_free (&hc);
   return ret;
 }

@@ -165,18 +165,6 @@ hook_failure_kind (cp_error_t err)
     cp_error_reclassify (err, CP_ERR_RUNTIME);
 }
 
-/* Is the cgroup PATH (below the hierarchy's mount point, as the runtime joins an
-   absolute cgroupsPath to it) WANT or below it?  crun may put the process in a
-   child of the cgroup it was given. */
-static bool
-cgroup_within (const char *path, const char *want)
-{
-  size_t n = strlen (want);
-  if (strcmp (want, "/") == 0)
-    return true;
-  return strncmp (path, want, n) == 0 && (path[n] == '\0' || path[n] == '/');
-}
-
 /* The state names the container's init; never this pid namespace's init, the hook
    itself or the runtime running it, whose cgroups are not the container's.  The
    state contradicts itself: the container (which asked) fails. */
@@ -198,7 +186,7 @@ static int
 check_pid_cgroup (const struct cp_oci_state *st, const struct cp_cgroup *cg, const struct cp_oci_config *cfg,
                   cp_error_t *err)
 {
-  if (cfg == NULL || cfg->cgroupfs_path == NULL || cgroup_within (cg->path, cfg->cgroupfs_path))
+  if (cfg == NULL || cfg->cgroupfs_path == NULL || cp_cgroup_path_within (cg->path, cfg->cgroupfs_path))
     return 0;
   return cp_fail_input (err,
                         "state: pid: process %d is in cgroup %s, outside %s, the cgroup config.json's "
@@ -303,26 +291,45 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
   return 0;
 }
 
+/* The release of ST's entry, only if it is ST's container's: the state's pid when
+   it names one (runc's poststop does not: the process is gone) and the cgroup
+   config.json's linux.cgroupsPath names (CFG, NULL when the bundle could not be
+   read) are what tells it from another container of the same id. */
 static int
-release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, cp_error_t *err)
+release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_oci_config *cfg,
+         cp_error_t *err)
 {
-  bool found = false;
   cleanup_free char *rootless = cp_proc_rootless_reason ();
   if (rootless)
     {
       cp_log (CP_LOG_DEBUG, "release of %s: nothing to do, rootless (%s)", st->id, rootless);
       return 0;
     }
-  if (cp_placer_release (hc, st->id, NULL, &found, err) < 0)
+  struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = cfg ? cfg->cgroupfs_path : NULL };
+  enum cp_release_result result;
+  if (cp_placer_release (hc, &rel, &result, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
       cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
       cp_error_free (err);
       return 0;
     }
-  if (found)
+  if (result == CP_RELEASE_DONE)
     cp_log (CP_LOG_INFO, "released %s", st->id);
   return 0;
+}
+
+/* config.json at poststop, for the release's cgroup (release()): the bundle may be
+   gone by then, and nothing fails at poststop; NULL when it cannot be read. */
+static const struct cp_oci_config *
+config_for_release (const struct cp_oci_state *st, struct cp_oci_config *cfg)
+{
+  cleanup_error cp_error_t why = NULL;
+  if (st->bundle && cp_oci_config_load (st->bundle, cfg, &why) == 0)
+    return cfg;
+  cp_log (CP_LOG_DEBUG, "release of %s: its cgroup is not known: %s", st->id,
+          why ? cp_error_message (why) : "no bundle");
+  return NULL;
 }
 
 /* The host config could not be read: the container fails only if its own
@@ -374,11 +381,12 @@ annotations_from_bundle (const struct hook_args *a, struct cp_hostconfig *hc, st
                && (stage != STAGE_FROM_STATUS || stage_from_status (st, &stage, NULL) == 0);
   if (valid && stage == STAGE_RELEASE)
     {
-      /* The bundle may be gone by poststop: release by id regardless. */
+      /* The bundle may be gone by poststop: release regardless, known by the
+         state's pid alone. */
       if (cp_hostconfig_load (a->config, hc, NULL) < 0)
         return 0;
       cp_log_set_level (hc->log_level);
-      return release (hc, st, err);
+      return release (hc, st, NULL, err);
     }
   /* Cannot tell whether it asked.  A container that did not ask is never failed
      (runc and crun copy the annotations into the state, so this is a runtime that
@@ -435,7 +443,7 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
                                   : broken_hostconfig (ann, have_config ? cfg : NULL, st->id, err);
   cp_log_set_level (hc->log_level);
   if (stage == STAGE_RELEASE)
-    return release (hc, st, err);
+    return release (hc, st, have_config ? cfg : config_for_release (st, cfg), err);
   return place (hc, st, ann, have_config ? cfg : NULL, err);
 }
 

@@ -36,6 +36,7 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->id = cp_xstrdup (src->id);
   dst->cgroup_mount = cp_xstrdup (src->cgroup_mount);
   dst->cgroup = cp_xstrdup (src->cgroup);
+  dst->cgroup_ino = src->cgroup_ino;
   dst->pid = src->pid;
   dst->start_time = src->start_time;
   dst->mode = src->mode;
@@ -61,7 +62,8 @@ static bool
 entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
 {
   return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
-         && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
+         && strcmp (a->cgroup, b->cgroup) == 0 && a->cgroup_ino == b->cgroup_ino && a->pid == b->pid
+         && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
          && hwloc_bitmap_isequal (a->held, b->held) && hwloc_bitmap_isequal (a->mems, b->mems)
          && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
@@ -186,6 +188,8 @@ cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
   if (check_text ("id", e->id, CP_LEDGER_MAX_ID, err) < 0 || check_path ("cgroup_mount", e->cgroup_mount, err) < 0
       || check_path ("cgroup", e->cgroup, err) < 0)
     return -1;
+  if (e->cgroup_ino > (unsigned long long) CP_LEDGER_MAX_INT)
+    return cp_fail_input (err, "`cgroup_ino` %llu is out of range", e->cgroup_ino);
   if (e->pid < 0)
     return cp_fail_input (err, "`pid` %d is negative", (int) e->pid);
   if (e->start_time > (unsigned long long) CP_LEDGER_MAX_INT)
@@ -394,12 +398,22 @@ cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data
 static char *
 gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
 {
-  int state = alive->cgroup_cpus ? alive->cgroup_cpus (e->cgroup_mount, e->cgroup, live, alive->data)
-                                 : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
+  unsigned long long ino = 0;
+  int state = alive->cgroup_cpus
+                  ? alive->cgroup_cpus (e->cgroup_mount, e->cgroup, live, e->cgroup_ino ? &ino : NULL, alive->data)
+                  : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
   if (state != 1)
     hwloc_bitmap_zero (live);
   if (state == 0)
     return cp_xasprintf ("cgroup %s under %s no longer exists", e->cgroup, e->cgroup_mount);
+  /* A service restart removes its cgroup and makes it again: the new one's cpuset
+     is not a drift of the old one's, and the entry's CPUs are nobody's now. */
+  if (state == 1 && e->cgroup_ino && ino && ino != e->cgroup_ino)
+    {
+      hwloc_bitmap_zero (live);
+      return cp_xasprintf ("cgroup %s under %s was removed and made again (inode %llu, placed in %llu)", e->cgroup,
+                           e->cgroup_mount, ino, e->cgroup_ino);
+    }
   if (e->pid == 0)
     return NULL;
   unsigned long long start = 0;

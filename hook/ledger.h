@@ -43,6 +43,9 @@ struct cp_ledger_entry
   char *id;
   char *cgroup_mount;
   char *cgroup;
+  unsigned long long cgroup_ino; /* the cgroup directory's inode when placed (v2: its cgroup id);
+                                    0: not recorded.  Another inode at that path is another cgroup
+                                    (removed and made again): the entry's is gone */
   pid_t pid;                     /* 0: none */
   unsigned long long start_time; /* 0 when pid is 0 */
   enum cp_mode mode;
@@ -142,8 +145,11 @@ struct cp_ledger_liveness
   /* Optional: told about each entry reconcile drops, and why (for the log). */
   void (*dropped) (const struct cp_ledger_entry *e, const char *why, void *data);
   /* Optional, in place of cgroup_exists: the same answer, and on 1 the CPUs the
-   * cgroup runs on in CPUS (empty: could not read them, no drift is judged). */
-  int (*cgroup_cpus) (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, void *data);
+   * cgroup runs on in CPUS (empty: could not read them, no drift is judged) and,
+   * when INO is not NULL (asked for entries that recorded one), the directory's
+   * inode (0: could not read it). */
+  int (*cgroup_cpus) (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino,
+                      void *data);
   /* Optional: told when an entry's drift changes (E already has the new one;
    * BEFORE the one it had, empty for none): once per change, for the log. */
   void (*drifted) (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data);
@@ -161,8 +167,9 @@ int cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *
 int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *data);
 
 /* Drop the entries whose container is gone: its cgroup directory no longer
- * exists, or it has a pid and that pid is dead, a zombie, or started at another
- * time (the pid was reused).  ALIVE NULL: the real checks.  *DROPPED (if not NULL)
+ * exists, or (with ALIVE->cgroup_cpus) has another inode than the one recorded
+ * (removed and made again: another cgroup, not a drifted one), or it has a pid and
+ * that pid is dead, a zombie, or started at another time (the pid was reused).  ALIVE NULL: the real checks.  *DROPPED (if not NULL)
  * is how many were dropped.
  * With ALIVE->cgroup_cpus, each kept entry's drift is brought up to date: the
  * cgroup's CPUs when they are not the entry's `cpus`, else none (a change marks

@@ -39,11 +39,12 @@ enum ekey
   K_ID, K_CGROUP_MOUNT, K_CGROUP, K_PID, K_START_TIME, K_MODE, K_CPUS, K_HELD, K_MEMS, K_PLACED_AT,
   K_SCHED_CACHE, K_CORE_SCHED, /* version 2 */
   K_DRIFT,                     /* version 3 */
+  K_CGROUP_INO,                /* version 3, optional */
   N_EKEYS,
 };
 static const char *const ekey_names[N_EKEYS] = {
   "id",   "cgroup_mount", "cgroup",    "pid",         "start_time", "mode", "cpus",
-  "held", "mems",         "placed_at", "sched_cache", "core_sched", "drift",
+  "held", "mems",         "placed_at", "sched_cache", "core_sched", "drift", "cgroup_ino",
 };
 /* How many of the keys above each version has. */
 static const unsigned version_ekeys[] = { [1] = K_SCHED_CACHE, [2] = K_DRIFT, [3] = N_EKEYS };
@@ -425,7 +426,11 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
   if (version > 2 ? get_cpulist (r, &v[K_DRIFT], "drift", true, &e->drift, err) < 0
                   : (e->drift = cp_bitmap_new (), false))
     return -1;
-  int64_t pid, start_time, placed_at;
+  int64_t pid, start_time, placed_at, ino = 0;
+  if (v[K_CGROUP_INO].type != CP_JP_ABSENT
+      && get_int (r, &v[K_CGROUP_INO], "cgroup_ino", CP_LEDGER_MAX_INT, &ino, err) < 0)
+    return -1;
+  e->cgroup_ino = (unsigned long long) ino;
   if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP], "cgroup", SIZE_MAX, err) < 0
@@ -653,6 +658,11 @@ put_entry (struct out *o, const struct cp_ledger_entry *e)
   put_string (o, e->cgroup_mount);
   PUT (o, ",\"cgroup\":");
   put_string (o, e->cgroup);
+  if (e->cgroup_ino)
+    {
+      PUT (o, ",\"cgroup_ino\":");
+      put_uint (o, e->cgroup_ino);
+    }
   PUT (o, ",\"pid\":");
   put_uint (o, (unsigned long long) e->pid);
   PUT (o, ",\"start_time\":");

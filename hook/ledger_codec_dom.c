@@ -93,7 +93,7 @@ static const char *const entry_keys_v2[] = {
 };
 static const char *const entry_keys[] = {
   "id",        "cgroup_mount", "cgroup",     "pid",   "start_time", "mode", "cpus", "held", "mems",
-  "placed_at", "sched_cache",  "core_sched", "drift", NULL,
+  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", NULL,
 };
 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
@@ -146,7 +146,12 @@ entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, c
   if (version > 2 ? get_cpulist (obj, "drift", true, &e->drift, err) < 0 : (e->drift = cp_bitmap_new (), false))
     return -1;
   const char *id, *mount, *cgroup, *mode;
-  int64_t pid, start_time, placed_at;
+  int64_t pid, start_time, placed_at, ino = 0;
+  json_object *ino_value;
+  if (cp_json_member (obj, "cgroup_ino", false, &ino_value)
+      && get_int (obj, "cgroup_ino", CP_LEDGER_MAX_INT, &ino, err) < 0)
+    return -1;
+  e->cgroup_ino = (unsigned long long) ino;
   if (get_string (obj, "id", &id, err) < 0 || get_string (obj, "cgroup_mount", &mount, err) < 0
       || get_string (obj, "cgroup", &cgroup, err) < 0 || get_int (obj, "pid", INT_MAX, &pid, err) < 0
       || get_int (obj, "start_time", CP_LEDGER_MAX_INT, &start_time, err) < 0
@@ -264,6 +269,8 @@ entry_to_json (const struct cp_ledger_entry *e)
   json_object_object_add (o, "id", json_object_new_string (e->id));
   json_object_object_add (o, "cgroup_mount", json_object_new_string (e->cgroup_mount));
   json_object_object_add (o, "cgroup", json_object_new_string (e->cgroup));
+  if (e->cgroup_ino)
+    json_object_object_add (o, "cgroup_ino", json_object_new_int64 ((int64_t) e->cgroup_ino));
   json_object_object_add (o, "pid", json_object_new_int64 (e->pid));
   json_object_object_add (o, "start_time", json_object_new_int64 ((int64_t) e->start_time));
   json_object_object_add (o, "mode", json_object_new_string (cp_mode_name (e->mode)));

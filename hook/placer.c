@@ -62,9 +62,9 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
    once for the whole reconcile (DATA), not once per entry. */
 static int
-cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, void *data)
+cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
 {
-  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus);
+  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus, ino);
 }
 
 /* A release decides only whether cache-aware scheduling goes back (no CPU is
@@ -196,6 +196,7 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_containe
     .id = (char *) t->id,
     .cgroup_mount = (char *) t->cgroup_mount,
     .cgroup = (char *) t->cgroup_path,
+    .cgroup_ino = t->cgroup_ino <= (unsigned long long) CP_LEDGER_MAX_INT ? t->cgroup_ino : 0,
     .pid = t->pid,
     .mode = plan->mode,
     .cpus = plan->cpus,
@@ -345,8 +346,8 @@ warn_kubelet (const struct cp_hostconfig *hc)
 }
 
 int
-cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
-                 struct cp_plan **plan_out, cp_error_t *err)
+cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
+                 const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_topo struct cp_topo *topo = NULL;
@@ -356,6 +357,12 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   cleanup_ledger struct cp_ledger *l = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
 
+  /* The cgroup's inode goes into the entry: the same path made again later is
+     another cgroup (reconcile, `cachepin release`). */
+  struct cp_target with_ino = *target;
+  const struct cp_target *t = &with_ino;
+  if (cp_cgroup_ino (t->cgroup, &with_ino.cgroup_ino, err) < 0)
+    return -1;
   warn_kubelet (hc);
   if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
@@ -408,33 +415,74 @@ widen (const struct cp_cgroup *cg, cp_error_t *err)
   return 0;
 }
 
+/* Why E is not REL's entry (another container with the same id), or NULL. */
+static char *
+not_its (const struct cp_ledger_entry *e, const struct cp_release *rel)
+{
+  if (rel->pid > 0 && e->pid > 0 && rel->pid != e->pid)
+    return cp_xasprintf ("it is process %d's, this release is process %d's", (int) e->pid, (int) rel->pid);
+  if (rel->cgroup && !cp_cgroup_path_within (e->cgroup, rel->cgroup))
+    return cp_xasprintf ("it is in cgroup %s%s, this release's container in %s", e->cgroup_mount, e->cgroup,
+                         rel->cgroup);
+  return NULL;
+}
+
+/* Whether CG is another cgroup than the one E placed (removed and made again
+   since: its inode differs).  Not known (no inode recorded, none read): false. */
+static bool
+recreated (const struct cp_ledger_entry *e, const struct cp_cgroup *cg)
+{
+  unsigned long long ino = 0;
+  cleanup_error cp_error_t ignored = NULL;
+  return e->cgroup_ino && cp_cgroup_ino (cg, &ino, &ignored) == 0 && ino != e->cgroup_ino;
+}
+
+/* Widen REL->widen, the cgroup E placed, under the lock, before the entry goes: a
+   placement of the same cgroup waiting for the lock then writes after us, never
+   before (which would leave the ledger saying it holds what the cgroup no longer
+   is).  A failed write keeps the entry, and its CPUs held, so that a retry can
+   find it. */
+static int
+widen_placed (const struct cp_release *rel, struct cp_systemd *sd, cp_error_t *err)
+{
+  FAULT (CP_PLACER_FAULT_WIDENING);
+  if (widen (rel->widen, err) < 0)
+    return -1;
+  cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
+  cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
+  return 0;
+}
+
 int
-cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *widen_cg, bool *found,
+cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
                    cp_error_t *err)
 {
   cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_ledger struct cp_ledger *l = NULL;
   open_schedctl (hc, &sc);
-  cleanup_systemd struct cp_systemd *sd = widen_cg ? cp_systemd_attach (widen_cg) : NULL;
+  cleanup_systemd struct cp_systemd *sd = rel->widen ? cp_systemd_attach (rel->widen) : NULL;
   if (open_ledger (hc, RECONCILE_CAS_ASKERS, &l, err) < 0)
     return -1;
   cp_schedctl_ledger_opened (&sc, l);
-  if (enter_sandbox (hc, l, widen_cg, 0, sd, err) < 0)
+  if (enter_sandbox (hc, l, rel->widen, 0, sd, err) < 0)
     return -1;
-  *found = cp_ledger_find (l, id) != NULL;
-  /* Widen under the lock, before the entry goes: a placement of the same cgroup
-     waiting for the lock then writes after us, never before (which would leave
-     the ledger saying it holds what the cgroup no longer is).  A failed write
-     keeps the entry, and its CPUs held, so that a retry can find it. */
-  if (*found && widen_cg)
+  const struct cp_ledger_entry *e = cp_ledger_find (l, rel->id);
+  *result = e ? CP_RELEASE_DONE : CP_RELEASE_NONE;
+  cleanup_free char *why = e ? not_its (e, rel) : NULL;
+  if (why)
     {
-      FAULT (CP_PLACER_FAULT_WIDENING);
-      if (widen (widen_cg, err) < 0)
-        return -1;
-      cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
-      cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
+      /* The placement path refused the second container of an id; its release
+         must not undo that by freeing the first one's CPUs. */
+      cp_log (CP_LOG_WARNING, "release of %s: its entry is kept, %s (another container with the same id)",
+              rel->id, why);
+      *result = CP_RELEASE_NOT_ITS;
     }
-  cp_ledger_remove (l, id);
+  else if (e && rel->widen && recreated (e, rel->widen))
+    *result = CP_RELEASE_RECREATED; /* nobody placed this one: left as it is */
+  else if (e && rel->widen && widen_placed (rel, sd, err) < 0)
+    return -1;
+  if (*result != CP_RELEASE_NOT_ITS)
+    cp_ledger_remove (l, rel->id);
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
   sync_schedctl (&sc, l);

@@ -24,6 +24,8 @@ struct cp_target
   const char *cgroup_path;  /* ... and cgroup->path */
   pid_t pid;                /* its init process, 0 for none (liveness by cgroup only) */
   bool core_sched;          /* it got a core-scheduling cookie (recorded in the ledger) */
+  unsigned long long cgroup_ino; /* its cgroup directory's inode, recorded (0: not known);
+                                    cp_placer_place() fills it from CGROUP */
 };
 
 /* Place TARGET: compute the plan against the ledger (after dropping entries whose
@@ -54,15 +56,39 @@ int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_con
                       const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
                       struct cp_plan **plan_out, cp_error_t *err);
 
-/* Forget ID in the ledger.  Only the entries that asked for cache-aware
- * scheduling are reconciled (dropped when gone, their drift judged): whether the
- * switch goes back is all a release decides; the next placement reconciles the
- * rest before it hands anything out.  *FOUND
- * says whether ID was there.  WIDEN (may be NULL): when ID was there, this cgroup
- * is widened back to what its parent allows while the ledger is still locked, so
- * that no placement of it can come in between (`cachepin release`); the entry is
- * removed only once that write succeeded. */
-int cp_placer_release (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *widen, bool *found,
+/* Who asks a release, so that it removes only its own entry: two containers may
+ * share an id (two runtimes' state roots), and the placement of the second is
+ * refused; its poststop must not free the first one's CPUs. */
+struct cp_release
+{
+  const char *id;                /* the ledger id */
+  pid_t pid;                     /* the releasing container's process, 0: not known */
+  const char *cgroup;            /* the cgroup it was given, below the hierarchy's mount (config.json's
+                                    absolute linux.cgroupsPath); NULL: not known */
+  const struct cp_cgroup *widen; /* `cachepin release`: the cgroup, widened back (see below); NULL: none */
+};
+
+/* What a release did. */
+enum cp_release_result
+{
+  CP_RELEASE_NONE,     /* no entry has the id */
+  CP_RELEASE_DONE,     /* the entry is removed (and the cgroup widened) */
+  CP_RELEASE_NOT_ITS,  /* the entry is another container's (pid or cgroup differ): kept, logged */
+  CP_RELEASE_RECREATED /* WIDEN is not the cgroup the entry placed (removed and made again since):
+                          the entry is removed, WIDEN left as it is */
+};
+
+/* Forget REL->id in the ledger, if the entry is REL's: when REL->pid is known, the
+ * entry's pid must be it; when REL->cgroup is known, the entry's cgroup must be it
+ * or below it (a runtime may put the process in a child).  Only the entries that
+ * asked for cache-aware scheduling are reconciled (dropped when gone, their drift
+ * judged): whether the switch goes back is all a release decides; the next
+ * placement reconciles the rest before it hands anything out.  REL->widen (may be
+ * NULL): when the entry is there and placed that very cgroup (its inode), the
+ * cgroup is widened back to what its parent allows while the ledger is still
+ * locked, so that no placement of it can come in between (`cachepin release`); the
+ * entry is removed only once that write succeeded. */
+int cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
                        cp_error_t *err);
 
 #ifdef CACHEPIN_FAULT_INJECTION

@@ -150,7 +150,10 @@ live_read (const struct cp_ledger *l, struct live *lv)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
       lv->cpus[i] = cp_bitmap_new ();
-      cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i]); /* empty unless it answers 1 */
+      unsigned long long ino = 0;
+      cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i], e->cgroup_ino ? &ino : NULL); /* empty unless 1 */
+      if (e->cgroup_ino && ino && ino != e->cgroup_ino)
+        hwloc_bitmap_zero (lv->cpus[i]); /* another cgroup by that name: no drift of this entry's */
     }
   cp_cgroup_mounts_free (m);
 }

@@ -223,12 +223,12 @@ run_child (const struct scenario *sc, enum path path)
   cp_ledger_set_fault_hook (ledger_fault, NULL);
   cp_error_t err = NULL;
   int ret;
-  bool found = false;
+  enum cp_release_result result;
   switch (path)
     {
     case PATH_RELEASE:
-      ret = cp_placer_release (&sc->hc, "c5", NULL, &found, &err);
-      if (ret == 0 && !found)
+      ret = cp_placer_release (&sc->hc, &(struct cp_release){ .id = "c5" }, &result, &err);
+      if (ret == 0 && result != CP_RELEASE_DONE)
         _exit (4);
       break;
     case PATH_REFUSE:

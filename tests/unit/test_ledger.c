@@ -1703,13 +1703,20 @@ struct drift_fake
   const char *live;
   unsigned told;
   char before[32];
+  unsigned long long ino; /* every cgroup's inode */
+  unsigned ino_asked;
 };
 
 static int
-drift_cgroup (const char *mount, const char *cgroup, hwloc_bitmap_t cpus, void *data)
+drift_cgroup (const char *mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
 {
   (void) mount, (void) cgroup;
   struct drift_fake *f = data;
+  if (ino)
+    {
+      *ino = f->ino;
+      f->ino_asked++;
+    }
   hwloc_bitmap_zero (cpus);
   if (f->live)
     {
@@ -1803,6 +1810,54 @@ test_reconcile_drift (void **state)
   cp_ledger_usage (l, NULL, &u);
   tu_assert_set (u.held, "0-1");
   cp_ledger_usage_release (&u);
+  cp_ledger_close (l);
+}
+
+/* A cgroup removed and made again (a service restart) is another cgroup: the
+   entry that recorded the old one's inode is dropped, not judged drifted to the
+   new one's CPUs; an entry without an inode (an older ledger) is judged as before,
+   and its cgroup's inode is not even asked for. */
+static void
+test_reconcile_recreated (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = "{\"version\":3,\"entries\":["
+                     "{\"id\":\"r\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/r\",\"cgroup_ino\":7,\"pid\":0,"
+                     "\"start_time\":0,\"mode\":\"exclusive\",\"cpus\":\"0\",\"held\":\"0\",\"mems\":\"0\","
+                     "\"placed_at\":1,\"sched_cache\":\"none\",\"core_sched\":false,\"drift\":\"\"},"
+                     "{\"id\":\"old\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/o\",\"pid\":0,"
+                     "\"start_time\":0,\"mode\":\"exclusive\",\"cpus\":\"1\",\"held\":\"1\",\"mems\":\"0\","
+                     "\"placed_at\":1,\"sched_cache\":\"none\",\"core_sched\":false,\"drift\":\"\"}]}";
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+  assert_true (cp_ledger_find (l, "r")->cgroup_ino == 7 && cp_ledger_find (l, "old")->cgroup_ino == 0);
+  struct drift_fake f = { .live = "0-3", .ino = 7 };
+  struct cp_ledger_liveness alive = { .cgroup_cpus = drift_cgroup, .pid_start_time = drift_pid, .data = &f };
+  unsigned dropped = 9;
+  expect_ok (cp_ledger_reconcile (l, &alive, &dropped, &err), err);
+  assert_int_equal (dropped, 0);
+  assert_int_equal (f.ino_asked, 1); /* r's only */
+  tu_assert_set (cp_ledger_find (l, "r")->drift, "0-3");
+
+  f.ino = 8; /* both cgroups made again */
+  expect_ok (cp_ledger_reconcile (l, &alive, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_null (cp_ledger_find (l, "r"));
+  tu_assert_set (cp_ledger_find (l, "old")->drift, "0-3");
+
+  /* The inode is written back, and only where it is known. */
+  struct cp_ledger_entry e = *cp_ledger_find (l, "old");
+  e.id = "r2";
+  e.cgroup = "/r2";
+  e.cgroup_ino = 8;
+  e.cpus = e.held = tu_set ("2");
+  e.drift = NULL;
+  expect_ok (cp_ledger_put (l, &e, &err), err);
+  hwloc_bitmap_free (e.cpus);
+  cleanup_free char *out = cp_ledger_serialize (l);
+  assert_non_null (strstr (out, "\"cgroup\":\"/r2\",\"cgroup_ino\":8,"));
+  assert_null (strstr (out, "\"cgroup\":\"/o\",\"cgroup_ino\""));
   cp_ledger_close (l);
 }
 
@@ -1973,6 +2028,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_reconcile_fake),
     cmocka_unit_test (test_reconcile_drift),
+    cmocka_unit_test (test_reconcile_recreated),
     cmocka_unit_test (test_reconcile_check),
     cmocka_unit_test (test_usage),
 #ifdef CACHEPIN_FAULT_INJECTION
