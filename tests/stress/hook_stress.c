@@ -23,7 +23,17 @@
  * of its holder, the CPUs its hook reported and the count it asked for.  Then it
  * takes some containers away, SIGKILLing the holder (pid check) or removing the
  * directory (cgroup check), and the next round's hooks must have reconciled them
- * away.  Every hook's wait for the lock is measured against the timeout. */
+ * away.  Every hook's wait for the lock is measured against the timeout.
+ *
+ * Same-id clashes (issue 18): a container run under another runtime state root
+ * with the id of a live one (runc --root R2 run web while R1's web runs) is a
+ * hook with that id from another cgroup and another process.  Its placement must
+ * be refused (CP_ERR_RUNTIME) and its release, through cp_placer_release() with
+ * its own identity (its pid as a crafted state gives it, its cgroup as
+ * config.json's cgroupsPath does, or both), must keep the live container's
+ * entry: the model check after the round finds that entry as it was placed.  A
+ * share of the real releases go through cp_placer_release() with the owner's
+ * identity too, and must release.  (Those are timed whole, sandbox included.) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -50,12 +60,29 @@
 #define LOCK_TIMEOUT_MS 30000
 #define TEXT_MAX 2048
 #define RELEASE_PERCENT 35 /* of a round's hooks, while there is something to release */
+#define CLASH_PERCENT 10   /* of a round's hooks, the same: a same-id clash with a live container */
 #define VICTIM_PERCENT 20  /* of the live containers, taken away after each round */
 
 enum job_kind
 {
   JOB_PLACE,
   JOB_RELEASE,
+  JOB_CLASH_PLACE,   /* another container with a live one's id: refused */
+  JOB_CLASH_RELEASE, /* that container's release: the live one's entry kept */
+};
+
+static const char *const job_names[]
+    = { [JOB_PLACE] = "place", [JOB_RELEASE] = "release", [JOB_CLASH_PLACE] = "same-id clash: place",
+        [JOB_CLASH_RELEASE] = "same-id clash: release" };
+
+/* Who a release through cp_placer_release() says it is (JOB_RELEASE: the owner,
+   JOB_CLASH_RELEASE: the clashing container).  BY_ID: the ledger call alone. */
+enum release_ident
+{
+  BY_ID,
+  BY_PID,
+  BY_CGROUP,
+  BY_BOTH,
 };
 
 enum job_status
@@ -64,6 +91,8 @@ enum job_status
   JOB_PLACED,
   JOB_REFUSED,
   JOB_RELEASED,
+  JOB_CLASH_REFUSED,
+  JOB_CLASH_KEPT,
   JOB_FAILED,
 };
 
@@ -76,6 +105,7 @@ struct slot
   char cgroup[32];
   pid_t holder;
   struct cp_request req;
+  enum release_ident ident; /* JOB_RELEASE, JOB_CLASH_RELEASE */
   /* Set by the hook. */
   enum job_status status;
   long long wait_us; /* released -> ledger locked, read and reconciled */
@@ -104,7 +134,7 @@ struct victim
 
 struct stats
 {
-  unsigned hooks, placed, refused, released, dropped_pid, dropped_cgroup;
+  unsigned hooks, placed, refused, released, dropped_pid, dropped_cgroup, clash_refused, clash_kept;
   long long *waits;
   size_t n_waits;
   long long hold_max, hold_sum, round_max, round_sum;
@@ -156,10 +186,59 @@ refusal_is_real (const struct cp_ledger *l, const struct cp_topo *topo, const st
   return room < r->cpus;
 }
 
+/* A release through cp_placer_release(), saying who it is as S->ident asks. */
+static void
+run_release (struct slot *s, const struct cp_hostconfig *hc)
+{
+  cp_error_t err = NULL;
+  struct cp_release rel = {
+    .id = s->id,
+    .pid = s->ident == BY_PID || s->ident == BY_BOTH ? s->holder : 0,
+    .cgroup = s->ident == BY_CGROUP || s->ident == BY_BOTH ? s->cgroup : NULL,
+  };
+  enum cp_release_result result;
+  enum cp_release_result want = s->kind == JOB_RELEASE ? CP_RELEASE_DONE : CP_RELEASE_NOT_ITS;
+  long long t0 = st_now_us ();
+  int r = cp_placer_release (hc, &rel, &result, &err);
+  s->wait_us = st_now_us () - t0;
+  if (r < 0)
+    slot_fail (s, "release", &err);
+  else if (result != want)
+    {
+      s->status = JOB_FAILED;
+      snprintf (s->msg, sizeof s->msg, "%s release of %s (pid %d, cgroup %s): result %d, expected %d",
+                s->kind == JOB_RELEASE ? "the owner's" : "a clashing container's", s->id, (int) rel.pid,
+                rel.cgroup ? rel.cgroup : "-", (int) result, (int) want);
+    }
+  else
+    s->status = s->kind == JOB_RELEASE ? JOB_RELEASED : JOB_CLASH_KEPT;
+}
+
+/* The placement of a clashing container: refused, as the id is placed elsewhere. */
+static void
+clash_decided (struct slot *s, int r, cp_error_t *err)
+{
+  if (r == 0)
+    {
+      s->status = JOB_FAILED;
+      snprintf (s->msg, sizeof s->msg, "a second container with the id %s (cgroup %s) was placed", s->id, s->cgroup);
+    }
+  else if ((*err)->kind != CP_ERR_RUNTIME || strstr (cp_error_message (*err), "is already placed in cgroup") == NULL)
+    slot_fail (s, "clash: not refused for the id", err);
+  else
+    s->status = JOB_CLASH_REFUSED;
+  cp_error_free (err);
+}
+
 /* One hook, in its own process. */
 static void
 run_hook (struct slot *s, const struct cp_hostconfig *hc, const struct cp_topo *topo)
 {
+  if (s->kind == JOB_CLASH_RELEASE || (s->kind == JOB_RELEASE && s->ident != BY_ID))
+    {
+      run_release (s, hc);
+      return;
+    }
   cp_error_t err = NULL;
   struct cp_ledger *l = NULL;
   long long t0 = st_now_us ();
@@ -196,7 +275,13 @@ run_hook (struct slot *s, const struct cp_hostconfig *hc, const struct cp_topo *
       };
       struct cp_container_request creq = { .req = s->req };
       struct cp_plan *plan = NULL;
-      if (cp_placer_decide (l, topo, topo->allowed, topo->allowed_nodes, &t, &creq, NULL, &plan, &err) < 0)
+      int r = cp_placer_decide (l, topo, topo->allowed, topo->allowed_nodes, &t, &creq, NULL, &plan, &err);
+      if (s->kind == JOB_CLASH_PLACE)
+        {
+          clash_decided (s, r, &err);
+          cp_plan_free (plan);
+        }
+      else if (r < 0)
         {
           if (err->kind != CP_ERR_UNSATISFIABLE)
             slot_fail (s, "decide", &err);
@@ -316,7 +401,7 @@ run_round (struct slot *slots, unsigned n, const struct cp_hostconfig *hc, const
         if (errno != EINTR)
           st_fail ("waitpid: %s", strerror (errno));
       if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-        st_fail ("hook %s (%s) %s %d: %s", slots[k].id, slots[k].kind == JOB_PLACE ? "place" : "release",
+        st_fail ("hook %s (%s) %s %d: %s", slots[k].id, job_names[slots[k].kind],
                  WIFEXITED (status) ? "exited" : "died of signal",
                  WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status), slots[k].msg);
     }
@@ -392,8 +477,10 @@ main (int argc, char **argv)
   st_check (rounds > 0 && hooks > 0 && hooks <= 1000, "usage: %s [ROUNDS [HOOKS [SEED]]]", argv[0]);
   setvbuf (stdout, NULL, _IOLBF, 0);
   st_seed (seed);
-  /* The drops are checked here; one info line per drop per hook would drown the output. */
-  cp_log_set_level (CP_LOG_WARNING);
+  /* The drops are checked here; one info line per drop per hook would drown the
+     output, and so would the warning each clashing release gives (its result is
+     checked). */
+  cp_log_set_level (CP_LOG_ERROR);
 
   struct cp_topo *topo = st_topology ();
   char *root = st_make_root ("stress");
@@ -430,23 +517,39 @@ main (int argc, char **argv)
       for (unsigned k = 0; k < hooks; k++)
         {
           struct slot *s = &slots[k];
-          if (releasable > 0 && st_rnd (100) < RELEASE_PERCENT)
+          unsigned dice = st_rnd (100);
+          if (releasable > 0 && dice < RELEASE_PERCENT + CLASH_PERCENT)
             {
+              /* A live container not otherwise chosen this round: released, or
+                 clashed with (it must stay through the round either way). */
               size_t pick = st_rnd ((unsigned) releasable);
-              for (size_t i = 0;; i++)
-                if (!live[i].chosen && pick-- == 0)
-                  {
-                    live[i].chosen = true;
-                    s->kind = JOB_RELEASE;
-                    snprintf (s->id, sizeof s->id, "%s", live[i].id);
-                    break;
-                  }
+              size_t i = 0;
+              while (live[i].chosen || pick-- > 0)
+                i++;
+              live[i].chosen = true;
               releasable--;
+              snprintf (s->id, sizeof s->id, "%s", live[i].id);
+              s->ident = (enum release_ident) st_rnd (4);
+              if (dice < RELEASE_PERCENT)
+                {
+                  s->kind = JOB_RELEASE;
+                  memcpy (s->cgroup, live[i].cgroup, sizeof s->cgroup);
+                  s->holder = live[i].holder;
+                  continue;
+                }
+              /* The clashing container: its own cgroup and process. */
+              s->kind = st_rnd (2) ? JOB_CLASH_PLACE : JOB_CLASH_RELEASE;
+              if (s->kind == JOB_CLASH_RELEASE && s->ident == BY_ID)
+                s->ident = BY_BOTH; /* by id alone, a release cannot tell (documented) */
+              snprintf (s->cgroup, sizeof s->cgroup, "/x%02u-h%02u", r, k);
+              s->req = random_request ();
+              cg_make (s->cgroup);
+              s->holder = st_spawn_holder ();
               continue;
             }
           s->kind = JOB_PLACE;
           snprintf (s->id, sizeof s->id, "r%02u-h%02u", r, k);
-          snprintf (s->cgroup, sizeof s->cgroup, "/%s", s->id);
+          snprintf (s->cgroup, sizeof s->cgroup, "/%.30s", s->id); /* ids are 7 bytes */
           s->req = random_request ();
           cg_make (s->cgroup);
           s->holder = st_spawn_holder ();
@@ -481,11 +584,14 @@ main (int argc, char **argv)
               lv->cpus = cp_xstrdup (s->cpus);
               st.placed++;
             }
-          else if (s->status == JOB_REFUSED)
+          else if (s->status == JOB_REFUSED || s->status == JOB_CLASH_REFUSED || s->status == JOB_CLASH_KEPT)
             {
+              /* Nothing placed: the container (the clashing one too) goes. */
               st_kill_holder (s->holder);
               cg_remove (s->cgroup);
-              st.refused++;
+              st.refused += s->status == JOB_REFUSED;
+              st.clash_refused += s->status == JOB_CLASH_REFUSED;
+              st.clash_kept += s->status == JOB_CLASH_KEPT;
             }
           else
             {
@@ -569,6 +675,8 @@ main (int argc, char **argv)
           st.placed + st.refused, st.placed, st.refused, st.released);
   printf ("taken away behind the hooks' back and reconciled: %u by pid (SIGKILL), %u by cgroup (rmdir)\n",
           st.dropped_pid, st.dropped_cgroup);
+  printf ("same-id clashes: %u placements refused, %u releases that kept the live entry\n", st.clash_refused,
+          st.clash_kept);
   printf ("lock wait (open: lock, read, reconcile): max %.1f ms, p99 %.1f ms, median %.1f ms, avg %.1f ms (limit %u ms)\n",
           (double) st.waits[st.n_waits - 1] / 1000, (double) st.waits[st.n_waits * 99 / 100] / 1000,
           (double) st.waits[st.n_waits / 2] / 1000, (double) wait_sum / (double) st.n_waits / 1000, LOCK_TIMEOUT_MS);
@@ -576,6 +684,7 @@ main (int argc, char **argv)
           (double) st.hold_max / 1000, (double) st.hold_sum / st.hooks / 1000, (double) st.round_max / 1000,
           (double) st.round_sum / rounds / 1000, (double) total / 1e6);
   st_check (st.placed > 0 && st.released > 0, "the run placed or released nothing");
+  st_check (st.clash_refused > 0 && st.clash_kept > 0, "the run had no same-id clash");
 
   free (st.waits);
   free (live);
