@@ -7,6 +7,9 @@
  *    "entries": [{"id": "<container id>" or "apply:<cgroup>",
  *                 "cgroup_mount": "/sys/fs/cgroup/cpuset",
  *                 "cgroup": "/path/in/hierarchy",
+ *                 "cgroup_ino": 4242,       (optional: the cgroup directory's inode when
+ *                                            placed, cgroup v2's cgroup id; absent: not
+ *                                            recorded (older ledgers), written only when known)
  *                 "pid": 1234,              (0: no process, liveness by cgroup only)
  *                 "start_time": 987654,     (field 22 of /proc/<pid>/stat; 0 when pid is 0)
  *                 "mode": "exclusive" | "shared",
@@ -26,7 +29,8 @@
  * asking nothing, version 2 (no drift) as no drift seen; both are written back
  * as version 3.
  * Strict JSON (oci/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
- * key is required and no other key is allowed; integers are JSON integers in
+ * key but cgroup_ino (version 3 only) and sched_cache_restore is required and no
+ * other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
  * ids are unique and no CPU is held by two exclusive entries.  Members may come
  * in any order and with any JSON white space; the writer puts the top-level
