@@ -34,7 +34,8 @@ static bool
 entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
 {
   return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
-         && strcmp (a->cgroup, b->cgroup) == 0 && a->pid == b->pid && a->start_time == b->start_time
+         && strcmp (a->cgroup, b->cgroup) == 0 && a->cgroup_ino == b->cgroup_ino && a->pid == b->pid
+         && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus) && hwloc_bitmap_isequal (a->held, b->held)
          && hwloc_bitmap_isequal (a->mems, b->mems) && a->placed_at == b->placed_at
          && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched

@@ -123,6 +123,7 @@ random_entry (unsigned i)
   e.drift = random_set (255, below (3) ? 0 : 2);
   if (hwloc_bitmap_isequal (e.drift, e.cpus))
     hwloc_bitmap_zero (e.drift);
+  e.cgroup_ino = below (3) ? 0 : below (2) ? 1 + rnd () % 100000 : (unsigned long long) CP_LEDGER_MAX_INT;
   return e;
 }
 
@@ -202,7 +203,11 @@ expect_plain_json (const char *text, const struct cp_ledger *l)
       assert_true (json_object_object_get_ex (o, "held", &v));
       cleanup_free char *held = cp_cpulist_format (e->held);
       assert_string_equal (json_object_get_string (v), held);
-      assert_int_equal (json_object_object_length (o), 13);
+      /* cgroup_ino is written only when known. */
+      json_object *ino = NULL;
+      assert_true (json_object_object_get_ex (o, "cgroup_ino", &ino) == (e->cgroup_ino != 0));
+      assert_true (ino == NULL || (unsigned long long) json_object_get_int64 (ino) == e->cgroup_ino);
+      assert_int_equal (json_object_object_length (o), 13 + (e->cgroup_ino != 0));
     }
   json_object_put (root);
 }
@@ -214,7 +219,7 @@ static const char *const tokens[] = {
   "NaN", "Infinity", "-Infinity", "null", "true", "tru", "\"\\u0000\"", "\\u0000", "\\ud800", "\\udc00",
   "\\ud83d\\udc33", "\\u00e9", "\\u0069", "\\x", "99999999999999999999", "9007199254740993", "-0",
   "\xff", "\xc2", "\xc0\xaf", "\xed\xa0\x80", "\xc2\x9b", "\x7f", "\x01", "'a'", "\"id\":\"z\",",
-  "\"pid\":1,", "\"drift\":\"\",", "\"x\":[1,{}],", "/*c*/",
+  "\"pid\":1,", "\"drift\":\"\",", "\"cgroup_ino\":7,", "\"x\":[1,{}],", "/*c*/",
 };
 
 /* TEXT spoiled in one of a few ways, in *LEN bytes. */
