@@ -28,15 +28,21 @@ same_id_cleanup () {
   for r in "$R1" "$R2"; do
     for id in web other; do runc --root "$r" delete -f "$id" >/dev/null 2>&1; done
   done
+  # runc removes the containers' cgroups, not the parent it made for them in each hierarchy.
+  awk '$9 == "cgroup" || $9 == "cgroup2" {print $5}' /proc/self/mountinfo | while read -r m; do
+    [ ! -d "$m$CG" ] || rmdir "$m$CG" 2>/dev/null
+  done
   e2e_cleanup
 }
 trap same_id_cleanup EXIT
-# start ROOT ID BUNDLE-NAME CGROUP CMD [detach]: runc run; $E2E_RC, $E2E_OUT
+# start ROOT ID BUNDLE-NAME CGROUP CMD [detach]: runc run; $E2E_RC, $E2E_OUT.  Its stdio
+# goes to a file: a detached container would hold a pipe open as long as it runs.
 start () {
-  local b
+  local b log="$E2E_DIR/$3.log"
   b=$(e2e_bundle "$3" '{"cachepin.io/cpus": "1"}' "$5" ".linux.cgroupsPath = \"$CG/$4\"")
-  E2E_OUT=$(timeout 60 runc --root "$1" run ${6:+-d} --bundle "$b" "$2" 2>&1 </dev/null >"$E2E_DIR/$3.log")
+  timeout 60 runc --root "$1" run ${6:+-d} --bundle "$b" "$2" >"$log" 2>&1 </dev/null
   E2E_RC=$?
+  E2E_OUT=$(cat "$log")
 }
 cpus_in () { runc --root "$1" exec "$2" sh -c "grep '^Cpus_allowed_list:' /proc/self/status" 2>/dev/null | awk '{print $2}'; }
 expand () { local out=() r; IFS=, read -ra parts <<< "$1"; for r in "${parts[@]}"; do
