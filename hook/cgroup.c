@@ -162,8 +162,10 @@ cp_cgroup_from_pid (pid_t pid, struct cp_cgroup **out, cp_error_t *err)
   return cp_cgroup_from_pid_for (pid, "cpuset", out, err);
 }
 
-int
-cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
+/* Where the user's PATH points (cp_cgroup_from_path()), from this process's
+   /proc/self/cgroup and mountinfo. */
+static int
+resolve_path (const char *path, struct cp_cgroup_where *w, cp_error_t *err)
 {
   cleanup_free char *self = NULL;
   cleanup_free char *mountinfo = NULL;
@@ -171,8 +173,14 @@ cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
     return -1;
   if (read_mountinfo (&mountinfo, err) < 0)
     return -1;
+  return cp_cgroup_resolve_from_text (mountinfo, self, "cpuset", path, w, err);
+}
+
+int
+cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
+{
   cleanup_where struct cp_cgroup_where w = { 0 };
-  if (cp_cgroup_resolve_from_text (mountinfo, self, "cpuset", path, &w, err) < 0)
+  if (resolve_path (path, &w, err) < 0)
     return -1;
   /* Beneath the mount, the path is the user's: not a cgroup directory is their error. */
   if (cp_cgroup_open_where_flags (&w, CP_CGROUP_OPEN_USER_PATH, out, err) < 0)
@@ -183,14 +191,8 @@ cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
 int
 cp_cgroup_locate_path (const char *path, char **mount, char **cgroup, cp_error_t *err)
 {
-  cleanup_free char *self = NULL;
-  cleanup_free char *mountinfo = NULL;
-  if (read_proc ("/proc/self/cgroup", CP_CGROUP_PROC_CGROUP_MAX, &self, err) < 0)
-    return -1;
-  if (read_mountinfo (&mountinfo, err) < 0)
-    return -1;
   cleanup_where struct cp_cgroup_where w = { 0 };
-  if (cp_cgroup_resolve_from_text (mountinfo, self, "cpuset", path, &w, err) < 0)
+  if (resolve_path (path, &w, err) < 0)
     return -1;
   *mount = cp_steal_pointer (&w.mount);
   *cgroup = cp_steal_pointer (&w.path);

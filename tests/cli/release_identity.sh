@@ -55,6 +55,14 @@ place_pair () {
   hook createRuntime web "$PB" plain
   contains "$1: the second web is refused placement" "$D/err" "is already placed in cgroup $TOP/a"
 }
+third_container () { # c1, placed and released: never on the first web's CPUs
+  hook createRuntime c1 "$PC" plain
+  local c1
+  c1=$(field c1 cpus)
+  if meets "$c1" "$A_CPUS"; then ko "c1 is placed on the first web's CPUs ($c1, web holds $A_CPUS)"
+  else ok "c1 is not placed on the first web's CPUs (c1: ${c1:-unplaced}, web: $A_CPUS)"; fi
+  hook poststop c1 "$PC" plain
+}
 kept () { # kept WHAT: the first web's entry is still there, and the poststop said why
   check "$1: the first web's entry is kept" "$(field web cgroup)" "$REL/a"
   check "$1: with its CPUs" "$(field web cpus)" "$A_CPUS"
@@ -66,11 +74,7 @@ place_pair pid
 hook poststop web "$PB" plain
 check "poststop (pid B): exit 0" "$RC" 0
 kept "poststop (pid B)"
-hook createRuntime c1 "$PC" plain
-C1=$(field c1 cpus)
-if meets "$C1" "$A_CPUS"; then ko "c1 is placed on the first web's CPUs ($C1, web holds $A_CPUS)"
-else ok "c1 is not placed on the first web's CPUs (c1: ${C1:-unplaced}, web: $A_CPUS)"; fi
-hook poststop c1 "$PC" plain
+third_container
 hook poststop web "$PA" plain
 check "the first web's own poststop (pid A) releases it" "$(field web cpus)" ""
 contains "and says so" "$D/err" "released web"
@@ -80,11 +84,7 @@ place_pair cgroupsPath
 hook poststop web 0 in-b
 check "poststop (cgroupsPath b): exit 0" "$RC" 0
 kept "poststop (cgroupsPath b)"
-hook createRuntime c1 "$PC" plain
-C1=$(field c1 cpus)
-if meets "$C1" "$A_CPUS"; then ko "c1 is placed on the first web's CPUs ($C1, web holds $A_CPUS)"
-else ok "c1 is not placed on the first web's CPUs (c1: ${C1:-unplaced}, web: $A_CPUS)"; fi
-hook poststop c1 "$PC" plain
+third_container
 hook poststop web 0 in-a
 check "the first web's own poststop (cgroupsPath a) releases it" "$(field web cpus)" ""
 
