@@ -169,8 +169,8 @@ int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *d
 /* Drop the entries whose container is gone: its cgroup directory no longer
  * exists, or (with ALIVE->cgroup_cpus) has another inode than the one recorded
  * (removed and made again: another cgroup, not a drifted one), or it has a pid and
- * that pid is dead, a zombie, or started at another time (the pid was reused).  ALIVE NULL: the real checks.  *DROPPED (if not NULL)
- * is how many were dropped.
+ * that pid is dead, a zombie, or started at another time (the pid was reused).
+ * ALIVE NULL: the real checks.  *DROPPED (if not NULL) is how many were dropped.
  * With ALIVE->cgroup_cpus, each kept entry's drift is brought up to date: the
  * cgroup's CPUs when they are not the entry's `cpus`, else none (a change marks
  * the ledger for commit). */
