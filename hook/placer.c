@@ -252,6 +252,20 @@ check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp
   return 0;
 }
 
+/* A refused re-placement: the error says that the placement T already has
+   stands, so that nobody reads the refusal as "unplaced". */
+static int
+kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+{
+  const struct cp_ledger_entry *e = cp_ledger_find (l, t->id);
+  if (e == NULL)
+    return -1;
+  cleanup_free char *cpus = cp_cpulist_format (e->cpus);
+  cleanup_free char *why = cp_xstrdup ((*err)->msg);
+  return cp_error_set (err, cp_error_kind (*err), cp_error_errno (*err),
+                       "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
+}
+
 int
 cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
@@ -266,13 +280,13 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
   cp_ledger_usage_release (&usage);
   if (ret < 0)
     {
-      /* Keep what reconcile dropped, and forget any earlier placement of this id:
-         it is not where the container is going now. */
+      /* Keep what reconcile dropped.  An earlier placement of this id stays as it
+         is: its cgroup still has that cpuset (nothing was written), so its CPUs
+         stay held until it is released or gone. */
       cp_error_t ignored = NULL;
-      cp_ledger_remove (l, t->id);
       cp_ledger_commit (l, &ignored);
       cp_error_free (&ignored);
-      return -1;
+      return kept_placement (l, t, err);
     }
   if (record (l, t, creq, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
     return cp_error_wrap (err, "ledger");
