@@ -38,7 +38,9 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
 /* Another manager rewrote a placed container's cpuset (runc or podman update,
    systemd, the kubelet's CPU manager): said once per change, at warning level,
    because cachepin's promise that no CPU is handed out twice now rests on counting
-   the CPUs it really runs on. */
+   the CPUs it really runs on.  The line names every CPU the entry now withholds
+   (cp_ledger_entry_taken()): the ones it was placed on stay held as well, and a
+   user who reads only the drifted ones looks for the others in vain. */
 static void
 log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
 {
@@ -50,13 +52,21 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
               e->cgroup_mount, e->cgroup, placed);
       return;
     }
+  bool exclusive = e->mode == CP_MODE_EXCLUSIVE;
+  cleanup_bitmap hwloc_bitmap_t taken = cp_bitmap_new ();
+  cp_ledger_entry_taken (e, NULL, taken);
   cleanup_free char *now = cp_cpulist_format (e->drift);
   cleanup_free char *was = cp_cpulist_format (before);
+  cleanup_free char *withheld = cp_cpulist_format (taken);
+  cleanup_free char *kept = cp_cpulist_format (exclusive ? e->held : e->cpus);
   cp_log (CP_LOG_WARNING,
           "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
-          "rewrote it (runc/podman update, systemd, the kubelet); CPUs %s count as taken until it is released",
+          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, CPUs %s %s: %s %s since "
+          "its placement and %s it runs on now",
           e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
-          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", now);
+          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", withheld,
+          exclusive ? "are withheld from other containers" : "count in its shared load", kept,
+          exclusive ? "held" : "used", now);
 }
 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
