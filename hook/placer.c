@@ -159,6 +159,25 @@ enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const 
   return 0;
 }
 
+/* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
+ * the host config (`cpus`, `reserved`) or the topology, where they are offline
+ * (a CPU taken offline after the topology cache was written, or a captured
+ * topology with offline CPUs).  CPUS: the parent's CPUs the config hands out. */
+static int
+nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hwloc_const_bitmap_t cpus,
+                     cp_error_t *err)
+{
+  cleanup_free char *parent_list = cp_cpulist_format (parent);
+  if (hwloc_bitmap_iszero (cpus))
+    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs (%s) are all outside the "
+                                       "configured `cpus` or inside `reserved`", parent_list);
+  cleanup_free char *offline = cp_cpulist_format (cpus);
+  cleanup_free char *online = cp_cpulist_format (topo->online);
+  return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs that the host config hands "
+                                     "out (%s) are all offline (topology `%s` has CPUs %s online)",
+                                offline, topo->source, online);
+}
+
 /* The CPUs and nodes the target may get: what its parent cgroup allows, within
  * the host's hand-out set, minus the reserved CPUs and anything not online, and
  * within the spec's own cpuset when it names one (a bound, never a size: runc
@@ -169,12 +188,12 @@ target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const 
 {
   if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
     return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+  cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
   hwloc_bitmap_and (cpus, cpus, hc->cpus);
   hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
+  if (!hwloc_bitmap_intersects (cpus, topo->online))
+    return nothing_to_hand_out (topo, parent, cpus, err);
   hwloc_bitmap_and (cpus, cpus, topo->online);
-  if (hwloc_bitmap_iszero (cpus))
-    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
-                                       "configured `cpus` or inside `reserved`");
   if (creq->bound_cpus)
     {
       hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
