@@ -18,16 +18,9 @@ BIN=$(realpath "${1:?usage: drift.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
 cg_test_setup drift
 ALL=$(cat "$TOP/cpuset.cpus")
-expand () { # a cpulist, one CPU per line
-  local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
-}
-mapfile -t CPUS < <(expand "$ALL")
-if [ "${#CPUS[@]}" -lt 2 ]; then echo "drift.sh: skipped: needs 2 CPUs in $TOP (has $ALL)"; exit 0; fi
 # Two CPUs are enough: one placed, one drifted to.  Any others are left out of the
 # host's hand-out set, so that "nothing left" is what the checks see.
-FIRST=${CPUS[0]} SECOND=${CPUS[1]}
-USE="$FIRST-$SECOND"
-[ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
+two_cpus drift
 
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2"}' > "$D/bundle/config.json"

@@ -15,15 +15,7 @@ BIN=$(realpath "${1:?usage: reapply.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
 cg_test_setup reapply
-ALL=$(cat "$TOP/cpuset.cpus")
-expand () { # a cpulist, one CPU per line
-  local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
-}
-mapfile -t CPUS < <(expand "$ALL")
-if [ "${#CPUS[@]}" -lt 2 ]; then echo "reapply.sh: skipped: needs 2 CPUs in $TOP (has $ALL)"; exit 0; fi
-FIRST=${CPUS[0]} SECOND=${CPUS[1]}
-USE="$FIRST-$SECOND"
-[ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
+two_cpus reapply
 jq -n --arg s "$D/state" --arg c "$USE" --arg k "$D/no-kubelet" \
   '{state_dir: $s, cpus: $c, log_level: "info", kubelet_state: $k}' > "$D/cfg.json"
 
