@@ -38,7 +38,9 @@ log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
 /* Another manager rewrote a placed container's cpuset (runc or podman update,
    systemd, the kubelet's CPU manager): said once per change, at warning level,
    because cachepin's promise that no CPU is handed out twice now rests on counting
-   the CPUs it really runs on. */
+   the CPUs it really runs on.  The line names every CPU the entry now withholds
+   (cp_ledger_entry_taken()): the ones it was placed on stay held as well, and a
+   user who reads only the drifted ones looks for the others in vain. */
 static void
 log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
 {
@@ -50,13 +52,21 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
               e->cgroup_mount, e->cgroup, placed);
       return;
     }
+  bool exclusive = e->mode == CP_MODE_EXCLUSIVE;
+  cleanup_bitmap hwloc_bitmap_t taken = cp_bitmap_new ();
+  cp_ledger_entry_taken (e, NULL, taken);
   cleanup_free char *now = cp_cpulist_format (e->drift);
   cleanup_free char *was = cp_cpulist_format (before);
+  cleanup_free char *withheld = cp_cpulist_format (taken);
+  cleanup_free char *kept = cp_cpulist_format (exclusive ? e->held : e->cpus);
   cp_log (CP_LOG_WARNING,
           "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
-          "rewrote it (runc/podman update, systemd, the kubelet); CPUs %s count as taken until it is released",
+          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, CPUs %s %s: %s %s since "
+          "its placement and %s it runs on now",
           e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
-          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", now);
+          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", withheld,
+          exclusive ? "are withheld from other containers" : "count in its shared load", kept,
+          exclusive ? "held" : "used", now);
 }
 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
@@ -149,6 +159,25 @@ enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const 
   return 0;
 }
 
+/* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
+ * the host config (`cpus`, `reserved`) or the topology, where they are offline
+ * (a CPU taken offline after the topology cache was written, or a captured
+ * topology with offline CPUs).  CPUS: the parent's CPUs the config hands out. */
+static int
+nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hwloc_const_bitmap_t cpus,
+                     cp_error_t *err)
+{
+  cleanup_free char *parent_list = cp_cpulist_format (parent);
+  if (hwloc_bitmap_iszero (cpus))
+    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs (%s) are all outside the "
+                                       "configured `cpus` or inside `reserved`", parent_list);
+  cleanup_free char *offline = cp_cpulist_format (cpus);
+  cleanup_free char *online = cp_cpulist_format (topo->online);
+  return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs that the host config hands "
+                                     "out (%s) are all offline (topology `%s` has CPUs %s online)",
+                                offline, topo->source, online);
+}
+
 /* The CPUs and nodes the target may get: what its parent cgroup allows, within
  * the host's hand-out set, minus the reserved CPUs and anything not online, and
  * within the spec's own cpuset when it names one (a bound, never a size: runc
@@ -159,12 +188,12 @@ target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const 
 {
   if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
     return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+  cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
   hwloc_bitmap_and (cpus, cpus, hc->cpus);
   hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
+  if (!hwloc_bitmap_intersects (cpus, topo->online))
+    return nothing_to_hand_out (topo, parent, cpus, err);
   hwloc_bitmap_and (cpus, cpus, topo->online);
-  if (hwloc_bitmap_iszero (cpus))
-    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs are all outside the "
-                                       "configured `cpus` or inside `reserved`");
   if (creq->bound_cpus)
     {
       hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
@@ -253,6 +282,20 @@ check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp
   return 0;
 }
 
+/* A refused re-placement: the error says that the placement T already has
+   stands, so that nobody reads the refusal as "unplaced". */
+static int
+kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+{
+  const struct cp_ledger_entry *e = cp_ledger_find (l, t->id);
+  if (e == NULL)
+    return -1;
+  cleanup_free char *cpus = cp_cpulist_format (e->cpus);
+  cleanup_free char *why = cp_xstrdup ((*err)->msg);
+  return cp_error_set (err, cp_error_kind (*err), cp_error_errno (*err),
+                       "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
+}
+
 int
 cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
@@ -267,13 +310,13 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
   cp_ledger_usage_release (&usage);
   if (ret < 0)
     {
-      /* Keep what reconcile dropped, and forget any earlier placement of this id:
-         it is not where the container is going now. */
+      /* Keep what reconcile dropped.  An earlier placement of this id stays as it
+         is: its cgroup still has that cpuset (nothing was written), so its CPUs
+         stay held until it is released or gone. */
       cp_error_t ignored = NULL;
-      cp_ledger_remove (l, t->id);
       cp_ledger_commit (l, &ignored);
       cp_error_free (&ignored);
-      return -1;
+      return kept_placement (l, t, err);
     }
   if (record (l, t, creq, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
     return cp_error_wrap (err, "ledger");

@@ -48,9 +48,10 @@ int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **ou
 /* The decision under the ledger lock: plan TARGET within CPUS and MEMS against the
  * other holders in L (refused, CP_ERR_RUNTIME, when another id already holds
  * TARGET's cgroup or TARGET's id holds another cgroup), then record and commit it (KEPT_MEMS, when not NULL, is
- * recorded as its mems: mems=keep).  On a refusal any earlier entry of the same
- * id is dropped.  cp_placer_place() is this plus loading the topology, reading
- * the parent cgroup's limits and writing the cgroup. */
+ * recorded as its mems: mems=keep).  On a refusal an earlier entry of the same
+ * id is kept as it was (its cgroup still has that placement; the error says so),
+ * and only what reconcile dropped is committed.  cp_placer_place() is this plus
+ * loading the topology, reading the parent cgroup's limits and writing the cgroup. */
 int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                       hwloc_const_bitmap_t mems, const struct cp_target *target,
                       const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,

@@ -215,14 +215,18 @@ cpu_mark (const struct usage *u, unsigned cpu)
   return hwloc_bitmap_isset (u->usable, cpu) ? '.' : '-';
 }
 
+/* The entries that use any of CPUS, counted as usage_fill() counts them (their
+   drift too), so that no CPU is marked without its holder being named. */
 static json_object *
-holders (const struct cp_ledger *l, hwloc_const_bitmap_t cpus)
+holders (const struct cp_ledger *l, const struct live *lv, hwloc_const_bitmap_t cpus)
 {
   json_object *a = json_object_new_array ();
+  cleanup_bitmap hwloc_bitmap_t used = cp_bitmap_new ();
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      hwloc_const_bitmap_t used = e->mode == CP_MODE_EXCLUSIVE ? e->held : e->cpus;
+      hwloc_bitmap_zero (used);
+      cp_ledger_entry_taken (e, lv->cpus[i], used);
       if (hwloc_bitmap_intersects (used, cpus))
         json_object_array_add (a, jstr (e->id));
     }
@@ -230,7 +234,7 @@ holders (const struct cp_ledger *l, hwloc_const_bitmap_t cpus)
 }
 
 static json_object *
-llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struct usage *u)
+llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struct live *lv, const struct usage *u)
 {
   cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t shared = cp_bitmap_new ();
@@ -251,7 +255,7 @@ llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struc
   add (o, "held_count", json_object_new_int (hwloc_bitmap_weight (held)));
   add (o, "shared", jcpulist (shared));
   add (o, "map", jstr (map));
-  add (o, "holders", holders (l, d->cpus));
+  add (o, "holders", holders (l, lv, d->cpus));
   return o;
 }
 
@@ -283,7 +287,7 @@ add_occupancy (json_object *o, const struct cp_ledger *l, const struct live *lv,
   usage_fill (l, lv, topo, hc, &u);
   json_object *a = json_object_new_array ();
   for (unsigned d = 0; d < topo->n_domains[CP_LEVEL_LLC]; d++)
-    json_object_array_add (a, llc_occupancy (&topo->domains[CP_LEVEL_LLC][d], l, &u));
+    json_object_array_add (a, llc_occupancy (&topo->domains[CP_LEVEL_LLC][d], l, lv, &u));
   add (o, "occupancy", a);
   add (o, "held", jcpulist (u.held));
   add (o, "held_count", json_object_new_int (hwloc_bitmap_weight (u.held)));

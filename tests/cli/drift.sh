@@ -3,8 +3,8 @@
 # podman update, systemd, the kubelet).  Against the real binary ($1) and real
 # cpuset cgroups, with the rewrite done as `runc update --cpuset-cpus` does it (a
 # write of cpuset.cpus; tests/e2e/hook.sh does it with runc itself):
-#   - the next run logs it once, naming the container, its cgroup, what it runs on
-#     and what was placed; later runs do not repeat it;
+#   - the next run logs it once, naming the container, its cgroup, what it runs on,
+#     what was placed and every CPU it withholds; later runs do not repeat it;
 #   - the CPUs it really runs on count as taken: they are not handed out again
 #     (exclusive and shared entries alike), also by `apply`;
 #   - `status` shows the entry as drifted, and counts those CPUs as held;
@@ -18,16 +18,9 @@ BIN=$(realpath "${1:?usage: drift.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
 cg_test_setup drift
 ALL=$(cat "$TOP/cpuset.cpus")
-expand () { # a cpulist, one CPU per line
-  local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
-}
-mapfile -t CPUS < <(expand "$ALL")
-if [ "${#CPUS[@]}" -lt 2 ]; then echo "drift.sh: skipped: needs 2 CPUs in $TOP (has $ALL)"; exit 0; fi
 # Two CPUs are enough: one placed, one drifted to.  Any others are left out of the
 # host's hand-out set, so that "nothing left" is what the checks see.
-FIRST=${CPUS[0]} SECOND=${CPUS[1]}
-USE="$FIRST-$SECOND"
-[ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
+two_cpus drift
 
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2"}' > "$D/bundle/config.json"
@@ -69,6 +62,8 @@ contains "b: the refusal says nothing is free" "$D/err" "cannot place 1 CPUs"
 check "b: its cgroup is untouched" "$(cat "$TOP/b/cpuset.cpus")" "$(cat "$TOP/cpuset.cpus")"
 contains "the drift is logged, naming the container, its cgroup, what it runs on and what was placed" "$D/err" \
   "drift: a (cgroup $TOP/a): its cpuset.cpus is $OTHER, not the $PLACED cachepin placed"
+contains "the drift line names every CPU withheld: the placed one (still held) and the drifted one" "$D/err" \
+  "until it is released, CPUs $USE are withheld from other containers: $PLACED held since its placement and $OTHER it runs on now"
 check "the ledger records the drift" "$(field a drift)" "$OTHER"
 check "and keeps what was placed" "$(field a cpus)" "$PLACED"
 
@@ -108,6 +103,7 @@ poststop b
 poststop a
 hook a "$A" '{"cachepin.io/cpus": "1", "cachepin.io/mode": "shared"}'
 check "a (shared): placed" "$RC" 0
+PLACED_SHARED=$(cat "$TOP/a/cpuset.cpus")
 echo "$USE" > "$TOP/a/cpuset.cpus"
 "$BIN" status --json --config "$D/cfg.json" > "$D/status.json" 2>/dev/null
 check "status: a (shared) drifted" "$(jq -r '.ledger.entries[] | select(.id == "a") | .drifted' "$D/status.json")" true
@@ -115,6 +111,8 @@ check "status: its CPUs count as shared use" "$(jq -r '.ledger.occupancy | map(.
 hook b "$B" '{"cachepin.io/cpus": "1"}'
 check "b: placed" "$RC" 0
 check "the shared entry's drift is recorded" "$(field a drift)" "$USE"
+contains "a shared entry's drift line says its CPUs count in its shared load" "$D/err" \
+  "until it is released, CPUs $USE count in its shared load: $PLACED_SHARED used since its placement and $USE it runs on now"
 poststop a
 poststop b
 

@@ -133,6 +133,26 @@ if command -v lstopo-no-graphics >/dev/null; then
     ko "text: no L3#0 line: $(grep 'L3#0' "$D/text")"
   check "status wrote nothing in the state directory" "$(fingerprint "$D/syn")" "$BEFORE"
 
+  echo "== a drifted entry: the LLC it drifted to names it as a holder"
+  # ctr-d holds core 4 (CPUs 4,36, L3 #1) and its cgroup was last seen on CPU 8
+  # (L3 #2): CPU 8 counts as held, so L3 #2's holders must name ctr-d.  Its
+  # cgroup does not exist: status shows the drift the last hook run recorded.
+  mkdir -m 0700 "$D/syn-drift"
+  printf '{"version": 3, "entries": [{"id": "ctr-d", "cgroup_mount": "/sys/fs/cgroup", "cgroup": "/cachepin-status-%s-none/ctr-d", "pid": 0, "start_time": 0, "mode": "exclusive", "cpus": "4", "held": "4,36", "mems": "0", "placed_at": 1700000000, "sched_cache": "none", "core_sched": false, "drift": "8"}]}\n' \
+    "$$" >"$D/syn-drift/ledger.json"
+  echo "{\"state_dir\": \"$D/syn-drift\", \"topology\": \"$D/syn.xml\"}" >"$D/cfg-syn-drift.json"
+  status_json "$D/cfg-syn-drift.json"
+  check "exit" "$RC" 0
+  check "held: the placed and the drifted CPUs" "$(q .ledger.held)" "4,8,36"
+  check "L3 #2 map: CPU 8 held" "$(q '.ledger.occupancy[2].map')" "#......."
+  check "L3 #2 holders: ctr-d, which drifted there" "$(q '.ledger.occupancy[2].holders | join(" ")')" "ctr-d"
+  check "L3 #1 holders: ctr-d, placed there" "$(q '.ledger.occupancy[1].holders | join(" ")')" "ctr-d"
+  check "no LLC with a held or shared CPU lacks a holder" \
+    "$(q '[.ledger.occupancy[] | select((.map | test("[#s]")) and (.holders | length) == 0) | .index] | map(tostring) | join(",")')" ""
+  "$BIN" status --config "$D/cfg-syn-drift.json" >"$D/text" 2>&1
+  grep -q '^  L3#2 .* #\.\.\.\.\.\.\.  1/8 held  \[ctr-d\]$' "$D/text" && ok "text: the L3#2 line names ctr-d" ||
+    ko "text: the L3#2 line: $(grep 'L3#2' "$D/text")"
+
   echo "== a corrupt ledger: reported, exit 0, left as it is"
   echo '{"version": 1, "entries": [' >"$D/syn/ledger.json"
   BEFORE=$(fingerprint "$D/syn")

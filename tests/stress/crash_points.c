@@ -57,7 +57,7 @@ enum path
   PATH_FIRST,   /* the first placement ever: no ledger.json yet */
   PATH_PLACE,   /* a placement into a ledger with live and dead entries */
   PATH_RELEASE, /* cp_placer_release() of a live entry */
-  PATH_REFUSE,  /* a refused re-placement: decide drops the earlier entry */
+  PATH_REFUSE,  /* a refused re-placement: decide keeps the earlier entry */
   PATH_COUNT,
 };
 static const char *const path_names[] = { "first", "place", "release", "refuse" };
@@ -232,7 +232,7 @@ run_child (const struct scenario *sc, enum path path)
         _exit (4);
       break;
     case PATH_REFUSE:
-      /* More CPUs than the host has: refused, and c6's earlier entry dropped. */
+      /* More CPUs than the host has: refused, and c6's earlier entry kept. */
       ret = place (sc, "c6", sc->holders[6], request (999, CP_MODE_EXCLUSIVE), &err) < 0
                     && err->kind == CP_ERR_UNSATISFIABLE
                 ? 0
@@ -319,7 +319,7 @@ static const char *const expect_new[PATH_COUNT] = {
   /* A release checks only the entries that asked for cache-aware scheduling
      (none here): the dead c0-c2 wait for the next placement. */
   [PATH_RELEASE] = "c0,c1,c2,c3,c4,c6,c7,c8,c9",
-  [PATH_REFUSE] = "c3,c4,c5,c7,c8,c9",
+  [PATH_REFUSE] = "c3,c4,c5,c6,c7,c8,c9",
 };
 /* After the next hook when the child's commit did not happen / did. */
 static const char *const expect_next_old[PATH_COUNT] = {
@@ -332,7 +332,7 @@ static const char *const expect_next_new[PATH_COUNT] = {
   [PATH_FIRST] = "next",
   [PATH_PLACE] = "c3,c4,c5,c6,c7,c8,c9,next",
   [PATH_RELEASE] = "c3,c4,c6,c7,c8,c9,next",
-  [PATH_REFUSE] = "c3,c4,c5,c7,c8,c9,next",
+  [PATH_REFUSE] = "c3,c4,c5,c6,c7,c8,c9,next",
 };
 
 static bool

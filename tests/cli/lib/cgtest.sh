@@ -7,6 +7,12 @@
 #                                  children) and removes TOP's cgroups and D
 #   start_in CGROUP [CMD...]       a process (default: sleep 600) in CGROUP; its pid
 #                                  in REPLY
+#   expand CPULIST                 one CPU per line
+#   two_cpus NAME                  skip (exit 0) unless TOP has 2 CPUs; then FIRST and
+#                                  SECOND, its first two, and USE, them as a cpulist
+#                                  (a host config's `cpus` that leaves the others out,
+#                                  so that "nothing left" is what a test sees whatever
+#                                  the host's size)
 SLEEPERS=()
 cg_test_setup () {
   local name=$1 tool
@@ -36,4 +42,16 @@ start_in () {
   REPLY=$!
   SLEEPERS+=("$REPLY")
   echo "$REPLY" > "$cg/cgroup.procs"
+}
+expand () {
+  local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
+}
+two_cpus () {
+  local all cpus
+  all=$(cat "$TOP/cpuset.cpus")
+  mapfile -t cpus < <(expand "$all")
+  if [ "${#cpus[@]}" -lt 2 ]; then echo "$1.sh: skipped: needs 2 CPUs in $TOP (has $all)"; exit 0; fi
+  FIRST=${cpus[0]} SECOND=${cpus[1]}
+  USE="$FIRST-$SECOND"
+  [ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
 }
