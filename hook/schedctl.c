@@ -76,7 +76,7 @@ probe_late (struct cp_schedctl *sc)
   cleanup_error cp_error_t e = NULL;
   if (probe (sc, &e) < 0)
     {
-      cp_log (CP_LOG_WARNING, "cache-aware scheduling: %s; left as it is", cp_error_message (e));
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
       cp_sched_cas_close (&sc->handle);
       sc->cas = (struct cp_sched_cas) { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 };
     }
@@ -170,7 +170,7 @@ cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
     return 0;
   int current;
   if (cp_sched_cas_read (&sc->handle, &current, err) < 0)
-    return cp_error_wrap (err, "cache-aware scheduling");
+    return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
   size_t askers = cp_ledger_cas_askers (l);
   int kept = cp_ledger_cas_restore (l);
   struct cp_schedctl_step step;
@@ -189,7 +189,7 @@ cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
       struct cp_sched_cas_change ch;
       cleanup_free char *why = NULL;
       if (cp_sched_cas_write (&sc->handle, step.target, &ch, err) < 0)
-        return cp_error_wrap (err, "cache-aware scheduling");
+        return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
       cp_log (CP_LOG_INFO, "cache-aware scheduling (%s): %s -> %s (%s)", sc->handle.name, on_off (ch.before),
               on_off (ch.after), why_text (sc->setting, askers, step.target, &why));
       sc->cas.enabled = ch.after;

@@ -133,6 +133,20 @@ check "never: off, whoever asks" "$(switch)" 0
 contains "never: the asker is told" "$D/err" "host setting sched_cache is never: it stays off"
 hook poststop g "$ON"
 
+echo "== a switch whose value cannot be read: one line, one prefix"
+echo 2 > "$SWITCH"
+container q
+for setting in on-demand leave; do
+  config $setting
+  hook createRuntime q "$ON"
+  check "$setting: placed" "$RC" 0
+  contains "$setting: the probe's failure is logged" "$D/err" "llc_balancing/enabled: unexpected content '2"
+  check "$setting: the prefix once" "$(grep -c 'cache-aware scheduling: cache-aware scheduling' "$D/err")" 0
+  contains "$setting: with it" "$D/err" "warning: cache-aware scheduling: $SWITCH: unexpected content"
+  hook poststop q "$ON"
+done
+echo 0 > "$SWITCH"
+
 echo "== a kernel without the switch"
 config on-demand
 rm -rf "$KROOT/sys/kernel/debug/sched/llc_balancing"
