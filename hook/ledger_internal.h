@@ -53,6 +53,7 @@ enum cp_ledger_fault_point
 {
   CP_LEDGER_FAULT_TMP_WRITTEN, /* ledger.json.tmp written, not yet fsync'ed */
   CP_LEDGER_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
+  CP_LEDGER_FAULT_PREV_KEPT,   /* ledger.json also linked as ledger.json.prev, not yet replaced (a kill only) */
   CP_LEDGER_FAULT_RENAMED,     /* renamed over ledger.json, directory not yet fsync'ed */
 };
 typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);

@@ -116,32 +116,18 @@ untrusted (int dirfd, const char *name)
 
 /* ---------------------------------------------------------------- loading */
 
-/* ledger.json failed validation: keep it for a post-mortem and start empty.
- *
- * This fails open on purpose.  The ledger is input an attacker with root on the
- * host could tamper with and a disk or filesystem could tear; refusing to work
- * until someone repairs it would stop every container start on the host, while
- * an empty ledger only risks sharing CPUs until the containers that are still
- * running are seen again: the hook's next reconcile rebuilds what it can from
- * the cgroups it finds.  The caller logs *why*. */
+/* Read and check the generation NAME into *OUT.  1: read; 0: there is none; -1
+ * with *WHY (caller frees): it is there and not to be trusted; -1 without *WHY:
+ * it could not be read for a reason that is not its fault (an I/O error, *ERR). */
 static int
-set_aside (struct cp_ledger *l, const char *why, cp_error_t *err)
+read_generation (struct cp_ledger *l, const char *name, struct cp_ledger **out, char **why, cp_error_t *err)
 {
-  const char *how;
-  if (cp_ledger_move_aside (l->dirfd, l->dir, CP_LEDGER_FILE, CP_LEDGER_CORRUPT_FILE, &how, err) < 0)
-    return -1;
-  l->recovered = cp_xasprintf ("%s/%s was not trusted (%s); %s %s and started an empty ledger", l->dir,
-                               CP_LEDGER_FILE, why, how, CP_LEDGER_CORRUPT_FILE);
-  return 0;
-}
-
-static int
-load (struct cp_ledger *l, cp_error_t *err)
-{
-  cleanup_free char *name = cp_xasprintf ("`%s/%s`", l->dir, CP_LEDGER_FILE);
+  *out = NULL;
+  *why = NULL;
+  cleanup_free char *display = cp_xasprintf ("`%s/%s`", l->dir, name);
   cleanup_free char *buf = NULL;
   size_t len = 0;
-  if (cp_io_read_at (l->dirfd, CP_LEDGER_FILE, O_NOFOLLOW, name, CP_LEDGER_MAX_SIZE, 0, &buf, &len, err) < 0)
+  if (cp_io_read_at (l->dirfd, name, O_NOFOLLOW, display, CP_LEDGER_MAX_SIZE, 0, &buf, &len, err) < 0)
     {
       if (cp_error_errno (*err) == ENOENT)
         {
@@ -149,49 +135,127 @@ load (struct cp_ledger *l, cp_error_t *err)
           return 0;
         }
       /* A symlink, FIFO, socket (whose open fails with ENXIO), directory or a file
-         too big would fail every run the same way: set it aside. */
-      cleanup_free char *why = untrusted (l->dirfd, CP_LEDGER_FILE);
-      if (why == NULL)
-        return -1;
-      cp_error_free (err);
-      return set_aside (l, why, err);
+         too big would fail every run the same way. */
+      *why = untrusted (l->dirfd, name);
+      if (*why)
+        cp_error_free (err);
+      return -1;
     }
   cleanup_error cp_error_t perr = NULL;
-  struct cp_ledger *parsed = NULL;
-  if (cp_ledger_parse (buf, len, &parsed, &perr) < 0)
-    return set_aside (l, cp_error_message (perr), err);
+  if (cp_ledger_parse (buf, len, out, &perr) < 0)
+    {
+      *why = cp_xstrdup (cp_error_message (perr));
+      return -1;
+    }
+  return 1;
+}
+
+/* Take the entries and the kept value of PARSED (freed). */
+static void
+adopt (struct cp_ledger *l, struct cp_ledger *parsed)
+{
   l->entries = cp_steal_pointer (&parsed->entries);
   l->n = parsed->n;
-  l->cas_restore = parsed->cas_restore;
   l->cap = parsed->cap;
+  l->cas_restore = parsed->cas_restore;
   parsed->n = parsed->cap = 0;
   cp_ledger_close (parsed);
+}
+
+/* ledger.json is missing or was set aside (LOST says which, for the log): go
+ * back to the previous generation, ledger.json.prev, which every commit keeps.
+ *
+ * A ledger that is lost must not start empty when it can be helped: the CPUs of
+ * the containers still running would be handed out again, and nothing rebuilds
+ * them (a reconcile only drops entries).  What the previous generation does not
+ * have is the last commit, at most one placement or release.  Only when there is
+ * no trustworthy previous generation does the ledger start empty: refusing to
+ * work until someone repairs it would stop every container start on the host. */
+static void
+go_back (struct cp_ledger *l, const char *lost, bool missing)
+{
+  struct cp_ledger *prev = NULL;
+  cleanup_free char *why = NULL;
+  cleanup_error cp_error_t io = NULL;
+  int r = read_generation (l, CP_LEDGER_PREV_FILE, &prev, &why, &io);
+  if (r > 0)
+    {
+      size_t n = prev->n;
+      adopt (l, prev);
+      l->dirty = true; /* the next commit writes ledger.json again */
+      l->recovered = cp_xasprintf ("%s; went back to the previous generation, %s (%zu entr%s): at most the last "
+                                   "commit is lost", lost, CP_LEDGER_PREV_FILE, n, n == 1 ? "y" : "ies");
+    }
+  else if (r == 0 && !missing)
+    l->recovered = cp_xasprintf ("%s; started an empty ledger (no previous generation, %s, to go back to)", lost,
+                                 CP_LEDGER_PREV_FILE);
+  else if (r < 0)
+    l->recovered = cp_xasprintf ("%s; started an empty ledger (the previous generation, %s, is not trusted "
+                                 "either: %s)", lost, CP_LEDGER_PREV_FILE, why ? why : cp_error_message (io));
+  /* else: neither is there, the first run. */
+}
+
+static int
+load (struct cp_ledger *l, cp_error_t *err)
+{
+  struct cp_ledger *parsed = NULL;
+  cleanup_free char *why = NULL;
+  int r = read_generation (l, CP_LEDGER_FILE, &parsed, &why, err);
+  if (r > 0)
+    {
+      adopt (l, parsed);
+      return 0;
+    }
+  if (r < 0 && why == NULL)
+    return -1;
+  if (r == 0)
+    {
+      cleanup_free char *lost = cp_xasprintf ("%s/%s is missing", l->dir, CP_LEDGER_FILE);
+      go_back (l, lost, true);
+      return 0;
+    }
+  /* Kept for a post-mortem, and out of the way of the next commit. */
+  const char *how;
+  if (cp_ledger_move_aside (l->dirfd, l->dir, CP_LEDGER_FILE, CP_LEDGER_CORRUPT_FILE, &how, err) < 0)
+    return -1;
+  cleanup_free char *lost
+      = cp_xasprintf ("%s/%s was not trusted (%s); %s %s", l->dir, CP_LEDGER_FILE, why, how, CP_LEDGER_CORRUPT_FILE);
+  go_back (l, lost, false);
   return 0;
 }
 
-/* Under the lock, a ledger.json.tmp is what a killed hook left: nobody is writing
- * it.  A directory in its place would fail every commit (unlink cannot remove it,
- * and the sandbox the commit runs in may not remove directories): set it aside.
- * Anything else is removed now, so that a run with nothing to commit does not
- * leave it behind (the commit's own unlink only runs when there is something). */
+/* A directory found in place of NAME would fail every commit (a file cannot
+ * replace it, and the sandbox the commit runs in may not remove directories):
+ * set it aside to ASIDE, under the lock.  1 when it was one, 0 when not (or
+ * there is nothing there), -1 on error. */
 static int
-clear_tmp (struct cp_ledger *l, cp_error_t *err)
+set_aside_dir (struct cp_ledger *l, const char *name, const char *aside, cp_error_t *err)
 {
   struct stat st;
-  if (fstatat (l->dirfd, CP_LEDGER_TMP_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0)
-    return errno == ENOENT ? 0 : cp_fail_errno (err, errno, "stat `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
+  if (fstatat (l->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+    return errno == ENOENT ? 0 : cp_fail_errno (err, errno, "stat `%s/%s`", l->dir, name);
   if (!S_ISDIR (st.st_mode))
-    {
-      if (unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0) < 0 && errno != ENOENT)
-        return cp_fail_errno (err, errno, "remove stale `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
-      return 0;
-    }
+    return 0;
   const char *how;
-  if (cp_ledger_move_aside (l->dirfd, l->dir, CP_LEDGER_TMP_FILE, CP_LEDGER_TMP_CORRUPT_FILE, &how, err) < 0)
+  if (cp_ledger_move_aside (l->dirfd, l->dir, name, aside, &how, err) < 0)
     return -1;
-  cp_log (CP_LOG_WARNING, "%s/%s was a directory; %s %s", l->dir, CP_LEDGER_TMP_FILE, how,
-          CP_LEDGER_TMP_CORRUPT_FILE);
-  return 0;
+  cp_log (CP_LOG_WARNING, "%s/%s was a directory; %s %s", l->dir, name, how, aside);
+  return 1;
+}
+
+/* Under the lock, a ledger.json.tmp is what a killed hook left: nobody is writing
+ * it.  It is removed now, so that a run with nothing to commit does not leave it
+ * behind (the commit's own unlink only runs when there is something); a directory
+ * is set aside.  ledger.json.prev is kept, unless it is a directory. */
+static int
+clear_stale (struct cp_ledger *l, cp_error_t *err)
+{
+  int r = set_aside_dir (l, CP_LEDGER_TMP_FILE, CP_LEDGER_TMP_CORRUPT_FILE, err);
+  if (r < 0)
+    return -1;
+  if (r == 0 && unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0) < 0 && errno != ENOENT)
+    return cp_fail_errno (err, errno, "remove stale `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
+  return set_aside_dir (l, CP_LEDGER_PREV_FILE, CP_LEDGER_PREV_CORRUPT_FILE, err) < 0 ? -1 : 0;
 }
 
 int
@@ -203,7 +267,7 @@ cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledge
     return -1;
   l->dir = cp_xstrdup (state_dir);
   l->lockfd = cp_ledger_take_lock (l->dirfd, l->dir, lock_timeout_ms, err);
-  if (l->lockfd < 0 || load (l, err) < 0 || clear_tmp (l, err) < 0)
+  if (l->lockfd < 0 || load (l, err) < 0 || clear_stale (l, err) < 0)
     return -1;
   *out = cp_steal_pointer (&l);
   return 0;
@@ -252,6 +316,24 @@ write_tmp (struct cp_ledger *l, const char *text, size_t len, cp_error_t *err)
   return 0;
 }
 
+/* Keep ledger.json, about to be replaced, as ledger.json.prev: a second name for
+ * the same file (a hard link), so that ledger.json itself is never missing, not
+ * even for a moment.  The renames that follow leave ledger.json.prev the
+ * generation before the new one, which load goes back to when ledger.json is
+ * lost.  Best effort: a commit does not fail because the safety net could not be
+ * kept (a warning says so); it stays the older generation, or none. */
+static void
+keep_prev (struct cp_ledger *l)
+{
+  if (linkat (l->dirfd, CP_LEDGER_FILE, l->dirfd, CP_LEDGER_PREV_FILE, 0) == 0 || errno == ENOENT)
+    return; /* ENOENT: no ledger.json (the first commit, or it was set aside): the older one stays */
+  if (errno == EEXIST && (unlinkat (l->dirfd, CP_LEDGER_PREV_FILE, 0) == 0 || errno == ENOENT)
+      && (linkat (l->dirfd, CP_LEDGER_FILE, l->dirfd, CP_LEDGER_PREV_FILE, 0) == 0 || errno == ENOENT))
+    return;
+  cp_log (CP_LOG_WARNING, "%s/%s: could not keep the previous generation (%s): a ledger.json lost now would lose "
+          "more than its last commit", l->dir, CP_LEDGER_PREV_FILE, strerror (errno));
+}
+
 int
 cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
 {
@@ -276,6 +358,8 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
       return cp_fail_errno (err, fe, "fault injected before renaming `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
     }
+  keep_prev (l);
+  FAULT (CP_LEDGER_FAULT_PREV_KEPT);
   if (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_FILE) < 0)
     {
       int saved = errno;
@@ -290,4 +374,3 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
   l->dirty = false;
   return 0;
 }
-

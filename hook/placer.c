@@ -94,7 +94,7 @@ open_ledger (const struct cp_hostconfig *hc, enum reconcile_scope scope, struct 
   FAULT (CP_PLACER_FAULT_LOCKED);
   const char *why = NULL;
   if (cp_ledger_was_recovered (l, &why))
-    cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
+    cp_log (CP_LOG_WARNING, "ledger: %s", why); /* names the file, and what it went back to */
   struct cp_ledger_liveness alive = {
     .cgroup_cpus = cgroup_cpus,
     .pid_start_time = cp_ledger_pid_start_time,
