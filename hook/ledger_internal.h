@@ -15,6 +15,7 @@ struct cp_ledger
   struct cp_ledger_entry *entries;
   size_t n, cap;
   int cas_restore; /* cp_ledger_cas_restore() */
+  int cas_restore_stored; /* what sched_cache_restore (the file) holds: 0, 1, -1 none (ledger_store.c) */
   bool dirty;      /* changed since read or last commit */
   char *recovered; /* why ledger.json was set aside, or NULL */
 };

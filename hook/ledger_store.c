@@ -243,6 +243,55 @@ set_aside_dir (struct cp_ledger *l, const char *name, const char *aside, cp_erro
   return 1;
 }
 
+/* The value of the cache-aware scheduling switch to give back lives in its own
+ * file, sched_cache_restore ("on" or "off"), besides ledger.json's copy: a
+ * ledger.json lost, or gone back a generation, must not take it along (the switch
+ * would stay on for good).  The file wins.  Without one, ledger.json's copy is
+ * taken when ledger.json itself was read (a ledger of a version before the file,
+ * or a kill between removing the file and writing ledger.json), never a previous
+ * generation's (the file is the truth since it exists).  A change on either side
+ * marks the ledger, so that the next commit brings the other in line.  A file that
+ * cannot be trusted is set aside once, with a warning saying what is lost. */
+static int
+load_restore (struct cp_ledger *l, cp_error_t *err)
+{
+  int in_ledger = l->recovered ? -1 : l->cas_restore;
+  l->cas_restore = l->cas_restore_stored = -1;
+  cleanup_free char *name = cp_xasprintf ("`%s/%s`", l->dir, CP_LEDGER_RESTORE_FILE);
+  cleanup_free char *text = NULL;
+  cleanup_free char *why = NULL;
+  if (cp_io_read_at (l->dirfd, CP_LEDGER_RESTORE_FILE, O_NOFOLLOW, name, 16, CP_IO_NO_NUL, &text, NULL, err) < 0)
+    {
+      if (cp_error_errno (*err) != ENOENT && (why = untrusted (l->dirfd, CP_LEDGER_RESTORE_FILE)) == NULL)
+        return -1;
+      cp_error_free (err);
+    }
+  else if (strcmp (text, "on\n") == 0 || strcmp (text, "off\n") == 0)
+    l->cas_restore = l->cas_restore_stored = strcmp (text, "on\n") == 0;
+  else
+    {
+      text[strcspn (text, "\n")] = '\0'; /* quoted without its line's end */
+      why = cp_ledger_quotable (text) ? cp_xasprintf ("`%s`, not on or off", text) : cp_xstrdup ("not on or off");
+    }
+  if (why)
+    {
+      const char *how;
+      if (cp_ledger_move_aside (l->dirfd, l->dir, CP_LEDGER_RESTORE_FILE, CP_LEDGER_RESTORE_CORRUPT_FILE, &how, err)
+          < 0)
+        return -1;
+      cleanup_free char *then
+          = in_ledger < 0 ? cp_xstrdup ("the value of cache-aware scheduling to give back, if cachepin held the "
+                                        "switch, is lost: the switch is left as it is")
+                          : cp_xasprintf ("ledger.json's copy, %s, is what is given back", in_ledger ? "on" : "off");
+      cp_log (CP_LOG_WARNING, "%s/%s was not trusted (%s); %s %s; %s", l->dir, CP_LEDGER_RESTORE_FILE, why, how,
+              CP_LEDGER_RESTORE_CORRUPT_FILE, then);
+    }
+  if (l->cas_restore_stored < 0)
+    l->cas_restore = in_ledger;
+  l->dirty |= l->cas_restore != l->cas_restore_stored || l->cas_restore != in_ledger;
+  return 0;
+}
+
 /* Under the lock, a ledger.json.tmp is what a killed hook left: nobody is writing
  * it.  It is removed now, so that a run with nothing to commit does not leave it
  * behind (the commit's own unlink only runs when there is something); a directory
@@ -267,7 +316,7 @@ cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledge
     return -1;
   l->dir = cp_xstrdup (state_dir);
   l->lockfd = cp_ledger_take_lock (l->dirfd, l->dir, lock_timeout_ms, err);
-  if (l->lockfd < 0 || load (l, err) < 0 || clear_stale (l, err) < 0)
+  if (l->lockfd < 0 || load (l, err) < 0 || clear_stale (l, err) < 0 || load_restore (l, err) < 0)
     return -1;
   *out = cp_steal_pointer (&l);
   return 0;
@@ -289,9 +338,10 @@ cp_ledger_dirfd (const struct cp_ledger *l)
 
 /* ----------------------------------------------------------------- commit */
 
-/* Write, fsync and close ledger.json.tmp. */
+/* Write, fsync and close ledger.json.tmp (LEDGER: with the ledger's text, at
+ * its fault point; else the value to give back, which goes through it too). */
 static int
-write_tmp (struct cp_ledger *l, const char *text, size_t len, cp_error_t *err)
+write_tmp (struct cp_ledger *l, const char *text, size_t len, bool ledger, cp_error_t *err)
 {
   /* A stale tmp from a killed hook is replaced; unlinking first also takes care
    * of one that is not a plain file of ours (a FIFO would block the open, a hard
@@ -304,7 +354,7 @@ write_tmp (struct cp_ledger *l, const char *text, size_t len, cp_error_t *err)
     return cp_fail_errno (err, errno, "create `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
   if (cp_io_write_all (fd, text, len) < 0)
     return cp_fail_errno (err, errno, "write `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
-  int fe = FAULT_RESULT (CP_LEDGER_FAULT_TMP_WRITTEN);
+  int fe = ledger ? FAULT_RESULT (CP_LEDGER_FAULT_TMP_WRITTEN) : 0;
   if (fe)
     return cp_fail_errno (err, fe, "fault injected after writing `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
   if (fsync (fd) < 0)
@@ -313,6 +363,37 @@ write_tmp (struct cp_ledger *l, const char *text, size_t len, cp_error_t *err)
   fd = -1;
   if (rc < 0)
     return cp_fail_errno (err, errno, "close `%s/%s`", l->dir, CP_LEDGER_TMP_FILE);
+  return 0;
+}
+
+/* sched_cache_restore brought to the ledger's value, before ledger.json is
+ * written: the value to give back is on disk before the switch moves away from
+ * it, and forgotten only once it was given back (schedctl.h). */
+static int
+commit_restore (struct cp_ledger *l, cp_error_t *err)
+{
+  if (l->cas_restore == l->cas_restore_stored)
+    return 0;
+  if (l->cas_restore < 0)
+    {
+      if (unlinkat (l->dirfd, CP_LEDGER_RESTORE_FILE, 0) < 0 && errno != ENOENT)
+        return cp_fail_errno (err, errno, "remove `%s/%s`", l->dir, CP_LEDGER_RESTORE_FILE);
+    }
+  else
+    {
+      const char *text = l->cas_restore ? "on\n" : "off\n";
+      if (write_tmp (l, text, strlen (text), false, err) < 0
+          || (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_RESTORE_FILE) < 0
+              && cp_fail_errno (err, errno, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE,
+                                CP_LEDGER_RESTORE_FILE) < 0))
+        {
+          unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
+          return -1;
+        }
+    }
+  if (fsync (l->dirfd) < 0)
+    return cp_fail_errno (err, errno, "fsync `%s`", l->dir);
+  l->cas_restore_stored = l->cas_restore;
   return 0;
 }
 
@@ -347,7 +428,9 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
   if (len > CP_LEDGER_MAX_SIZE)
     return cp_fail_runtime (err, "commit: the ledger would be %zu bytes, more than the limit %d", len,
                             CP_LEDGER_MAX_SIZE);
-  if (write_tmp (l, text, len, err) < 0)
+  if (commit_restore (l, err) < 0)
+    return -1;
+  if (write_tmp (l, text, len, true, err) < 0)
     {
       unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
       return -1;

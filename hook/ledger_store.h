@@ -14,16 +14,24 @@
  *                            finds ledger.json missing or untrusted goes back to
  *                            it (with a warning), so that a lost ledger.json costs
  *                            at most its last commit, not the running containers
- *   ledger.json.tmp          the next ledger.json while it is written; a stale one
- *                            from a killed hook is ignored and replaced
+ *   sched_cache_restore      "on" or "off": the value of the kernel's cache-aware
+ *                            scheduling switch to give back (cp_ledger_cas_restore()),
+ *                            present while cachepin holds the switch; its own
+ *                            file, written before ledger.json, so that a lost
+ *                            ledger.json does not leave the switch on for good
+ *   ledger.json.tmp          the next ledger.json (or sched_cache_restore) while it
+ *                            is written; a stale one from a killed hook is
+ *                            ignored and replaced
  *   ledger.json.corrupt      the last ledger.json that failed validation
  *   ledger.lock.corrupt      the last ledger.lock that was not a regular file
  *   ledger.json.tmp.corrupt  the last ledger.json.tmp that could not be removed
  *                            (a directory)
  *   ledger.json.prev.corrupt the last ledger.json.prev that was a directory
- * Anything found in place of ledger.json, ledger.lock or ledger.json.tmp that is
- * not a regular file (symlink, FIFO, socket, directory, device), and a directory
- * in place of ledger.json.prev, is set aside once to its .corrupt name, with a
+ *   sched_cache_restore.corrupt  the last sched_cache_restore that was not a
+ *                            regular file holding "on" or "off"
+ * Anything found in place of ledger.json, ledger.lock, ledger.json.tmp or
+ * sched_cache_restore that is not a regular file (symlink, FIFO, socket,
+ * directory, device), and a directory in place of ledger.json.prev, is set aside once to its .corrupt name, with a
  * warning in the log, and the run goes on: such a file would otherwise fail every
  * run forever.  (A ledger.json.prev of another kind is never read and is replaced
  * by the next commit.) */
@@ -44,6 +52,8 @@
 #define CP_LEDGER_TMP_CORRUPT_FILE "ledger.json.tmp.corrupt"
 #define CP_LEDGER_PREV_FILE "ledger.json.prev"
 #define CP_LEDGER_PREV_CORRUPT_FILE "ledger.json.prev.corrupt"
+#define CP_LEDGER_RESTORE_FILE "sched_cache_restore"
+#define CP_LEDGER_RESTORE_CORRUPT_FILE "sched_cache_restore.corrupt"
 
 /* Open STATE_DIR (created 0700 if missing; its parent must exist), take the lock,
  * waiting at most LOCK_TIMEOUT_MS, and read the ledger.  The directory must not be

@@ -32,11 +32,13 @@ cp_schedctl_decide (enum cp_sched_cache_setting setting, size_t askers, int rest
       if (askers > 0)
         *out = (struct cp_schedctl_step) { .target = 1, .restore_after = found };
       return;
+    /* These set the switch whatever was found, but a value kept by an earlier
+       on-demand run stays kept: the setting that follows gives it back. */
     case CP_SCHED_CACHE_ALWAYS:
-      out->target = 1;
+      *out = (struct cp_schedctl_step) { .target = 1, .restore_after = restore };
       return;
     case CP_SCHED_CACHE_NEVER:
-      out->target = 0;
+      *out = (struct cp_schedctl_step) { .target = 0, .restore_after = restore };
       return;
     case CP_SCHED_CACHE_LEAVE:
     default:

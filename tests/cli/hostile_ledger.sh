@@ -3,7 +3,8 @@
 #
 # Something that is not a regular file in place of ledger.lock (symlink, FIFO,
 # directory, socket), ledger.json (socket), ledger.json.tmp or ledger.json.prev
-# (directory) used to fail every run forever.  Each must be set aside once (to its
+# (directory), or sched_cache_restore (FIFO, directory) would fail every run
+# forever.  Each must be set aside once (to its
 # .corrupt name, with a warning), the run must go on (a poststop release commits
 # the ledger), and the next run must find nothing more to set aside.  Then a
 # ledger.json damaged after its commit (truncated, an unknown version, removed):
@@ -105,6 +106,9 @@ C "ledger.lock a socket"               ledger.lock socket "$LOCK_WARNING"
 C "ledger.json a socket"               ledger.json socket 'cachepin: warning: ledger: @D@/state/ledger.json was not trusted (not a regular file); moved it to ledger.json.corrupt; started an empty ledger (no previous generation, ledger.json.prev, to go back to)'
 C "ledger.json.tmp a directory"        ledger.json.tmp dir 'cachepin: warning: @D@/state/ledger.json.tmp was a directory; moved it to ledger.json.tmp.corrupt'"$RELEASED"
 C "ledger.json.prev a directory"       ledger.json.prev dir 'cachepin: warning: @D@/state/ledger.json.prev was a directory; moved it to ledger.json.prev.corrupt'"$RELEASED"
+RESTORE_WARNING='cachepin: warning: @D@/state/sched_cache_restore was not trusted (not a regular file); moved it to sched_cache_restore.corrupt; the value of cache-aware scheduling to give back, if cachepin held the switch, is lost: the switch is left as it is'$RELEASED
+C "sched_cache_restore a FIFO"         sched_cache_restore fifo "$RESTORE_WARNING"
+C "sched_cache_restore a directory"    sched_cache_restore dir "$RESTORE_WARNING"
 BAD=0
 check "/dev/null" "kind" "$(stat -c %F /dev/null)" "character special file"
 [ "$BAD" = 0 ] && PASS=$((PASS + 1))
