@@ -382,13 +382,17 @@ commit_restore (struct cp_ledger *l, cp_error_t *err)
   else
     {
       const char *text = l->cas_restore ? "on\n" : "off\n";
-      if (write_tmp (l, text, strlen (text), false, err) < 0
-          || (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_RESTORE_FILE) < 0
-              && cp_fail_errno (err, errno, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE,
-                                CP_LEDGER_RESTORE_FILE) < 0))
+      if (write_tmp (l, text, strlen (text), false, err) < 0)
         {
           unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
           return -1;
+        }
+      if (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_RESTORE_FILE) < 0)
+        {
+          int saved = errno;
+          unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
+          return cp_fail_errno (err, saved, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE,
+                                CP_LEDGER_RESTORE_FILE);
         }
     }
   if (fsync (l->dirfd) < 0)
