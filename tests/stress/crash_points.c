@@ -348,6 +348,20 @@ point_applies (enum path path, enum point p)
   return p != P_RECORDED || path == PATH_FIRST || path == PATH_PLACE;
 }
 
+/* ledger.json.prev (at PREV) is WANT byte for byte, or absent when WANT is NULL
+ * (there was no ledger.json to keep). */
+static void
+check_prev (const char *prev, const char *want, size_t want_len, const char *what, const char *when)
+{
+  size_t len = 0;
+  cleanup_free char *text = st_read_file (prev, &len);
+  if (want == NULL)
+    st_check (text == NULL, "%s: %s, a ledger.json.prev appeared without a ledger.json to keep", what, when);
+  else
+    st_check (text && len == want_len && memcmp (text, want, len) == 0,
+              "%s: %s, ledger.json.prev is not the ledger it replaced", what, when);
+}
+
 /* Returns whether the file was the new ledger. */
 static bool
 run_one (const struct cp_topo *topo, enum path path, enum point p)
@@ -412,15 +426,7 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
     }
   st_check (!st_exists (corrupt), "%s: a ledger was set aside as corrupt", what);
   if (p >= P_PREV_KEPT)
-    {
-      size_t prev_len = 0;
-      cleanup_free char *prev_text = st_read_file (prev, &prev_len);
-      if (old == NULL)
-        st_check (prev_text == NULL, "%s: a ledger.json.prev appeared without a ledger.json", what);
-      else
-        st_check (prev_text && prev_len == old_len && memcmp (prev_text, old, old_len) == 0,
-                  "%s: ledger.json.prev is not the old ledger", what);
-    }
+    check_prev (prev, old, old_len, what, "when the old ledger was kept");
   bool stale_tmp = st_exists (tmp);
   st_check (stale_tmp == (p == P_TMP_WRITTEN || p == P_TMP_SYNCED || p == P_PREV_KEPT),
             "%s: ledger.json.tmp is %s", what, stale_tmp ? "left behind" : "missing");
@@ -444,13 +450,7 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
                                    "after the next hook");
   st_ledger_free (&l);
   /* Its one commit kept the ledger it replaced (none on a first placement). */
-  size_t prev_len = 0;
-  cleanup_free char *prev_after = st_read_file (prev, &prev_len);
-  if (now == NULL)
-    st_check (prev_after == NULL, "%s: a ledger.json.prev appeared after the first commit", what);
-  else
-    st_check (prev_after && prev_len == now_len && memcmp (prev_after, now, now_len) == 0,
-              "%s: after the next hook, ledger.json.prev is not the ledger it replaced", what);
+  check_prev (prev, now, now_len, what, "after the next hook");
   st_check (!st_exists (tmp), "%s: the next hook left ledger.json.tmp", what);
   st_check (!st_exists (corrupt), "%s: a ledger was set aside as corrupt", what);
   st_kill_holder (next);
