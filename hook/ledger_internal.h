@@ -15,6 +15,7 @@ struct cp_ledger
   struct cp_ledger_entry *entries;
   size_t n, cap;
   int cas_restore; /* cp_ledger_cas_restore() */
+  int cas_restore_stored; /* what sched_cache_restore (the file) holds: 0, 1, -1 none (ledger_store.c) */
   bool dirty;      /* changed since read or last commit */
   char *recovered; /* why ledger.json was set aside, or NULL */
 };
@@ -53,6 +54,7 @@ enum cp_ledger_fault_point
 {
   CP_LEDGER_FAULT_TMP_WRITTEN, /* ledger.json.tmp written, not yet fsync'ed */
   CP_LEDGER_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
+  CP_LEDGER_FAULT_PREV_KEPT,   /* ledger.json also linked as ledger.json.prev, not yet replaced (a kill only) */
   CP_LEDGER_FAULT_RENAMED,     /* renamed over ledger.json, directory not yet fsync'ed */
 };
 typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);

@@ -104,7 +104,7 @@ open_ledger (const struct cp_hostconfig *hc, enum reconcile_scope scope, struct 
   FAULT (CP_PLACER_FAULT_LOCKED);
   const char *why = NULL;
   if (cp_ledger_was_recovered (l, &why))
-    cp_log (CP_LOG_WARNING, "ledger in %s was not trusted and starts empty: %s", hc->state_dir, why);
+    cp_log (CP_LOG_WARNING, "ledger: %s", why); /* names the file, and what it went back to */
   struct cp_ledger_liveness alive = {
     .cgroup_cpus = cgroup_cpus,
     .pid_start_time = cp_ledger_pid_start_time,
@@ -341,7 +341,7 @@ open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
   cleanup_error cp_error_t e = NULL;
   if (cp_schedctl_open (hc, sc, &e) < 0)
     {
-      cp_log (CP_LOG_WARNING, "cache-aware scheduling: %s; left as it is", cp_error_message (e));
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
       cp_schedctl_close (sc);
       *sc = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 },
                                    .cas = { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 } };

@@ -213,6 +213,13 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   /* Creating: relative to the state directory only (ledger.json.tmp). */
   if (sb->state_dirfd >= 0 && RULE (ctx, allow, "openat", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->state_dirfd)) < 0)
     return -1;
+  /* Linking: within the state directory only, never following a symlink
+     (ledger.json kept as ledger.json.prev). */
+  if (sb->state_dirfd >= 0
+      && RULE (ctx, allow, "linkat", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->state_dirfd),
+               SCMP_A2 (SCMP_CMP_EQ, (uint64_t) sb->state_dirfd), SCMP_A4 (SCMP_CMP_EQ, 0))
+             < 0)
+    return -1;
   /* openat2's flags are behind a pointer seccomp cannot read: say the kernel has
      none, and cgroup_open.c walks the path with openat instead. */
   if (rule (ctx, SCMP_ACT_ERRNO (ENOSYS), "openat2", 0, NULL, err) < 0)

@@ -265,8 +265,9 @@ read_iface (int rootfd, const char *root, enum cp_sched_cas_iface iface, int *va
   return 0;
 }
 
-int
-cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
+/* cp_sched_cas_probe() without the prefix its errors get. */
+static int
+cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
 {
   *out = (struct cp_sched_cas) { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 };
   cleanup_close int rootfd = open_root (root, err);
@@ -274,7 +275,7 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
     return -1;
   int mounted = debugfs_mounted (rootfd, root, err);
   if (mounted < 0)
-    return cp_error_wrap (err, "cache-aware scheduling");
+    return -1;
   if (mounted == 0)
     {
       out->avail = CP_SCHED_NO_DEBUGFS;
@@ -306,11 +307,16 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
           return 0;
         }
       if (!is_absence (e))
-        {
-          move_error (err, &inner);
-          return cp_error_wrap (err, "cache-aware scheduling");
-        }
+        return move_error (err, &inner);
     }
+  return 0;
+}
+
+int
+cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
+{
+  if (cas_probe (root, out, err) < 0)
+    return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
   return 0;
 }
 
@@ -350,11 +356,12 @@ cp_sched_cas_close (struct cp_sched_cas_handle *h)
   *h = (struct cp_sched_cas_handle) { .fd = -1 };
 }
 
-int
-cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_cas_handle *out, cp_error_t *err)
+/* cp_sched_cas_open() without the prefix its errors get. */
+static int
+cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_cas_handle *out, cp_error_t *err)
 {
   *out = (struct cp_sched_cas_handle) { .fd = -1 };
-  if (cp_sched_cas_probe (root, cas, err) < 0)
+  if (cas_probe (root, cas, err) < 0)
     return -1;
   if (cas->avail != CP_SCHED_SUPPORTED)
     return 0;
@@ -365,7 +372,7 @@ cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_c
   cleanup_free char *name = NULL;
   cleanup_close int dirfd = open_iface_dir (rootfd, root, p, &name, err);
   if (dirfd < 0)
-    return cp_error_wrap (err, "cache-aware scheduling");
+    return -1;
   int fd = openat (dirfd, p.file, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
   if (fd < 0 && is_denial (errno))
     {
@@ -377,6 +384,14 @@ cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_c
   if (fd < 0)
     return cp_fail_errno (err, errno, "open %s", name);
   *out = (struct cp_sched_cas_handle) { .iface = cas->iface, .fd = fd, .name = cp_steal_pointer (&name) };
+  return 0;
+}
+
+int
+cp_sched_cas_open (const char *root, struct cp_sched_cas *cas, struct cp_sched_cas_handle *out, cp_error_t *err)
+{
+  if (cas_open (root, cas, out, err) < 0)
+    return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
   return 0;
 }
 
@@ -436,17 +451,17 @@ cp_sched_cas_set (const char *root, bool on, struct cp_sched_cas_change *out, cp
     case CP_SCHED_SUPPORTED:
       break;
     case CP_SCHED_NO_DEBUGFS:
-      return cp_fail_errno (err, ENOENT, "cache-aware scheduling: debugfs is not mounted at %s/%s",
+      return cp_fail_errno (err, ENOENT, CP_SCHED_CAS_PREFIX ": debugfs is not mounted at %s/%s",
                             strcmp (root, "/") == 0 ? "" : root, CP_SCHED_DEBUGFS);
     case CP_SCHED_DENIED:
-      return cp_fail_errno (err, cas.errnum, "cache-aware scheduling: debugfs denied");
+      return cp_fail_errno (err, cas.errnum, CP_SCHED_CAS_PREFIX ": debugfs denied");
     case CP_SCHED_UNSUPPORTED:
     default:
-      return cp_fail_errno (err, EOPNOTSUPP, "cache-aware scheduling: this kernel has none");
+      return cp_fail_errno (err, EOPNOTSUPP, CP_SCHED_CAS_PREFIX ": this kernel has none");
     }
   int r = cp_sched_cas_write (&h, on, out, err);
   cp_sched_cas_close (&h);
-  return r;
+  return r < 0 ? cp_error_wrap (err, CP_SCHED_CAS_PREFIX) : 0;
 }
 
 /* ------------------------------------------------------------------ core scheduling */

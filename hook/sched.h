@@ -81,6 +81,11 @@ struct cp_sched_state
   enum cp_sched_boot smt_asym_packing;
 };
 
+/* What every error of cp_sched_cas_probe(), cp_sched_cas_open() and
+ * cp_sched_cas_set() begins with (once: their callers do not add it again).
+ * cp_sched_cas_read() and cp_sched_cas_write() leave it to their caller. */
+#define CP_SCHED_CAS_PREFIX "cache-aware scheduling"
+
 /* Probe everything: CAS under ROOT, core scheduling with a prctl on this process
  * (plus ROOT's smt/active), the boot option in ROOT/proc/cmdline.  Fails only on
  * errors that are none of the states above. */

@@ -32,11 +32,13 @@ cp_schedctl_decide (enum cp_sched_cache_setting setting, size_t askers, int rest
       if (askers > 0)
         *out = (struct cp_schedctl_step) { .target = 1, .restore_after = found };
       return;
+    /* These set the switch whatever was found, but a value kept by an earlier
+       on-demand run stays kept: the setting that follows gives it back. */
     case CP_SCHED_CACHE_ALWAYS:
-      out->target = 1;
+      *out = (struct cp_schedctl_step) { .target = 1, .restore_after = restore };
       return;
     case CP_SCHED_CACHE_NEVER:
-      out->target = 0;
+      *out = (struct cp_schedctl_step) { .target = 0, .restore_after = restore };
       return;
     case CP_SCHED_CACHE_LEAVE:
     default:
@@ -76,7 +78,7 @@ probe_late (struct cp_schedctl *sc)
   cleanup_error cp_error_t e = NULL;
   if (probe (sc, &e) < 0)
     {
-      cp_log (CP_LOG_WARNING, "cache-aware scheduling: %s; left as it is", cp_error_message (e));
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
       cp_sched_cas_close (&sc->handle);
       sc->cas = (struct cp_sched_cas) { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 };
     }
@@ -170,7 +172,7 @@ cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
     return 0;
   int current;
   if (cp_sched_cas_read (&sc->handle, &current, err) < 0)
-    return cp_error_wrap (err, "cache-aware scheduling");
+    return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
   size_t askers = cp_ledger_cas_askers (l);
   int kept = cp_ledger_cas_restore (l);
   struct cp_schedctl_step step;
@@ -189,7 +191,7 @@ cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
       struct cp_sched_cas_change ch;
       cleanup_free char *why = NULL;
       if (cp_sched_cas_write (&sc->handle, step.target, &ch, err) < 0)
-        return cp_error_wrap (err, "cache-aware scheduling");
+        return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
       cp_log (CP_LOG_INFO, "cache-aware scheduling (%s): %s -> %s (%s)", sc->handle.name, on_off (ch.before),
               on_off (ch.after), why_text (sc->setting, askers, step.target, &why));
       sc->cas.enabled = ch.after;

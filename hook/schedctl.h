@@ -11,16 +11,20 @@
  *              entries are the count: a container that died without a poststop
  *              stops counting at the next run's reconcile), then back to the value
  *              found before cachepin turned it on, which the ledger keeps
- *              (`sched_cache_restore`) so that a crash does not lose it;
+ *              (`sched_cache_restore`, in its own file of the state directory as
+ *              well as in ledger.json: ledger_store.h) so that neither a crash nor
+ *              a lost ledger.json loses it;
  *   always     on at every run;  never  off at every run.
- * Whatever the setting, a value kept from an earlier on-demand run is given back
- * first: changing the setting away from on-demand does not leave the switch on.
+ * A value kept from an earlier on-demand run is given back under leave and
+ * on-demand (once nobody asks), and stays kept under always and never, which set
+ * the switch whatever was found: changing the setting away from on-demand, even
+ * through always or never, does not lose what the switch was before cachepin.
  * `off` asks nothing that on-demand would do (the switch is only ever turned on
  * for containers; a value an admin chose is given back, never overridden by a
  * container); it is recorded and shown by `cachepin status`.
  *
- * Crash safety: the value to give back is committed to the ledger BEFORE the
- * switch is turned on, and cleared only AFTER it is given back; a kill in between
+ * Crash safety: the value to give back is committed (its file synced first, then
+ * ledger.json) BEFORE the switch is turned on, and cleared only AFTER it is given back; a kill in between
  * leaves a ledger from which the next run (any run: hook, apply, release) finishes
  * the job.  Writes are idempotent (written only when the value differs) and each
  * is logged with the value before and after.

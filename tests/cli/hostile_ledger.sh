@@ -2,11 +2,15 @@
 # Hostile files in the ledger's state directory, against the real binary ($1).
 #
 # Something that is not a regular file in place of ledger.lock (symlink, FIFO,
-# directory, socket), ledger.json (socket) or ledger.json.tmp (directory) used to
-# fail every run forever.  Each must be set aside once (to its .corrupt name, with
-# a warning), the run must go on (a poststop release commits the ledger), and the
-# next run must find nothing more to set aside.  Then many hooks at once against
-# a bad lock: one of them repairs it, none fails.
+# directory, socket), ledger.json (socket), ledger.json.tmp or ledger.json.prev
+# (directory), or sched_cache_restore (FIFO, directory) would fail every run
+# forever.  Each must be set aside once (to its
+# .corrupt name, with a warning), the run must go on (a poststop release commits
+# the ledger), and the next run must find nothing more to set aside.  Then a
+# ledger.json damaged after its commit (truncated, an unknown version, removed):
+# the hook goes back to ledger.json.prev, the generation before, with one line,
+# and loses only the last commit.  Then many hooks at once against a bad lock:
+# one of them repairs it, none fails.
 #
 # `cachepin hook poststop` needs no cgroup and no root-owned fixture: the state
 # directory is a scratch one named in a scratch host config.
@@ -99,11 +103,51 @@ C "ledger.lock a symlink to /dev/null" ledger.lock symlink "$LOCK_WARNING"
 C "ledger.lock a FIFO"                 ledger.lock fifo "$LOCK_WARNING"
 C "ledger.lock a directory"            ledger.lock dir "$LOCK_WARNING"
 C "ledger.lock a socket"               ledger.lock socket "$LOCK_WARNING"
-C "ledger.json a socket"               ledger.json socket 'cachepin: warning: ledger in @D@/state was not trusted and starts empty: @D@/state/ledger.json was not trusted (not a regular file); moved it to ledger.json.corrupt and started an empty ledger'
+C "ledger.json a socket"               ledger.json socket 'cachepin: warning: ledger: @D@/state/ledger.json was not trusted (not a regular file); moved it to ledger.json.corrupt; started an empty ledger (no previous generation, ledger.json.prev, to go back to)'
 C "ledger.json.tmp a directory"        ledger.json.tmp dir 'cachepin: warning: @D@/state/ledger.json.tmp was a directory; moved it to ledger.json.tmp.corrupt'"$RELEASED"
+C "ledger.json.prev a directory"       ledger.json.prev dir 'cachepin: warning: @D@/state/ledger.json.prev was a directory; moved it to ledger.json.prev.corrupt'"$RELEASED"
+RESTORE_WARNING='cachepin: warning: @D@/state/sched_cache_restore was not trusted (not a regular file); moved it to sched_cache_restore.corrupt; the value of cache-aware scheduling to give back, if cachepin held the switch, is lost: the switch is left as it is'$RELEASED
+C "sched_cache_restore a FIFO"         sched_cache_restore fifo "$RESTORE_WARNING"
+C "sched_cache_restore a directory"    sched_cache_restore dir "$RESTORE_WARNING"
 BAD=0
 check "/dev/null" "kind" "$(stat -c %F /dev/null)" "character special file"
 [ "$BAD" = 0 ] && PASS=$((PASS + 1))
+
+# A ledger.json damaged after its commit.  x and y are held; y's poststop is the
+# last commit (which keeps the ledger holding both as ledger.json.prev); then
+# ledger.json is damaged.  The next run goes back to the previous generation: x
+# is still held (its CPUs are not handed out again), and only the last commit is
+# lost (y is held again until the next reconcile can tell it is gone).
+seed2 () {
+  seed
+  jq -c --arg d "$D" '.entries += [.entries[0] | .id = "y" | .cgroup = "/y" | .cpus = "1" | .held = "1"]' \
+    "$S/ledger.json" > "$D/l2" && mv "$D/l2" "$S/ledger.json"
+}
+for damage in truncated version removed; do
+  seed2
+  BAD=0
+  poststop y
+  check "damaged ($damage)" "the last commit" "$(entries)" '["x"]'
+  check "damaged ($damage)" "the generation before kept" "$(jq -c '[.entries[].id]' "$S/ledger.json.prev")" '["x","y"]'
+  case $damage in
+    truncated) : > "$S/ledger.json" ;;
+    version) echo '{"version": 99, "entries": []}' > "$S/ledger.json" ;;
+    removed) rm "$S/ledger.json" ;;
+  esac
+  poststop z
+  check "damaged ($damage)" "status" "$RC" 0
+  case $damage in
+    truncated) lost='@D@/state/ledger.json was not trusted (empty input); moved it to ledger.json.corrupt' ;;
+    version) lost='@D@/state/ledger.json was not trusted (unsupported version 99 (expected 1 to N)); moved it to ledger.json.corrupt' ;;
+    removed) lost='@D@/state/ledger.json is missing' ;;
+  esac
+  check "damaged ($damage)" "one line" "$(sed -E "s|$D|@D@|g; s/expected 1 to [0-9]+/expected 1 to N/" "$D/err")" \
+    "cachepin: warning: ledger: $lost; went back to the previous generation, ledger.json.prev (2 entries): at most the last commit is lost"
+  check "damaged ($damage)" "x still held, y back" "$(entries)" '["x","y"]'
+  poststop z
+  check "damaged ($damage)" "the next run is quiet" "$(cat "$D/err")" ""
+  if [ "$BAD" = 0 ]; then PASS=$((PASS + 1)); echo "ok: damaged ledger.json ($damage)"; else FAIL=$((FAIL + 1)); fi
+done
 
 # Many hooks at once against a bad lock: every one succeeds, one repairs it.
 for kind in fifo dir; do

@@ -107,6 +107,51 @@ hook poststop e "$ON"
 check "still on after the last: it was on" "$(switch)" 1
 echo 0 > "$SWITCH"
 
+echo "== on-demand: the value to give back outlives a lost ledger.json"
+# Before, it lived in ledger.json alone: the switch stayed on for good, and no
+# line said why.  Now its own file holds it too (STATE/sched_cache_restore).
+for damage in truncated version removed; do
+  echo 0 > "$SWITCH"
+  container "r$damage"
+  hook createRuntime "r$damage" "$ON"
+  check "$damage: on" "$(switch)" 1
+  check "$damage: its own file keeps the value" "$(cat "$D/state/sched_cache_restore" 2>&1)" off
+  case $damage in
+    truncated) : > "$D/state/ledger.json" ;;
+    version) echo '{"version": 99, "entries": []}' > "$D/state/ledger.json" ;;
+    removed) rm "$D/state/ledger.json" ;;
+  esac
+  hook poststop "r$damage" "$ON"
+  hook createRuntime p "$PLAIN"   # one more container
+  check "ledger.json $damage: given back" "$(switch)" 0
+  check "$damage: the file is gone once given back" "$(ls "$D/state/sched_cache_restore" 2>/dev/null)" ""
+done
+
+echo "== found on, then never, then leave: on again"
+echo 1 > "$SWITCH"
+container s
+hook createRuntime s "$ON"
+check "kept: on" "$(restore)" on
+config never
+hook createRuntime p "$PLAIN"
+check "never: off" "$(switch)" 0
+check "never keeps the value to give back" "$(restore)" on
+config leave
+hook poststop s "$ON"
+check "leave gives it back: on" "$(switch)" 1
+check "and forgets it" "$(restore)" none
+config on-demand
+
+echo "== a damaged sched_cache_restore: one line"
+echo 0 > "$SWITCH"
+container t
+hook createRuntime t "$ON"
+echo maybe > "$D/state/sched_cache_restore"
+hook poststop t "$ON"
+contains "one line names the file and what is given back" "$D/err" "warning: $D/state/sched_cache_restore was not trusted (\`maybe\`, not on or off); moved it to sched_cache_restore.corrupt; ledger.json's copy, off, is what is given back"
+check "given back from ledger.json's copy" "$(switch)" 0
+echo 0 > "$SWITCH"
+
 echo "== leave: never written"
 config leave
 touch -d '2001-09-09 01:46:40' "$SWITCH"
@@ -132,6 +177,20 @@ hook createRuntime g "$ON"
 check "never: off, whoever asks" "$(switch)" 0
 contains "never: the asker is told" "$D/err" "host setting sched_cache is never: it stays off"
 hook poststop g "$ON"
+
+echo "== a switch whose value cannot be read: one line, one prefix"
+echo 2 > "$SWITCH"
+container q
+for setting in on-demand leave; do
+  config $setting
+  hook createRuntime q "$ON"
+  check "$setting: placed" "$RC" 0
+  contains "$setting: the probe's failure is logged" "$D/err" "llc_balancing/enabled: unexpected content '2"
+  check "$setting: the prefix once" "$(grep -c 'cache-aware scheduling: cache-aware scheduling' "$D/err")" 0
+  contains "$setting: with it" "$D/err" "warning: cache-aware scheduling: $SWITCH: unexpected content"
+  hook poststop q "$ON"
+done
+echo 0 > "$SWITCH"
 
 echo "== a kernel without the switch"
 config on-demand

@@ -2,13 +2,17 @@
  *
  * Built with -DCACHEPIN_FAULT_INJECTION against a test-only copy of the library
  * (cachepin_core_fault): the steps are the placer's fault points (ledger locked,
- * reconciled, entry put) and the ledger's (tmp written, tmp synced, renamed),
+ * reconciled, entry put) and the ledger's (tmp written, tmp synced, the old
+ * ledger.json kept as ledger.json.prev, renamed),
  * plus "done" (the call returned: the hook would write the cgroup next).  A
  * child runs the hook's own calls, cp_placer_open_ledger() + cp_placer_decide()
  * or cp_placer_release(), and raise(SIGKILL)s itself at the chosen step.  Then:
  *   - ledger.json is byte for byte the old file (killed before the rename) or the
  *     new one (after it), which the child saved when it wrote ledger.json.tmp;
  *     never anything else, never a ledger set aside as corrupt;
+ *   - once the old file was kept (prev-kept on), ledger.json.prev is the old
+ *     ledger byte for byte, and after the next hook's commit it is the ledger
+ *     that commit replaced: the generation a lost ledger.json goes back to;
  *   - the lock is free at once (flock dies with its process);
  *   - the next hook (a real placement) reconciles: the dead child's own entry, and
  *     the entries of containers that were already gone, are dropped, the stale
@@ -44,12 +48,13 @@ enum point
   P_RECORDED,
   P_TMP_WRITTEN,
   P_TMP_SYNCED,
+  P_PREV_KEPT,
   P_RENAMED,
   P_DONE,
   P_COUNT,
 };
 static const char *const point_names[] = {
-  "locked", "reconciled", "recorded", "tmp-written", "tmp-synced", "renamed", "done",
+  "locked", "reconciled", "recorded", "tmp-written", "tmp-synced", "prev-kept", "renamed", "done",
 };
 
 enum path
@@ -112,6 +117,7 @@ ledger_fault (enum cp_ledger_fault_point p, void *data)
     }
   enum point at = p == CP_LEDGER_FAULT_TMP_WRITTEN ? P_TMP_WRITTEN
                   : p == CP_LEDGER_FAULT_TMP_SYNCED ? P_TMP_SYNCED
+                  : p == CP_LEDGER_FAULT_PREV_KEPT  ? P_PREV_KEPT
                                                     : P_RENAMED;
   if (at == kill_at)
     raise (SIGKILL);
@@ -342,6 +348,20 @@ point_applies (enum path path, enum point p)
   return p != P_RECORDED || path == PATH_FIRST || path == PATH_PLACE;
 }
 
+/* ledger.json.prev (at PREV) is WANT byte for byte, or absent when WANT is NULL
+ * (there was no ledger.json to keep). */
+static void
+check_prev (const char *prev, const char *want, size_t want_len, const char *what, const char *when)
+{
+  size_t len = 0;
+  cleanup_free char *text = st_read_file (prev, &len);
+  if (want == NULL)
+    st_check (text == NULL, "%s: %s, a ledger.json.prev appeared without a ledger.json to keep", what, when);
+  else
+    st_check (text && len == want_len && memcmp (text, want, len) == 0,
+              "%s: %s, ledger.json.prev is not the ledger it replaced", what, when);
+}
+
 /* Returns whether the file was the new ledger. */
 static bool
 run_one (const struct cp_topo *topo, enum path path, enum point p)
@@ -353,6 +373,7 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
   cleanup_free char *file = path_in (sc.state, CP_LEDGER_FILE);
   cleanup_free char *tmp = path_in (sc.state, CP_LEDGER_TMP_FILE);
   cleanup_free char *corrupt = path_in (sc.state, CP_LEDGER_CORRUPT_FILE);
+  cleanup_free char *prev = path_in (sc.state, CP_LEDGER_PREV_FILE);
   size_t old_len = 0;
   cleanup_free char *old = st_read_file (file, &old_len);
   st_check ((old != NULL) == (expect_old[path] != NULL), "%s: the old ledger is %s", what, old ? "there" : "missing");
@@ -384,6 +405,7 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
             cap->captured ? "" : "not");
   size_t len = 0;
   cleanup_free char *now = st_read_file (file, &len);
+  size_t now_len = len;
   if (renamed)
     {
       st_check (now && len == cap->len && memcmp (now, cap->text, len) == 0,
@@ -403,9 +425,11 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
       st_ledger_free (&l);
     }
   st_check (!st_exists (corrupt), "%s: a ledger was set aside as corrupt", what);
+  if (p >= P_PREV_KEPT)
+    check_prev (prev, old, old_len, what, "when the old ledger was kept");
   bool stale_tmp = st_exists (tmp);
-  st_check (stale_tmp == (p == P_TMP_WRITTEN || p == P_TMP_SYNCED), "%s: ledger.json.tmp is %s", what,
-            stale_tmp ? "left behind" : "missing");
+  st_check (stale_tmp == (p == P_TMP_WRITTEN || p == P_TMP_SYNCED || p == P_PREV_KEPT),
+            "%s: ledger.json.tmp is %s", what, stale_tmp ? "left behind" : "missing");
   if (stale_tmp)
     {
       size_t tmp_len;
@@ -425,6 +449,8 @@ run_one (const struct cp_topo *topo, enum path path, enum point p)
   struct st_ledger l = check_text (after, len, renamed ? expect_next_new[path] : expect_next_old[path],
                                    "after the next hook");
   st_ledger_free (&l);
+  /* Its one commit kept the ledger it replaced (none on a first placement). */
+  check_prev (prev, now, now_len, what, "after the next hook");
   st_check (!st_exists (tmp), "%s: the next hook left ledger.json.tmp", what);
   st_check (!st_exists (corrupt), "%s: a ledger was set aside as corrupt", what);
   st_kill_holder (next);

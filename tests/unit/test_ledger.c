@@ -804,6 +804,145 @@ test_corruption_files (void **state)
   expect_recovered (&t, "garbage", 7, "expected a JSON object", "file over a directory");
 }
 
+/* A ledger.json lost after it was committed (truncated in place, rewritten with a
+ * version no reader knows, removed) costs at most its last commit: open goes back
+ * to ledger.json.prev, the generation before, says so in one line, and the next
+ * commit writes ledger.json again.  Only when ledger.json.prev cannot be trusted
+ * either does the ledger start empty (and says that). */
+static void
+commit_generations (const struct tdir *t)
+{
+  cp_error_t err = NULL;
+  struct cp_ledger *l = open_ok (t->state);
+  struct cp_ledger_entry a = entry ("a", CP_MODE_EXCLUSIVE, "0", "0");
+  put_ok (l, &a);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  l = open_ok (t->state);
+  struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "1", "1");
+  put_ok (l, &b);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  cp_ledger_entry_clear (&a);
+  cp_ledger_entry_clear (&b);
+}
+
+static void
+test_prev_generation (void **state)
+{
+  static const char *const damages[] = { "truncated", "unknown version", "removed", "a directory" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (damages); i++)
+    {
+      struct tdir t = *(struct tdir *) *state;
+      snprintf (t.state, sizeof t.state, "%s/state-%zu", t.root, i);
+      commit_generations (&t);
+      cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+      if (i == 0)
+        assert_int_equal (truncate (file, 0), 0);
+      else if (i == 1)
+        {
+          const char *v99 = "{\"version\":99,\"entries\":[]}";
+          int fd = open (file, O_WRONLY | O_TRUNC | O_CLOEXEC); /* in place, as an editor would not */
+          assert_true (fd >= 0);
+          assert_int_equal (write (fd, v99, strlen (v99)), (ssize_t) strlen (v99));
+          close (fd);
+        }
+      else if (i == 2)
+        assert_int_equal (unlink (file), 0);
+      else
+        assert_true (unlink (file) == 0 && mkdir (file, 0700) == 0);
+
+      struct cp_ledger *l = open_ok (t.state);
+      if (cp_ledger_count (l) != 1 || cp_ledger_find (l, "a") == NULL)
+        fail_msg ("%s: %zu entries, `a` %s: the running containers were lost", damages[i], cp_ledger_count (l),
+                  cp_ledger_find (l, "a") ? "kept" : "lost");
+      const char *why = NULL;
+      if (!cp_ledger_was_recovered (l, &why))
+        fail_msg ("%s: not said", damages[i]);
+      expect_contains (why, "went back to the previous generation, ledger.json.prev (1 entry): at most the last "
+                            "commit is lost");
+      expect_contains (why, i == 2 ? "ledger.json is missing" : "moved it to ledger.json.corrupt");
+      assert_null (strchr (why, '\n'));
+      /* b's commit was the last: that one is lost, and its CPU free again. */
+      cp_error_t err = NULL;
+      expect_ok (cp_ledger_commit (l, &err), err);
+      cp_ledger_close (l);
+      assert_true (state_exists (&t, CP_LEDGER_FILE));
+      l = open_ok (t.state);
+      assert_false (cp_ledger_was_recovered (l, NULL));
+      assert_int_equal (cp_ledger_count (l), 1);
+      cp_ledger_close (l);
+    }
+
+  /* The previous generation untrusted too: empty, and said. */
+  struct tdir t = *(struct tdir *) *state;
+  snprintf (t.state, sizeof t.state, "%s/state-both", t.root);
+  commit_generations (&t);
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  cleanup_free char *prev = state_path (&t, CP_LEDGER_PREV_FILE);
+  write_file (file, "garbage", 7);
+  write_file (prev, "{\"version\":99", 13);
+  struct cp_ledger *l = open_ok (t.state);
+  const char *why = NULL;
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "started an empty ledger (the previous generation, ledger.json.prev, is not trusted either:");
+  assert_int_equal (cp_ledger_count (l), 0);
+  cp_ledger_close (l);
+
+  /* No previous generation (the first commit was the last): empty, and said. */
+  snprintf (t.state, sizeof t.state, "%s/state-first", t.root);
+  make_state_dir (&t);
+  free (file);
+  file = state_path (&t, CP_LEDGER_FILE);
+  write_file (file, "garbage", 7);
+  l = open_ok (t.state);
+  assert_true (cp_ledger_was_recovered (l, &why));
+  expect_contains (why, "started an empty ledger (no previous generation, ledger.json.prev, to go back to)");
+  cp_ledger_close (l);
+  /* Neither file (the garbage was set aside): the first run, nothing to say. */
+  assert_false (exists (file));
+  l = open_ok (t.state);
+  assert_false (cp_ledger_was_recovered (l, NULL));
+  cp_ledger_close (l);
+}
+
+/* Each commit keeps the generation it replaces, as another file (not a name for
+ * the same one: a ledger.json damaged in place leaves it whole); a directory in
+ * its place is set aside once. */
+static void
+test_prev_kept (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  commit_generations (&t);
+  cleanup_free char *file = state_path (&t, CP_LEDGER_FILE);
+  cleanup_free char *prev = state_path (&t, CP_LEDGER_PREV_FILE);
+  struct stat fst, pst;
+  assert_int_equal (stat (file, &fst), 0);
+  assert_int_equal (stat (prev, &pst), 0);
+  assert_true (fst.st_ino != pst.st_ino);
+  assert_int_equal (fst.st_nlink, 1);
+  assert_int_equal (pst.st_nlink, 1);
+  cp_error_t err = NULL;
+  struct cp_ledger *d = NULL;
+  cleanup_free char *text = read_file (prev, NULL);
+  expect_ok (cp_ledger_parse (text, strlen (text), &d, &err), err);
+  assert_int_equal (cp_ledger_count (d), 1);
+  cp_ledger_close (d);
+
+  assert_true (unlink (prev) == 0 && mkdir (prev, 0700) == 0);
+  struct cp_ledger *l = open_ok (t.state);
+  struct cp_ledger_entry c = entry ("c", CP_MODE_EXCLUSIVE, "2", "2");
+  put_ok (l, &c);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+  cp_ledger_entry_clear (&c);
+  cleanup_free char *aside = state_path (&t, CP_LEDGER_PREV_CORRUPT_FILE);
+  assert_int_equal (stat (aside, &pst), 0);
+  assert_true (S_ISDIR (pst.st_mode));
+  assert_int_equal (stat (prev, &pst), 0);
+  assert_true (S_ISREG (pst.st_mode));
+}
+
 /* Break E in the I-th way of test_put_refuses's table. */
 static void
 spoil (struct cp_ledger_entry *e, size_t i)
@@ -1930,7 +2069,7 @@ static void
 test_fault_kill (void **state)
 {
   static const enum cp_ledger_fault_point points[] = {
-    CP_LEDGER_FAULT_TMP_WRITTEN, CP_LEDGER_FAULT_TMP_SYNCED, CP_LEDGER_FAULT_RENAMED,
+    CP_LEDGER_FAULT_TMP_WRITTEN, CP_LEDGER_FAULT_TMP_SYNCED, CP_LEDGER_FAULT_PREV_KEPT, CP_LEDGER_FAULT_RENAMED,
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (points); i++)
     {
@@ -2014,6 +2153,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_kernel_fields, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_utf8_text),
     cmocka_unit_test_setup_teardown (test_corruption_files, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_prev_generation, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_prev_kept, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_put_refuses),
     cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_state_dir, tdir_setup, tdir_teardown),

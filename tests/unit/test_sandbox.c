@@ -7,15 +7,15 @@
  * opened O_PATH as cgroup.c opens a mount) and tries things; the parent reads
  * how it ended.  The child reports a failed check on stderr and exits 1.
  *   - allowed: the ledger commit (create ledger.json.tmp in the state directory,
- *     write, fsync, rename, unlink), cgroup file reads and writes through the
+ *     write, fsync, link ledger.json as ledger.json.prev, rename, unlink), cgroup file reads and writes through the
  *     dirfd, cgroup.c's directory walk (openat2 answers ENOSYS), /proc/<pid>/stat
  *     of the target, a pipe, malloc of small and large blocks, syslog, abort();
  *   - refused with EPERM (a bug elsewhere, or an unexpected glibc call, fails
  *     like an I/O error): socket (inet, inet6, unix, netlink), creating a file
  *     outside the state directory (openat O_CREAT, creat, O_TMPFILE), executable
  *     mappings, fork and clone3, kill, tgkill of another process, getppid,
- *     fcntl(F_SETFL), ioctl TIOCSTI, sendto an address, symlinkat, linkat,
- *     mkdirat, fchmodat, fchownat, prctl; openat2 answers ENOSYS;
+ *     fcntl(F_SETFL), ioctl TIOCSTI, sendto an address, symlinkat, linkat
+ *     from or to another directory fd or following a symlink, mkdirat, fchmodat, fchownat, prctl; openat2 answers ENOSYS;
  *   - refused by Landlock with EACCES (skipped where the kernel has none):
  *     opening a file anywhere else, even for reading, and creating one through
  *     the state directory's fd with an absolute path (what seccomp cannot see);
@@ -235,6 +235,8 @@ child_allowed (const struct child *c)
   CHILD_CHECK (fsync (fd) == 0);
   CHILD_CHECK (close (fd) == 0);
   CHILD_CHECK (renameat (c->state_dirfd, CP_LEDGER_TMP_FILE, c->state_dirfd, CP_LEDGER_FILE) == 0);
+  CHILD_CHECK (linkat (c->state_dirfd, CP_LEDGER_FILE, c->state_dirfd, CP_LEDGER_PREV_FILE, 0) == 0);
+  CHILD_CHECK (unlinkat (c->state_dirfd, CP_LEDGER_PREV_FILE, 0) == 0);
   CHILD_CHECK (fsync (c->state_dirfd) == 0);
   fd = openat (c->state_dirfd, CP_LEDGER_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   CHILD_CHECK (fd >= 0);
@@ -348,7 +350,9 @@ child_eperm (const struct child *c)
   CHILD_REFUSED (sendto (c->pipe_w, "x", 1, 0, (struct sockaddr *) &addr, sizeof addr), EPERM);
   /* Other ways out of the filesystem rules. */
   CHILD_REFUSED (symlinkat ("/etc", c->state_dirfd, "l"), EPERM);
-  CHILD_REFUSED (linkat (c->state_dirfd, "x", c->state_dirfd, "y", 0), EPERM);
+  CHILD_REFUSED (linkat (AT_FDCWD, "/etc/passwd", c->state_dirfd, "y", 0), EPERM);
+  CHILD_REFUSED (linkat (c->state_dirfd, "x", AT_FDCWD, "y", 0), EPERM);
+  CHILD_REFUSED (linkat (c->state_dirfd, "x", c->state_dirfd, "y", AT_SYMLINK_FOLLOW), EPERM);
   CHILD_REFUSED (mkdirat (c->state_dirfd, "d", 0700), EPERM);
   CHILD_REFUSED (fchmodat (c->state_dirfd, ".", 0777, 0), EPERM);
   CHILD_REFUSED (fchownat (c->state_dirfd, ".", 1000, 1000, 0), EPERM);

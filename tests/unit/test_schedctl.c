@@ -48,11 +48,12 @@ test_decide (void **state)
     { CP_SCHED_CACHE_ON_DEMAND, 0, 1, 1, 1, -1 },
     { CP_SCHED_CACHE_ON_DEMAND, 0, -1, 1, 1, -1 }, /* not ours: left alone */
     { CP_SCHED_CACHE_ON_DEMAND, 0, -1, 0, 0, -1 },
-    /* always / never */
+    /* always / never: set whatever was found; a kept value stays kept for the
+       setting that follows to give back */
     { CP_SCHED_CACHE_ALWAYS, 0, -1, 0, 1, -1 },
-    { CP_SCHED_CACHE_ALWAYS, 0, 0, 1, 1, -1 },
+    { CP_SCHED_CACHE_ALWAYS, 0, 0, 1, 1, 0 },
     { CP_SCHED_CACHE_NEVER, 2, -1, 1, 0, -1 },
-    { CP_SCHED_CACHE_NEVER, 0, 1, 1, 0, -1 },
+    { CP_SCHED_CACHE_NEVER, 0, 1, 1, 0, 1 },
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
     {
@@ -327,6 +328,96 @@ test_always_never (void **state)
   assert_int_equal (switch_value (fx), 0);
 }
 
+/* always and never set the switch whatever was found, but keep a value an
+ * earlier on-demand run kept: the setting after them gives it back (found on,
+ * then never, then leave: on again). */
+static void
+test_always_never_keep (void **state)
+{
+  struct fixture *fx = *state;
+  static const struct
+  {
+    int found;
+    enum cp_sched_cache_setting between;
+  } cases[] = { { 1, CP_SCHED_CACHE_NEVER }, { 0, CP_SCHED_CACHE_ALWAYS } };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      const char *name = cp_sched_cache_setting_name (cases[i].between);
+      put (fx->switch_path, cases[i].found ? "1\n" : "0\n");
+      fx->hc.sched_cache = CP_SCHED_CACHE_ON_DEMAND;
+      run (fx, "a", CP_ASK_ON, NULL);
+      assert_int_equal (kept (fx), cases[i].found);
+      fx->hc.sched_cache = cases[i].between;
+      run (fx, "b", CP_ASK_NONE, NULL);
+      assert_int_equal (switch_value (fx), cases[i].between == CP_SCHED_CACHE_ALWAYS);
+      if (kept (fx) != cases[i].found)
+        fail_msg ("found %d, then %s: the value to give back is %d", cases[i].found, name, kept (fx));
+      fx->hc.sched_cache = CP_SCHED_CACHE_LEAVE;
+      run (fx, NULL, CP_ASK_NONE, "a");
+      run (fx, NULL, CP_ASK_NONE, "b");
+      if (switch_value (fx) != cases[i].found)
+        fail_msg ("found %d, then %s, then leave: the switch is %d", cases[i].found, name, switch_value (fx));
+      assert_int_equal (kept (fx), -1);
+    }
+}
+
+/* The value to give back outlives the ledger: ledger.json truncated, rewritten
+ * with a version no reader knows, removed, or removed with its previous
+ * generation: after the last asker's poststop and one more container, the switch
+ * is back where it was found (it stayed on for good when the value lived only in
+ * ledger.json), and the file holding it is gone. */
+static void
+test_restore_outlives_ledger (void **state)
+{
+  struct fixture *fx = *state;
+  static const char *const damages[] = { "truncated", "unknown version", "removed", "removed with .prev" };
+  cleanup_free char *file = cp_xasprintf ("%s/%s", fx->state, CP_LEDGER_FILE);
+  cleanup_free char *prev = cp_xasprintf ("%s/%s", fx->state, CP_LEDGER_PREV_FILE);
+  cleanup_free char *restore = cp_xasprintf ("%s/%s", fx->state, CP_LEDGER_RESTORE_FILE);
+  for (size_t i = 0; i < CP_ARRAY_SIZE (damages); i++)
+    {
+      put (fx->switch_path, "0\n");
+      run (fx, "a", CP_ASK_ON, NULL);
+      assert_int_equal (switch_value (fx), 1);
+      assert_int_equal (kept (fx), 0);
+      if (i == 0)
+        assert_int_equal (truncate (file, 0), 0);
+      else if (i == 1)
+        put (file, "{\"version\":99,\"entries\":[]}");
+      else
+        assert_int_equal (unlink (file), 0);
+      if (i == 3)
+        assert_int_equal (unlink (prev), 0);
+      run (fx, NULL, CP_ASK_NONE, "a"); /* a's poststop */
+      run (fx, "p", CP_ASK_NONE, NULL); /* one more container */
+      if (switch_value (fx) != 0)
+        fail_msg ("ledger.json %s: the switch stays on", damages[i]);
+      assert_int_equal (kept (fx), -1);
+      assert_int_equal (access (restore, F_OK), -1);
+      run (fx, NULL, CP_ASK_NONE, "p");
+    }
+}
+
+/* sched_cache_restore holds the value while cachepin holds the switch; one that
+ * is not "on" or "off" is set aside (and logged), and ledger.json's copy is what
+ * is given back then. */
+static void
+test_restore_file_damaged (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_free char *restore = cp_xasprintf ("%s/%s", fx->state, CP_LEDGER_RESTORE_FILE);
+  cleanup_free char *aside = cp_xasprintf ("%s/%s", fx->state, CP_LEDGER_RESTORE_CORRUPT_FILE);
+  run (fx, "a", CP_ASK_ON, NULL);
+  cleanup_free char *text = slurp (restore);
+  assert_string_equal (text, "off\n");
+  put (restore, "maybe\n");
+  assert_int_equal (kept (fx), 0); /* ledger.json's copy */
+  assert_int_equal (access (aside, F_OK), 0);
+  run (fx, NULL, CP_ASK_NONE, "a");
+  assert_int_equal (switch_value (fx), 0);
+  assert_int_equal (access (restore, F_OK), -1);
+}
+
 /* The request check: a strict container asking on where the switch cannot be
  * written is refused (nothing has been written yet); not strict, or under leave
  * or never, it is not. */
@@ -434,6 +525,9 @@ main (void)
     cmocka_unit_test_setup_teardown (test_leave, setup, teardown),
     cmocka_unit_test_setup_teardown (test_leave_no_probe, setup, teardown),
     cmocka_unit_test_setup_teardown (test_always_never, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_always_never_keep, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_restore_outlives_ledger, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_restore_file_damaged, setup, teardown),
     cmocka_unit_test_setup_teardown (test_check_request, setup, teardown),
 #ifdef CACHEPIN_FAULT_INJECTION
     cmocka_unit_test_setup_teardown (test_crash, setup, teardown),
