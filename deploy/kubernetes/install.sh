@@ -109,7 +109,7 @@ install_containerd () {
     without_block "$CTRD_CONFIG"
     echo "$BEGIN (written by cachepin-install; \`cachepin-install uninstall\` removes it)"
     node_paths "$SRC/share/containerd/config-v$1.toml" \
-      | sed -e '/^version/d' -e "s|SystemdCgroup = false|SystemdCgroup = ${sd:-false}|"
+      | sed -e '1,/^version/d' -e "s|SystemdCgroup = false|SystemdCgroup = ${sd:-false}|"
     echo "$END"
   } >"$tmp"
   replace_config "$tmp"
