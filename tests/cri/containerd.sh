@@ -404,8 +404,10 @@ create_start () {
   check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
 }
 
-# nofile ID: the open-file limit (soft) of container ID's first process.
-nofile () { cri exec "$1" grep '^Max open files' /proc/1/limits 2>/dev/null | awk '{print $4}'; }
+# nofile ID: `ulimit -n` in container ID, as `kubectl exec` would show it (an exec'd process:
+# Debian 12's runc 1.1 lets a container's first process keep its parent's NOFILE limit
+# whatever the spec says, but applies the spec's to an exec).
+nofile () { cri exec "$1" sh -c 'ulimit -n' 2>/dev/null; }
 drifted () {
   "$BIN" status --json --config "$D/cachepin.json" 2>/dev/null \
     | jq -r --arg id "$1" '.ledger.entries[] | select(.id == $id) | .drifted'
