@@ -100,6 +100,16 @@ check_containerd () {
   echo "$v"
 }
 
+# default_runc: containerd 1.x's default runc handler. In 1.x a config's runtimes table
+# replaces the default one, which holds runc: a version-2 config that defines no handler
+# (Debian's own) would lose runc, every other pod's handler, to ours. 2.x merges: the same.
+default_runc () {
+  echo
+  echo '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]'
+  echo '  # The default runc handler, which containerd 1.x drops once any handler is configured.'
+  echo '  runtime_type = "io.containerd.runc.v2"'
+}
+
 # install_containerd VERSION: the handler (the snippet of that version, naming the node's
 # prefix, with the runc handler's SystemdCgroup) between BEGIN and END at the config's end.
 install_containerd () {
@@ -110,6 +120,9 @@ install_containerd () {
     echo "$BEGIN (written by cachepin-install; \`cachepin-install uninstall\` removes it)"
     node_paths "$SRC/share/containerd/config-v$1.toml" \
       | sed -e '1,/^version/d' -e "s|SystemdCgroup = false|SystemdCgroup = ${sd:-false}|"
+    if [ "$1" = 2 ] && ! without_block "$CTRD_CONFIG" | grep -q 'containerd\.runtimes\.'; then
+      default_runc
+    fi
     echo "$END"
   } >"$tmp"
   replace_config "$tmp"

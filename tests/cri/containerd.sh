@@ -14,8 +14,8 @@
 # and imported, also as the sandbox image: nothing is pulled.
 #
 # Checked: the installer keeps a main config's settings (SystemdCgroup = true, a sandbox
-# image) in each config version this containerd reads, as `containerd config dump` shows
-# them, and uninstall takes its handler out; a pod annotation, a per-container key in the
+# image) in each config version this containerd reads, and Debian's own config its runc
+# handler, as `containerd config dump` shows them, and uninstall takes its handler out; a pod annotation, a per-container key in the
 # pod's annotations, and a container annotation each place the container (its cpuset is the
 # CPUs the ledger holds for it); the sandbox (pause) container, which carries the pod's
 # annotations too, is left alone; a pod without annotations is left alone; a cachepin
@@ -246,7 +246,8 @@ EOF
 }
 
 # dumped FILE: what `containerd config dump` makes of FILE, one line: the sandbox image,
-# runc's SystemdCgroup, cachepin's base_runtime_spec and SystemdCgroup (- where missing).
+# runc's SystemdCgroup, cachepin's base_runtime_spec and SystemdCgroup (- where missing),
+# the runtime handlers (sorted, comma-separated).
 dumped () {
   "$CTRD/usr/bin/containerd" --config "$1" config dump 2>/dev/null | "$PY" -c '
 import sys, tomllib
@@ -262,7 +263,8 @@ rts = rt.get("containerd", {}).get("runtimes", {})
 def systemd(h):
     v = rts.get(h, {}).get("options", {}).get("SystemdCgroup")
     return "-" if v is None else str(v).lower()
-print(sandbox or "-", systemd("runc"), rts.get("cachepin", {}).get("base_runtime_spec") or "-", systemd("cachepin"))'
+print(sandbox or "-", systemd("runc"), rts.get("cachepin", {}).get("base_runtime_spec") or "-", systemd("cachepin"),
+      ",".join(sorted(rts)) or "-")'
 }
 
 # keeps_settings VERSION: a main config of that version with SystemdCgroup = true and a
@@ -281,10 +283,23 @@ keeps_settings () {
   install_node >"$D/install-keep.log" 2>&1 || { cat "$D/install-keep.log"; bad "config version $v: the installer refused"; return; }
   got=$(dumped "$CTRD_CONFIG")
   check "config version $v, installed: config dump keeps the sandbox image and runc's SystemdCgroup = true, cachepin's handler follows ($got)" \
-    [ "$got" = "$sandbox true $spec true" ]
+    [ "$got" = "$sandbox true $spec true cachepin,runc" ]
   install_node uninstall >>"$D/install-keep.log" 2>&1
   got=$(dumped "$CTRD_CONFIG")
-  check "config version $v, uninstalled: no cachepin handler, the settings kept ($got)" [ "$got" = "$sandbox true - -" ]
+  check "config version $v, uninstalled: no cachepin handler, the settings kept ($got)" [ "$got" = "$sandbox true - - runc" ]
+}
+
+# keeps_runc: Debian's own /etc/containerd/config.toml (version 2, no handler of its own)
+# keeps the runc handler with cachepin's added (containerd 1.x replaces its default
+# runtimes table with a config's own), and gets it back as it was after uninstall.
+keeps_runc () {
+  local CTRD_CONFIG=$D/debian.toml NODE=$D/keep-node got
+  cp "$CTRD/etc/containerd/config.toml" "$CTRD_CONFIG" || { bad "no /etc/containerd/config.toml in the package"; return; }
+  install_node >"$D/install-debian.log" 2>&1 || { cat "$D/install-debian.log"; bad "Debian's config: the installer refused"; return; }
+  got=$(dumped "$CTRD_CONFIG")
+  check "Debian's config, installed: config dump has the runc and cachepin handlers ($got)" [ "${got##* }" = cachepin,runc ]
+  install_node uninstall >>"$D/install-debian.log" 2>&1
+  check "Debian's config, uninstalled: the file as it was" cmp -s "$CTRD_CONFIG" "$CTRD/etc/containerd/config.toml"
 }
 
 # start_containerd [ctr]: containerd started, its CRI answering (ctr: its own API only).
@@ -481,6 +496,7 @@ ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log";
 # 0. The installer and the config versions this containerd reads (1.x: 2; 2.x: 2 and 3).
 keeps_settings 2
 [ "$CONFIG_VERSION" = 2 ] || keeps_settings 3
+keeps_runc
 
 # 1. A pod annotation: every container of the pod asks; the sandbox carries it too.
 POD_KEY=cachepin.io/cpus

@@ -339,6 +339,17 @@ def check_containerd_install(node, r):
               written_before(r.stdout, node.ctrd_config, BASE_SPEC), r.stdout)
         check(f"containerd config {version}: uninstall leaves only the containerd config",
               node.files() == [CONTAINERD_ETC[1:] + "/config.toml"], str(node.files()))
+    # A version-2 config without a handler of its own (Debian's): containerd 1.x would lose
+    # its default runc handler to ours, so the block defines it too.
+    bare = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n  conf_dir = "/etc/cni/net.d"\n'
+    node.containerd_config(bare)
+    node.run()
+    runtimes = lookup(tomllib.loads(node.containerd_config()), HANDLER_TABLE[2])
+    check("containerd config 2 without handlers: the block adds runc (1.x's default) with cachepin",
+          sorted(runtimes) == ["cachepin", "runc"] and runtimes["runc"].get("runtime_type") == "io.containerd.runc.v2",
+          str(runtimes))
+    node.run("uninstall")
+    check("containerd config 2 without handlers: uninstall gives it back", node.containerd_config() == bare)
     v1 = '[plugins.cri]\n  sandbox_image = "registry.example/pause:custom"\n'
     node.containerd_config(v1)
     r = node.run()
