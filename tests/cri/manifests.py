@@ -6,7 +6,10 @@ containerd snippets and base spec at <prefix>/share/containerd/, the host config
 /etc/cachepin/config.json; one installer image name, tagged with the project's version; the
 runtime handler, RuntimeClass and node label the same everywhere; the installer holds only
 the host paths and privileges it needs; the example pod's annotations are values the real
-binary accepts.
+binary accepts; the base spec has no rlimits; install.sh, run for real, adds the handler to a
+containerd config in that config's version (keeping its settings, runc included), writes the
+base spec before the config and uninstalls in the reverse order, and refuses a version-1
+config in one line, writing nothing.
 
     /usr/bin/python3 tests/cri/manifests.py SOURCE_DIR PATH-TO-cachepin
 """
