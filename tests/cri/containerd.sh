@@ -5,20 +5,29 @@
 #
 # containerd comes from Debian (sid: 2.x, config version 3; bookworm: 1.6, version 2), fetched
 # with apt-get download into /var/cache/cachepin/debs by fetch-debs.sh and never installed; it
-# runs on a private socket, root and state directory, with the shipped deploy/containerd
-# snippet (config-v3.toml or config-v2.toml, as is but for the base spec's path) and
-# the shipped base spec (deploy/containerd/cachepin-base-spec.json, its hooks pointed at BIN
-# and at a host config of the test's own). The CRI client is cri_client.py, its stubs
+# runs on a private socket, root and state directory. The cachepin handler is put into its
+# config by the installer (deploy/kubernetes/install.sh, with the shipped deploy/containerd
+# snippets and base spec, the base spec's hooks given a host config of the test's own, the
+# node's prefix a directory of the test's). The CRI client is cri_client.py, its stubs
 # generated into DIR from k8s.io/cri-api's runtime/v1 api.proto (Debian's
-# golang-github-kubernetes-cri-api-dev, from sid). The snippet is imported (containerd 2.x)
-# or appended to the main config (1.x, whose imports replace whole plugin tables). The image
-# is busybox-static, built here and imported, also as the sandbox image: nothing is pulled.
+# golang-github-kubernetes-cri-api-dev, from sid). The image is busybox-static, built here
+# and imported, also as the sandbox image: nothing is pulled.
 #
-# Checked: a pod annotation, a per-container key in the pod's annotations, and a container
-# annotation each place the container (its cpuset is the CPUs the ledger holds for it); the
-# sandbox (pause) container, which carries the pod's annotations too, is left alone; a pod
-# without annotations is left alone; once the containers and pods are stopped and removed
-# the ledger holds nothing.
+# Checked: the installer keeps a main config's settings (SystemdCgroup = true, a sandbox
+# image) in each config version this containerd reads, and Debian's own config its runc
+# handler, as `containerd config dump` shows them, and uninstall takes its handler out; a pod annotation, a per-container key in the
+# pod's annotations, and a container annotation each place the container (its cpuset is the
+# CPUs the ledger holds for it); the sandbox (pause) container, which carries the pod's
+# annotations too, is left alone; a pod without annotations is left alone; a cachepin
+# container's open-file limit is a runc-handler container's; an UpdateContainerResources
+# without a cpuset (a resize) keeps the placement, one with a cpuset overwrites it unseen by
+# the hook (the ledger keeps the CPU, status says drifted); once the containers and pods are
+# stopped and removed the ledger holds nothing; a base spec missing when containerd starts
+# fails the whole CRI plugin, and after uninstall (config first, then the spec) containerd
+# starts with its CRI and without the handler.
+#
+# Not checked: running a container with SystemdCgroup = true (it needs systemd as PID 1 on
+# the test machine); the config dump is checked instead.
 #
 # Debugging: CACHEPIN_CRI_KEEP=1 keeps the scratch directory (containerd's log, configs);
 # CACHEPIN_CRI_PAUSE=SECONDS waits that long before cleaning up, containerd still running.
@@ -39,8 +48,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case $SUITE in
-  sid) SNIPPET=$SRC/deploy/containerd/config-v3.toml CONFIG_VERSION=3 ;;
-  bookworm) SNIPPET=$SRC/deploy/containerd/config-v2.toml CONFIG_VERSION=2 ;;
+  sid) CONFIG_VERSION=3 ;;
+  bookworm) CONFIG_VERSION=2 ;;
   *) echo "containerd.sh: --suite sid or bookworm" >&2; exit 2 ;;
 esac
 [ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "containerd.sh: --cachepin and --stubs are needed" >&2; exit 2; }
@@ -86,7 +95,8 @@ SOCK=$D/c.sock
 TAG=cachepin-cri-$$
 PARENT=/$TAG # every pod's cgroup parent (cgroupfs), removed at the end
 IMAGE=localhost/cachepin-test/busybox:$TAG
-CTRD_PID="" CLIENT_PID=""
+CTRD_PID="" CLIENT_PID="" CTRD_CONFIG=""
+NODE=$D/node # the node's /opt/cachepin
 PODS=()
 PASS=0 FAIL=0 SAID_SANDBOX_HOOKS="" POD_KEY=""
 export CRI_STUBS=$STUBS
@@ -117,12 +127,7 @@ cleanup () {
     cri stop-pod "$p" >/dev/null 2>&1
     cri rm-pod "$p" >/dev/null 2>&1
   done
-  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; fi
-  if [ -n "$CTRD_PID" ]; then
-    kill "$CTRD_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$CTRD_PID" 2>/dev/null
-  fi
+  stop_containerd
   # Shims this containerd started (their command line names our socket) outlive it.
   for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
   # Mounts under our directory (rootfs overlays, sandbox shm), deepest first.
@@ -139,6 +144,7 @@ trap 'exit 1' INT TERM
 pass () { PASS=$((PASS + 1)); echo "ok   $*"; }
 bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
 check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
+fails () { ! "$@"; }
 
 # The image: busybox-static and its applets, in the format `docker save` writes.
 build_image () {
@@ -156,25 +162,43 @@ build_image () {
   tar -C "$img" -cf "$D/image.tar" manifest.json config.json layer.tar
 }
 
-# The shipped snippet and base spec, made the test's own: the hook is this build's binary
-# with a host config (state directory, debug log) of the test's. restrict_oom_score_adj: the
+# install_node ARGS...: deploy/kubernetes/install.sh run as the installer image runs it, on
+# a node whose /opt/cachepin is $NODE and whose containerd config is $CTRD_CONFIG.
+install_node () {
+  CACHEPIN_SRC=$D/image CACHEPIN_HOST_PREFIX=$NODE CACHEPIN_NODE_PREFIX=$NODE CACHEPIN_HOST_ETC=$D/node-etc \
+    CACHEPIN_CONFIG=$D/no-config CACHEPIN_CONTAINERD_CONFIG=$CTRD_CONFIG sh "$SRC/deploy/kubernetes/install.sh" "$@"
+}
+
+# The installer image's tree (as deploy/kubernetes/Containerfile lays it out), made the
+# test's own: the hook is this build's binary with a host config (state directory, debug
+# log) of the test's.
+image_tree () {
+  local img=$D/image f
+  mkdir -p "$img/bin" "$img/share/containers/oci/hooks.d" "$img/share/containerd" "$D/hookstate"
+  cp "$BIN" "$img/bin/cachepin"
+  for f in "$SRC"/deploy/hooks.d/*.json.in; do
+    sed 's|@CACHEPIN_INSTALLED_BIN@|/opt/cachepin/bin/cachepin|' "$f" >"$img/share/containers/oci/hooks.d/$(basename "$f" .in)"
+  done
+  cp "$SRC/deploy/containerd/config-v2.toml" "$SRC/deploy/containerd/config-v3.toml" "$img/share/containerd/"
+  printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/hookstate" >"$D/cachepin.json"
+  jq --arg cfg "$D/cachepin.json" '
+      .hooks |= with_entries(.value |= map(
+        if .path == "/opt/cachepin/bin/cachepin" then .args = ["cachepin", "hook", "--config", $cfg] + .args[2:]
+        else error("unexpected hook path \(.path)") end))' \
+     "$SRC/deploy/containerd/cachepin-base-spec.json" >"$img/share/containerd/cachepin-base-spec.json"
+}
+
+# The test's containerd config, the installer's handler added. restrict_oom_score_adj: the
 # sandbox's -998 needs CAP_SYS_RESOURCE, which a test machine (itself a container) may lack.
 configure () {
-  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d" "$D/hookstate"
-  printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/hookstate" >"$D/cachepin.json"
-  jq --arg bin "$BIN" --arg cfg "$D/cachepin.json" '
-      .hooks |= with_entries(.value |= map(
-        if .path == "/opt/cachepin/bin/cachepin" then .path = $bin | .args = ["cachepin", "hook", "--config", $cfg] + .args[2:]
-        else error("unexpected hook path \(.path)") end))' \
-     "$SRC/deploy/containerd/cachepin-base-spec.json" >"$D/base-spec.json" || return 1
-  sed "s|/opt/cachepin/share/containerd/cachepin-base-spec.json|$D/base-spec.json|" "$SNIPPET" >"$D/cachepin.toml"
-  grep -q "$D/base-spec.json" "$D/cachepin.toml" || { echo "the snippet names no base_runtime_spec"; return 1; }
+  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d"
+  image_tree || return 1
+  CTRD_CONFIG=$D/config.toml
   if [ "$CONFIG_VERSION" = 3 ]; then
-    cat >"$D/config.toml" <<EOF
+    cat >"$CTRD_CONFIG" <<EOF
 version = 3
 root = '$D/root'
 state = '$D/state'
-imports = ['$D/cachepin.toml']
 [grpc]
   address = '$SOCK'
 [ttrpc]
@@ -194,7 +218,7 @@ imports = ['$D/cachepin.toml']
   BinaryName = '$RUNC'
 EOF
   else
-    cat >"$D/config.toml" <<EOF
+    cat >"$CTRD_CONFIG" <<EOF
 version = 2
 root = "$D/root"
 state = "$D/state"
@@ -215,24 +239,100 @@ state = "$D/state"
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
   BinaryName = "$RUNC"
 EOF
-    # containerd 1.x: an imported file replaces a plugin's whole table (the default runc
-    # handler, the sandbox image would be lost): the snippet is merged into the file.
-    grep -v '^version' "$D/cachepin.toml" >>"$D/config.toml"
   fi
+  install_node >"$D/install.log" 2>&1 || { cat "$D/install.log"; return 1; }
+  grep -q "$NODE/share/containerd/cachepin-base-spec.json" "$CTRD_CONFIG" \
+    || { cat "$D/install.log"; echo "the installed config names no base_runtime_spec"; return 1; }
 }
 
+# dumped FILE: what `containerd config dump` makes of FILE, one line: the sandbox image,
+# runc's SystemdCgroup, cachepin's base_runtime_spec and SystemdCgroup (- where missing),
+# the runtime handlers (sorted, comma-separated).
+dumped () {
+  "$CTRD/usr/bin/containerd" --config "$1" config dump 2>/dev/null | "$PY" -c '
+import sys, tomllib
+c = tomllib.load(sys.stdin.buffer)
+p = c.get("plugins", {})
+if c.get("version") == 3:
+    sandbox = p.get("io.containerd.cri.v1.images", {}).get("pinned_images", {}).get("sandbox")
+    rt = p.get("io.containerd.cri.v1.runtime", {})
+else:
+    sandbox = p.get("io.containerd.grpc.v1.cri", {}).get("sandbox_image")
+    rt = p.get("io.containerd.grpc.v1.cri", {})
+rts = rt.get("containerd", {}).get("runtimes", {})
+def systemd(h):
+    v = rts.get(h, {}).get("options", {}).get("SystemdCgroup")
+    return "-" if v is None else str(v).lower()
+print(sandbox or "-", systemd("runc"), rts.get("cachepin", {}).get("base_runtime_spec") or "-", systemd("cachepin"),
+      ",".join(sorted(rts)) or "-")'
+}
+
+# keeps_settings VERSION: a main config of that version with SystemdCgroup = true and a
+# sandbox image of its own, the installer's handler added, keeps both as this containerd
+# reads it (config dump), the handler following SystemdCgroup; uninstall takes the handler
+# out and keeps them too.
+keeps_settings () {
+  local v=$1 CTRD_CONFIG=$D/keep-v$1.toml NODE=$D/keep-node got
+  local spec=$NODE/share/containerd/cachepin-base-spec.json
+  local sandbox=registry.example/pause:cachepin-test
+  if [ "$v" = 3 ]; then
+    printf "version = 3\n[plugins.'io.containerd.cri.v1.images'.pinned_images]\n  sandbox = '%s'\n[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]\n  SystemdCgroup = true\n" "$sandbox"
+  else
+    printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  sandbox_image = "%s"\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]\n  runtime_type = "io.containerd.runc.v2"\n[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]\n  SystemdCgroup = true\n' "$sandbox"
+  fi >"$CTRD_CONFIG"
+  install_node >"$D/install-keep.log" 2>&1 || { cat "$D/install-keep.log"; bad "config version $v: the installer refused"; return; }
+  got=$(dumped "$CTRD_CONFIG")
+  check "config version $v, installed: config dump keeps the sandbox image and runc's SystemdCgroup = true, cachepin's handler follows ($got)" \
+    [ "$got" = "$sandbox true $spec true cachepin,runc" ]
+  install_node uninstall >>"$D/install-keep.log" 2>&1
+  got=$(dumped "$CTRD_CONFIG")
+  check "config version $v, uninstalled: no cachepin handler, the settings kept ($got)" [ "$got" = "$sandbox true - - runc" ]
+}
+
+# keeps_runc: Debian's own /etc/containerd/config.toml (version 2, no handler of its own)
+# keeps the runc handler with cachepin's added (containerd 1.x replaces its default
+# runtimes table with a config's own), and gets it back as it was after uninstall.
+keeps_runc () {
+  local CTRD_CONFIG=$D/debian.toml NODE=$D/keep-node got
+  cp "$CTRD/etc/containerd/config.toml" "$CTRD_CONFIG" || { bad "no /etc/containerd/config.toml in the package"; return; }
+  install_node >"$D/install-debian.log" 2>&1 || { cat "$D/install-debian.log"; bad "Debian's config: the installer refused"; return; }
+  got=$(dumped "$CTRD_CONFIG")
+  check "Debian's config, installed: config dump has the runc and cachepin handlers ($got)" [ "${got##* }" = cachepin,runc ]
+  install_node uninstall >>"$D/install-debian.log" 2>&1
+  check "Debian's config, uninstalled: the file as it was" cmp -s "$CTRD_CONFIG" "$CTRD/etc/containerd/config.toml"
+}
+
+# start_containerd [ctr]: containerd started, its CRI answering (ctr: its own API only).
+# Its open-file limit is not 1024 (what a base spec's rlimits would impose), so that a
+# container's shows where it came from.
 start_containerd () {
+  local nofile
+  nofile=$(ulimit -Hn)
+  case $nofile in unlimited) nofile=65536 ;; 1024) nofile=1000 ;; esac
+  [ "$nofile" -le 65536 ] || nofile=65536
   # The shim (containerd-shim-runc-v2) is found on PATH, next to this containerd.
-  PATH=$CTRD/usr/bin:$PATH "$CTRD/usr/bin/containerd" --config "$D/config.toml" >"$D/containerd.log" 2>&1 &
+  (ulimit -Sn "$nofile" && PATH=$CTRD/usr/bin:$PATH exec "$CTRD/usr/bin/containerd" --config "$CTRD_CONFIG") >>"$D/containerd.log" 2>&1 &
   CTRD_PID=$!
   start_client
   for _ in $(seq 100); do
-    cri version >/dev/null 2>&1 && return 0
+    if [ "${1:-}" = ctr ]; then ctr version >/dev/null 2>&1 && return 0; else cri version >/dev/null 2>&1 && return 0; fi
     kill -0 "$CTRD_PID" 2>/dev/null || break
     sleep 0.2
   done
   tail -20 "$D/containerd.log"
   return 1
+}
+
+# stop_containerd: containerd and the CRI client gone (the shims it started are not).
+stop_containerd () {
+  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; CLIENT_PID=""; rm -f "$D/cri.in" "$D/cri.out"; fi
+  if [ -n "$CTRD_PID" ]; then
+    kill "$CTRD_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$CTRD_PID" 2>/dev/null
+    wait "$CTRD_PID" 2>/dev/null
+    CTRD_PID=""
+  fi
 }
 
 # ---- checks -------------------------------------------------------------------------------
@@ -249,11 +349,12 @@ cgroup_cpus () {
 ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
 same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
 
-# run_pod NAME [KEY=VALUE...]: a pod on the cachepin handler; $POD (also kept for cleanup).
+# run_pod NAME [KEY=VALUE...]: a pod on the cachepin handler (or $HANDLER's); $POD (also
+# kept for cleanup).
 run_pod () {
   local name=$1
   shift
-  POD=$(cri run-pod "$name" "$PARENT" cachepin "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
+  POD=$(cri run-pod "$name" "$PARENT" "${HANDLER:-cachepin}" "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
   PODS+=("$POD")
 }
 
@@ -318,12 +419,84 @@ create_start () {
   check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
 }
 
+# nofile ID: `ulimit -n` in container ID, as `kubectl exec` would show it (an exec'd process:
+# Debian 12's runc 1.1 lets a container's first process keep its parent's NOFILE limit
+# whatever the spec says, but applies the spec's to an exec).
+nofile () { cri exec "$1" sh -c 'ulimit -n' 2>/dev/null; }
+drifted () {
+  "$BIN" status --json --config "$D/cachepin.json" 2>/dev/null \
+    | jq -r --arg id "$1" '.ledger.entries[] | select(.id == $id) | .drifted'
+}
+
+# updates POD C: UpdateContainerResources on a placed container C, as a resize sends it (a
+# quota, no cpuset) and as the static CPU manager does (a cpuset): neither reaches the hook.
+updates () {
+  local c=$1 h all
+  h=$(held "$c")
+  cri update "$c" 200000 || { bad "update without a cpuset: UpdateContainerResources"; return; }
+  check "update without a cpuset (a resize): the container keeps its placement, not placed again" \
+    same "$(cgroup_cpus "$c")" "$h"
+  check "update without a cpuset: the ledger still holds $h" same "$(held "$c")" "$h"
+  all=$(cgroup_cpus)
+  if [ "$all" = "$h" ]; then echo "note: the pods' parent has one CPU: an update with a cpuset changes nothing here"; return; fi
+  cri update "$c" 200000 "$all" || { bad "update with a cpuset: UpdateContainerResources"; return; }
+  check "update with cpuset $all: it overwrites the placement (the hook does not see it)" same "$(cgroup_cpus "$c")" "$all"
+  check "update with a cpuset: the ledger still holds $h, status says drifted" \
+    [ "$(held "$c")/$(drifted "$c")" = "$h/true" ]
+}
+
+# same_limits C: container C (cachepin handler) has a runc-handler container's open-file limit.
+same_limits () {
+  local c=$1 runc_pod POD C # its own: the caller's pod and container are kept
+  HANDLER=runc run_pod "$TAG-runc" || return
+  runc_pod=$POD
+  if create_start "$runc_pod" plain "$TAG-runc"; then
+    check "open files: the cachepin container's limit is the runc container's ($(nofile "$c") and $(nofile "$C"))" \
+      same "$(nofile "$c")" "$(nofile "$C")"
+  fi
+  teardown "$runc_pod" ${C:+"$C"}
+}
+
+# missing_spec: containerd restarted with the base spec gone fails its whole CRI (the
+# documented failure mode: install and uninstall keep that order); after uninstall, which
+# takes the handler out of the config before the spec, it starts with its CRI, and only
+# the cachepin handler is gone.
+missing_spec () {
+  local spec=$NODE/share/containerd/cachepin-base-spec.json POD
+  stop_containerd
+  mv "$spec" "$spec.away"
+  if start_containerd ctr; then
+    check "base spec missing: the CRI answers nothing" fails cri version
+    local errs
+    errs=$(ctr plugins ls 2>/dev/null | awk '$NF == "error" { printf "%s%s.%s", sep, $1, $2; sep = " " }')
+    check "base spec missing: ctr plugins ls shows the CRI plugin in error ($errs)" grep -q 'cri' <<<"$errs"
+  else
+    bad "base spec missing: containerd did not start at all"
+  fi
+  stop_containerd
+  mv "$spec.away" "$spec"
+  install_node uninstall >"$D/uninstall.log" 2>&1 || { cat "$D/uninstall.log"; bad "uninstall"; }
+  check "uninstalled: the base spec is gone" [ ! -e "$spec" ]
+  if start_containerd; then
+    pass "uninstalled: containerd starts with its CRI"
+    check "uninstalled: no cachepin handler" fails cri run-pod "$TAG-gone" "$PARENT" cachepin
+    HANDLER=runc run_pod "$TAG-after" && { pass "uninstalled: a runc pod runs"; teardown "$POD"; }
+  else
+    bad "uninstalled: containerd's CRI did not start"
+  fi
+}
+
 # ---- the test -------------------------------------------------------------------------------
 build_image || { echo "FAIL: building the image"; exit 1; }
 configure || { echo "FAIL: configuring containerd"; exit 1; }
 start_containerd || { echo "FAIL: containerd did not start (log above)"; exit 1; }
 echo "containerd: $(cri version) ($SUITE, config version $CONFIG_VERSION)"
 ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
+
+# 0. The installer and the config versions this containerd reads (1.x: 2; 2.x: 2 and 3).
+keeps_settings 2
+[ "$CONFIG_VERSION" = 2 ] || keeps_settings 3
+keeps_runc
 
 # 1. A pod annotation: every container of the pod asks; the sandbox carries it too.
 POD_KEY=cachepin.io/cpus
@@ -344,7 +517,11 @@ fi
 POD_KEY=""
 if run_pod "$TAG-ctr"; then
   sandbox_untouched "pod without annotations" "$POD"
-  if create_start "$POD" app "$TAG-ctr" cachepin.io/cpus=1; then placed "container annotation" "$POD" "$C"; fi
+  if create_start "$POD" app "$TAG-ctr" cachepin.io/cpus=1; then
+    placed "container annotation" "$POD" "$C"
+    same_limits "$C"
+    updates "$C"
+  fi
   C1=$C
   # A container that does not ask, next to it: left alone.
   if create_start "$POD" plain "$TAG-ctr"; then
@@ -354,6 +531,9 @@ if run_pod "$TAG-ctr"; then
   teardown "$POD" ${C1:+"$C1"} ${C:+"$C"}
 fi
 check "all removed: the ledger is empty" [ "$(entries)" = 0 ]
+
+# 4. A missing base spec, and uninstall.
+missing_spec
 
 echo "$PASS passed, $FAIL failed"
 if [ "$FAIL" != 0 ]; then

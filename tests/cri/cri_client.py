@@ -20,6 +20,10 @@ process for a whole test (starting Python and gRPC takes a second on a busy mach
                                                     pod's annotations, sent again as the kubelet
                                                     does (containerd copies them from here)
     start ID | state ID | exec ID CMD... | stop ID | rm ID | stop-pod ID | rm-pod ID
+    update ID QUOTA [CPUSET]                        UpdateContainerResources as the kubelet sends
+                                                    it on a resize: CPU quota (period 100000) and
+                                                    shares, and a cpuset only when given (the
+                                                    static CPU manager's)
     pod-containers POD_ID                           every container id of the pod (none: nothing)
 """
 
@@ -101,6 +105,12 @@ def run(rt, cmd, args):
         sys.stdout.write(r.stdout.decode())
         sys.stderr.write(r.stderr.decode())
         return r.exit_code
+    elif cmd == "update":
+        quota = int(args[1])
+        res = cri.LinuxContainerResources(cpu_period=100000, cpu_quota=quota, cpu_shares=quota * 1024 // 100000,
+                                          cpuset_cpus=args[2] if len(args) > 2 else "")
+        rt.UpdateContainerResources(cri.UpdateContainerResourcesRequest(container_id=args[0], linux=res),
+                                    timeout=TIMEOUT)
     elif cmd == "stop":
         rt.StopContainer(cri.StopContainerRequest(container_id=args[0], timeout=0), timeout=TIMEOUT)
     elif cmd == "rm":

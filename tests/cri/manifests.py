@@ -6,7 +6,10 @@ containerd snippets and base spec at <prefix>/share/containerd/, the host config
 /etc/cachepin/config.json; one installer image name, tagged with the project's version; the
 runtime handler, RuntimeClass and node label the same everywhere; the installer holds only
 the host paths and privileges it needs; the example pod's annotations are values the real
-binary accepts.
+binary accepts; the base spec has no rlimits; install.sh, run for real, adds the handler to a
+containerd config in that config's version (keeping its settings, runc included), writes the
+base spec before the config and uninstalls in the reverse order, and refuses a version-1
+config in one line, writing nothing.
 
     /usr/bin/python3 tests/cri/manifests.py SOURCE_DIR PATH-TO-cachepin
 """
@@ -24,6 +27,7 @@ import yaml
 
 PREFIX = "/opt/cachepin"
 ETC = "/etc/cachepin"
+CONTAINERD_ETC = "/etc/containerd"
 BIN = PREFIX + "/bin/cachepin"
 BASE_SPEC = PREFIX + "/share/containerd/cachepin-base-spec.json"
 HANDLER = "cachepin"
@@ -90,6 +94,10 @@ def check_base_spec(src):
         check(f"base spec: {stage} runs {BIN} hook {stage}", ok, json.dumps(entries))
     check("base spec: no cgroupsPath of its own (containerd sets each container's)",
           "cgroupsPath" not in spec.get("linux", {}))
+    # containerd strips its default spec's rlimits only when no base spec is given: one kept
+    # here would cap every container of the handler (RLIMIT_NOFILE 1024 in `ctr oci spec`).
+    check("base spec: no process.rlimits (containers keep the runtime's limits)",
+          "rlimits" not in spec.get("process", {}), json.dumps(spec.get("process", {}).get("rlimits")))
 
 
 def check_image_build(src, version):
@@ -137,7 +145,8 @@ def check_installer(src, version):
 
     vols = {v["name"]: v for v in pod["volumes"]}
     host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
-    check(f"DaemonSet: host paths {PREFIX} and {ETC}, nothing else", host_paths == {PREFIX, ETC}, str(host_paths))
+    check(f"DaemonSet: host paths {PREFIX}, {ETC} and {CONTAINERD_ETC}, nothing else",
+          host_paths == {PREFIX, ETC, CONTAINERD_ETC}, str(host_paths))
     cms = [v["configMap"]["name"] for v in vols.values() if "configMap" in v]
     check("DaemonSet: mounts the ConfigMap it ships", cms == [cm["metadata"]["name"]], str(cms))
 
@@ -167,6 +176,10 @@ def check_installer(src, version):
     init = pod.get("initContainers", [])
     check("DaemonSet: the init container installs (the image's entrypoint, no command)",
           len(init) == 1 and "command" not in init[0])
+    env = {e["name"]: e.get("value") for e in (init[0].get("env", []) if init else [])}
+    want = f"/host{CONTAINERD_ETC}/config.toml"
+    check(f"DaemonSet: the installer writes the handler into {want} (CACHEPIN_CONTAINERD_CONFIG)",
+          env.get("CACHEPIN_CONTAINERD_CONFIG") == want, str(env))
     idle = [c for c in pod["containers"] if not c.get("volumeMounts")]
     check("DaemonSet: the long-running container mounts nothing and is not root",
           len(idle) == len(pod["containers"]) and all(c["securityContext"].get("runAsNonRoot") for c in idle))
@@ -199,15 +212,40 @@ def check_runtimeclass_and_pod(src, binary):
     check("example pod: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
 
 
-def check_install_run(src, binary):
-    """install.sh run for real: the image's tree as the Containerfile lays it out, a fake
-    node's /opt/cachepin and /etc/cachepin; the hook paths in what lands there name the
-    binary that landed there."""
-    with tempfile.TemporaryDirectory(prefix="cachepin-install-") as d:
-        img, host = os.path.join(d, "cachepin"), os.path.join(d, "host")
+MAIN_V2 = """version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "registry.example/pause:custom"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = true
+"""
+MAIN_V3 = """version = 3
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = 'registry.example/pause:custom'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
+"""
+HANDLER_TABLE = {2: ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes"),
+                 3: ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes")}
+
+
+def lookup(conf, keys):
+    for k in keys:
+        conf = conf.get(k, {})
+    return conf
+
+
+class Node:
+    """The image's tree as the Containerfile lays it out, a fake node's /opt/cachepin,
+    /etc/cachepin and /etc/containerd, and install.sh run against them."""
+
+    def __init__(self, src, binary, d):
+        self.src, self.d = src, d
+        img, self.host = os.path.join(d, "cachepin"), os.path.join(d, "host")
         hooks = os.path.join(img, "share/containers/oci/hooks.d")
         ctrd = os.path.join(img, "share/containerd")
-        for p in (os.path.join(img, "bin"), hooks, ctrd, os.path.join(d, "config")):
+        for p in (os.path.join(img, "bin"), hooks, ctrd, os.path.join(d, "config"), self.host + CONTAINERD_ETC):
             os.makedirs(p)
         shutil.copy(binary, os.path.join(img, "bin/cachepin"))
         # What `cmake --install --prefix /opt/cachepin` makes of them (packaging/install.cmake;
@@ -217,13 +255,44 @@ def check_install_run(src, binary):
                 f.write(read(src, f"deploy/hooks.d/{name}.in").replace("@CACHEPIN_INSTALLED_BIN@", BIN))
         for name in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"):
             shutil.copy(os.path.join(src, "deploy/containerd", name), ctrd)
-        cm = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["ConfigMap"][0]["data"]["config.json"]
+        self.cm = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["ConfigMap"][0]["data"]["config.json"]
         with open(os.path.join(d, "config/config.json"), "w") as f:
-            f.write(cm)
-        env = dict(os.environ, CACHEPIN_SRC=img, CACHEPIN_HOST_PREFIX=host + PREFIX,
-                   CACHEPIN_HOST_ETC=host + ETC, CACHEPIN_CONFIG=os.path.join(d, "config/config.json"))
-        r = subprocess.run(["sh", os.path.join(src, "deploy/kubernetes/install.sh")], env=env,
-                           capture_output=True, text=True)
+            f.write(self.cm)
+        self.ctrd_config = self.host + CONTAINERD_ETC + "/config.toml"
+        self.env = dict(os.environ, CACHEPIN_SRC=img, CACHEPIN_HOST_PREFIX=self.host + PREFIX,
+                        CACHEPIN_HOST_ETC=self.host + ETC, CACHEPIN_CONFIG=os.path.join(d, "config/config.json"),
+                        CACHEPIN_CONTAINERD_CONFIG=self.ctrd_config)
+
+    def run(self, *args):
+        return subprocess.run(["sh", os.path.join(self.src, "deploy/kubernetes/install.sh"), *args], env=self.env,
+                              capture_output=True, text=True)
+
+    def files(self):
+        return sorted(os.path.relpath(os.path.join(r, f), self.host) for r, _, fs in os.walk(self.host) for f in fs)
+
+    def containerd_config(self, text=None):
+        if text is not None:
+            with open(self.ctrd_config, "w") as f:
+                f.write(text)
+        with open(self.ctrd_config) as f:
+            return f.read()
+
+
+def written_before(out, first, then):
+    """Both named in install.sh's output, FIRST on an earlier line than THEN."""
+    lines = out.splitlines()
+    at = [next((i for i, l in enumerate(lines) if w in l), None) for w in (first, then)]
+    return None not in at and at[0] < at[1]
+
+
+def check_install_run(src, binary):
+    """install.sh run for real; the hook paths in what lands there name the binary that
+    landed there."""
+    with tempfile.TemporaryDirectory(prefix="cachepin-install-") as d:
+        node = Node(src, binary, d)
+        host = node.host
+        node.containerd_config(MAIN_V2)
+        r = node.run()
         check("install.sh: runs", r.returncode == 0, r.stderr.strip())
         landed = host + BIN
         check(f"install.sh: {BIN}, executable", os.access(landed, os.X_OK))
@@ -236,9 +305,62 @@ def check_install_run(src, binary):
             check(f"install.sh: hooks.d/{name}, naming {BIN}", ok)
         cfg = host + ETC + "/config.json"
         check(f"install.sh: {ETC}/config.json is the ConfigMap's",
-              os.path.exists(cfg) and open(cfg).read() == cm)
+              os.path.exists(cfg) and open(cfg).read() == node.cm)
         left = [f for _, _, fs in os.walk(host) for f in fs if ".tmp." in f]
         check("install.sh: no temporary file left", not left, str(left))
+        check_containerd_install(node, r)
+
+
+def check_containerd_install(node, r):
+    """The handler in the node's containerd config, in that config's version; the base spec
+    written before it and removed after it; a config of version 1 refused, nothing written.
+    What containerd itself makes of the result is tests/cri/containerd.sh's (config dump)."""
+    check("install.sh: the base spec is written before the containerd config that names it",
+          written_before(r.stdout, BASE_SPEC, node.ctrd_config), r.stdout)
+    for version, main in ((2, MAIN_V2), (3, MAIN_V3)):
+        node.containerd_config(main)
+        node.run()
+        r = node.run()  # twice: one handler, the first one replaced
+        text = node.containerd_config()
+        try:
+            conf = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            conf = {}
+            check(f"containerd config {version}: still TOML after the install", False, str(e))
+        runtimes = lookup(conf, HANDLER_TABLE[version])
+        check(f"containerd config {version}: keeps version {version}", conf.get("version") == version)
+        check(f"containerd config {version}: the cachepin handler naming {BASE_SPEC}",
+              runtimes.get(HANDLER, {}).get("base_runtime_spec") == BASE_SPEC, str(runtimes.get(HANDLER)))
+        check(f"containerd config {version}: runc keeps SystemdCgroup = true, and cachepin follows it",
+              runtimes.get("runc", {}).get("options", {}).get("SystemdCgroup") is True
+              and runtimes.get(HANDLER, {}).get("options", {}).get("SystemdCgroup") is True, str(runtimes))
+        check(f"containerd config {version}: installed twice, one handler", text.count("# BEGIN cachepin") == 1)
+        r = node.run("uninstall")
+        check(f"containerd config {version}: uninstall gives the file back as it was",
+              node.containerd_config() == main, node.containerd_config())
+        check(f"containerd config {version}: uninstall takes the handler out before removing the base spec",
+              written_before(r.stdout, node.ctrd_config, BASE_SPEC), r.stdout)
+        check(f"containerd config {version}: uninstall leaves only the containerd config",
+              node.files() == [CONTAINERD_ETC[1:] + "/config.toml"], str(node.files()))
+    # A version-2 config without a handler of its own (Debian's): containerd 1.x would lose
+    # its default runc handler to ours, so the block defines it too.
+    bare = 'version = 2\n[plugins."io.containerd.grpc.v1.cri".cni]\n  conf_dir = "/etc/cni/net.d"\n'
+    node.containerd_config(bare)
+    node.run()
+    runtimes = lookup(tomllib.loads(node.containerd_config()), HANDLER_TABLE[2])
+    check("containerd config 2 without handlers: the block adds runc (1.x's default) with cachepin",
+          sorted(runtimes) == ["cachepin", "runc"] and runtimes["runc"].get("runtime_type") == "io.containerd.runc.v2",
+          str(runtimes))
+    node.run("uninstall")
+    check("containerd config 2 without handlers: uninstall gives it back", node.containerd_config() == bare)
+    v1 = '[plugins.cri]\n  sandbox_image = "registry.example/pause:custom"\n'
+    node.containerd_config(v1)
+    r = node.run()
+    err = r.stderr.strip().splitlines()
+    check("containerd config 1: refused in one line naming `containerd config migrate`",
+          r.returncode != 0 and len(err) == 1 and "containerd config migrate" in err[0], r.stderr)
+    check("containerd config 1: nothing written", node.containerd_config() == v1
+          and node.files() == [CONTAINERD_ETC[1:] + "/config.toml"], str(node.files()))
 
 
 def main(argv):
