@@ -20,6 +20,11 @@ put () {
   echo "cachepin-install: $2"
 }
 
+# The libraries the binary runs with (deploy/kubernetes/bundle.sh; its interpreter among
+# them, which the kernel maps only if executable) before the binary that needs them.
+for f in "$SRC"/lib/*; do
+  [ -e "$f" ] && put "$f" "$PREFIX/lib/${f##*/}" 0755
+done
 put "$SRC/bin/cachepin" "$PREFIX/bin/cachepin" 0755
 for f in "$SRC"/share/containers/oci/hooks.d/*.json "$SRC"/share/containerd/*; do
   put "$f" "$PREFIX/${f#"$SRC"/}" 0644
