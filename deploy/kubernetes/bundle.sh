@@ -8,9 +8,11 @@
 #     systemd about a placement (hook/systemd.h), and a node's own libsystemd would be loaded
 #     into a process running this glibc;
 #   - the copy runs with them: its ELF interpreter is NODE_PREFIX/lib/<the loader> (an
-#     interpreter path is absolute: the node's install prefix), its DT_RPATH $ORIGIN/../lib.
+#     interpreter path is absolute: the node's install prefix), its DT_RPATH NODE_PREFIX/lib.
 #     DT_RPATH, not DT_RUNPATH: the loader searches an executable's DT_RPATH for the
 #     libraries of its libraries and for what it dlopen()s too, so none comes from the node.
+#     Not $ORIGIN/../lib: the interpreter already ties the binary to NODE_PREFIX, and glibc
+#     expands $ORIGIN through /proc/self/exe, which a chroot or an early boot may not have.
 #   sh deploy/kubernetes/bundle.sh BIN DEST NODE_PREFIX       (Containerfile; needs patchelf)
 set -eu
 bin=$1 dest=$2 prefix=$3
@@ -24,6 +26,6 @@ mkdir -p "$dest/bin" "$dest/lib"
   while read -r lib; do cp -L "$lib" "$dest/lib/${lib##*/}"; done
 cp -L "$interp" "$dest/lib/${interp##*/}"
 cp "$bin" "$dest/bin/cachepin"
-patchelf --set-interpreter "$prefix/lib/${interp##*/}" --force-rpath --set-rpath '$ORIGIN/../lib' \
+patchelf --set-interpreter "$prefix/lib/${interp##*/}" --force-rpath --set-rpath "$prefix/lib" \
   "$dest/bin/cachepin"
 echo "bundle.sh: $dest/bin/cachepin with $(ls "$dest/lib" | tr '\n' ' ')"

@@ -22,8 +22,12 @@ IMAGE=localhost/cachepin-installer:test-$$
 trap 'podman rmi -f "$IMAGE" >/dev/null 2>&1; rm -rf "$DIR"' EXIT
 
 start=$SECONDS
-if ! podman build --pull=never --network none --build-arg BASE="$BASE" --build-arg RUNTIME_BASE="$BASE" \
-       -f "$SRC/deploy/kubernetes/Containerfile" -t "$IMAGE" "$SRC" >"$DIR/build.log" 2>&1; then
+# runc and small rlimits, as tests/install/deb.sh runs podman: crun refuses this host's hybrid
+# cgroup layout, podman's default rlimits exceed what this sandbox grants.
+LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+if ! podman build --runtime runc "${LIMITS[@]}" --pull=never --network none --build-arg BASE="$BASE" \
+       --build-arg RUNTIME_BASE="$BASE" -f "$SRC/deploy/kubernetes/Containerfile" -t "$IMAGE" "$SRC" \
+       >"$DIR/build.log" 2>&1; then
   tail -30 "$DIR/build.log"; fail "podman build -f deploy/kubernetes/Containerfile (FROM $BASE)"; finish; exit
 fi
 pass "podman build -f deploy/kubernetes/Containerfile FROM $BASE ($((SECONDS - start)) s)"
@@ -33,7 +37,7 @@ grep '^bundle.sh:' "$DIR/build.log" | sed 's/^/  /'
 NODE=$DIR/node
 mkdir -p "$NODE/opt/cachepin" "$NODE/etc/cachepin" "$DIR/config"
 cp "$SRC/packaging/config.json" "$DIR/config/config.json"
-if ! podman run --rm --network none -v "$NODE/opt/cachepin:/host/opt/cachepin" \
+if ! podman --runtime runc run "${LIMITS[@]}" --rm --network none -v "$NODE/opt/cachepin:/host/opt/cachepin" \
        -v "$NODE/etc/cachepin:/host/etc/cachepin" -v "$DIR/config:/config:ro" "$IMAGE" >"$DIR/run.log" 2>&1; then
   cat "$DIR/run.log"; fail "the image's entrypoint (install.sh)"; finish; exit
 fi
