@@ -23,7 +23,7 @@ put () {
 # The libraries the binary runs with (deploy/kubernetes/bundle.sh; its interpreter among
 # them, which the kernel maps only if executable) before the binary that needs them.
 for f in "$SRC"/lib/*; do
-  [ -e "$f" ] && put "$f" "$PREFIX/lib/${f##*/}" 0755
+  if [ -e "$f" ]; then put "$f" "$PREFIX/lib/${f##*/}" 0755; fi
 done
 put "$SRC/bin/cachepin" "$PREFIX/bin/cachepin" 0755
 for f in "$SRC"/share/containers/oci/hooks.d/*.json "$SRC"/share/containerd/*; do
