@@ -4,6 +4,9 @@
 # binary has full RELRO (-z now; lintian only mentions it, as an info tag).
 #   bash tests/install/lintian.sh BUILD_DIR
 # cpack, dpkg-shlibdeps, lintian, readelf; exit 77 (skipped) without them.
+# Before packaging/deb-files.cmake (7a108f2), lintian 2.116 said: E bogus-mail-host
+# (cachepin@localhost), E no-changelog, E no-copyright-file, E uncompressed-manual-page (x2),
+# E unstripped-binary-or-object, W extended-description-line-too-long, I hardening-no-bindnow.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
