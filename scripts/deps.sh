@@ -9,6 +9,7 @@ PACKAGES=(
   runc busybox-static jq util-linux procps
   bzip2                        # the captured sysfs dumps are .tar.bz2 (tests/cli/topocache.sh, bench/)
   dpkg-dev groff-base man-db   # the install tests: cpack's shlibdeps, man pages (tests/install)
+  lintian                      # the .deb passes it (tests/install/lintian.sh)
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
   libsystemd-dev
 )

@@ -143,6 +143,11 @@ do_install () {
     version=$(check_containerd)
     [ -n "$version" ] || echo "cachepin-install: no $CTRD_CONFIG: containerd's configuration left alone"
   fi
+  # The libraries the binary runs with (deploy/kubernetes/bundle.sh; its interpreter among
+  # them, which the kernel maps only if executable) before the binary that needs them.
+  for f in "$SRC"/lib/*; do
+    if [ -e "$f" ]; then put "$PREFIX/lib/${f##*/}" 0755 cat "$f"; fi
+  done
   put "$PREFIX/bin/cachepin" 0755 cat "$SRC/bin/cachepin"
   for f in "$SRC"/share/containers/oci/hooks.d/*.json; do
     put "$PREFIX/${f#"$SRC"/}" 0644 cat "$f"
@@ -162,7 +167,7 @@ do_uninstall () {
   if [ -n "$CTRD_CONFIG" ]; then uninstall_containerd; fi
   remove "$PREFIX/share/containerd/cachepin-base-spec.json"
   for f in "$PREFIX"/share/containerd/* "$PREFIX"/share/containers/oci/hooks.d/cachepin-*.json \
-           "$PREFIX/bin/cachepin" "$ETC/config.json"; do
+           "$PREFIX/bin/cachepin" "$PREFIX"/lib/* "$ETC/config.json"; do
     remove "$f"
   done
 }

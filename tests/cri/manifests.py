@@ -109,7 +109,15 @@ def check_image_build(src, version):
     check("Containerfile: the containerd snippets and base spec go to share/containerd",
           all(f"/src/deploy/containerd/{f}" in cf for f in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"))
           and "/out/share/containerd/" in cf)
-    check("Containerfile: the binary goes to bin/cachepin", f"cp /stage{BIN} /out/bin/" in cf)
+    check("Containerfile: the binary goes to bin/cachepin with the libraries it runs with (bundle.sh)",
+          f"bundle.sh /stage{BIN} /out {PREFIX}" in cf)
+    # What CMakeLists.txt requires with pkg_check_modules, the build stage installs: "hwloc>=2.0"
+    # is libhwloc-dev, "libsystemd" libsystemd-dev (the image's build runs in tests/install/image.sh).
+    have = set(re.findall(r"\blib[\w.+-]+-dev\b", cf))
+    modules = re.findall(r"pkg_check_modules\(\w+ REQUIRED (?:IMPORTED_TARGET )?([\w.+-]+)", read(src, "CMakeLists.txt"))
+    want = {("" if mod.startswith("lib") else "lib") + re.split(r"[<>=]", mod)[0] + "-dev" for mod in modules}
+    check("Containerfile: its build stage installs every -dev package CMakeLists.txt requires",
+          bool(modules) and want <= have, f"missing {sorted(want - have)}")
     check("Containerfile: installs install.sh as its entrypoint",
           "COPY deploy/kubernetes/install.sh /usr/local/bin/cachepin-install" in cf
           and 'ENTRYPOINT ["/usr/local/bin/cachepin-install"]' in cf)

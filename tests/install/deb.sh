@@ -37,10 +37,7 @@ trap cleanup EXIT
 
 # Built from the tree already compiled, whatever its prefix (/usr/local by default):
 # the package installs into /usr (CPACK_INSTALL_PREFIX), its hooks naming /usr/bin/cachepin.
-if ! cpack --config "$BUILD/CPackConfig.cmake" -G DEB -B "$DIR/pkg" >"$DIR/cpack.log" 2>&1; then
-  cat "$DIR/cpack.log"; fail "cpack -G DEB"; finish; exit
-fi
-DEB=$(ls "$DIR"/pkg/cachepin_*.deb)
+DEB=$(build_deb "$BUILD" "$DIR/pkg") || { fail "cpack -G DEB"; finish; exit; }
 check "package depends on its shared libraries (shlibdeps): $(dpkg-deb -f "$DEB" Depends)" \
   bash -c "dpkg-deb -f '$DEB' Depends | grep -q libhwloc"
 # libsystemd is dlopen()ed, invisible to shlibdeps: recommended by hand (CMakeLists.txt).

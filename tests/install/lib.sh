@@ -7,3 +7,13 @@ finish () { echo "$PASS passed, $FAIL failed"; [ "$FAIL" = 0 ]; }
 
 # groff's warnings (-ww) for man page $1, empty when it renders cleanly.
 man_warnings () { groff -man -Tutf8 -ww "$1" 2>&1 >/dev/null; }
+
+# build_deb BUILD_DIR OUT_DIR: the package cpack makes from the tree already compiled in
+# BUILD_DIR (CMakeLists.txt, "the Debian package"), into OUT_DIR; prints its path, or
+# cpack's log on stderr and fails.
+build_deb () {
+  if ! cpack --config "$1/CPackConfig.cmake" -G DEB -B "$2" >"$2.cpack.log" 2>&1; then
+    cat "$2.cpack.log" >&2; return 1
+  fi
+  ls "$2"/cachepin_*.deb
+}
