@@ -291,6 +291,17 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
   return 0;
 }
 
+/* The cgroup config.json names for the release's identity: an absolute cgroupfs
+   path, or a systemd "slice:prefix:name" expanded as the runtimes do; NULL when
+   neither is known (then the pid, or else the id alone, tells). */
+static const char *
+release_cgroup (const struct cp_oci_config *cfg)
+{
+  if (cfg == NULL)
+    return NULL;
+  return cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
+}
+
 /* The release of ST's entry, only if it is ST's container's: the state's pid when
    it names one (runc's poststop does not: the process is gone) and the cgroup
    config.json's linux.cgroupsPath names (CFG, NULL when the bundle could not be
@@ -305,7 +316,7 @@ release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const st
       cp_log (CP_LOG_DEBUG, "release of %s: nothing to do, rootless (%s)", st->id, rootless);
       return 0;
     }
-  struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = cfg ? cfg->cgroupfs_path : NULL };
+  struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = release_cgroup (cfg) };
   enum cp_release_result result;
   if (cp_placer_release (hc, &rel, &result, err) < 0)
     {

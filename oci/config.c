@@ -93,6 +93,64 @@ clean_path (const char *path)
   return out;
 }
 
+/* systemd's expansion of a slice unit name into its cgroup path, as runc's
+   ExpandSlice() does it: "a-b-c.slice" is "/a.slice/a-b.slice/a-b-c.slice", "-.slice"
+   is "/".  NULL when SLICE is no valid slice name (no ".slice" suffix, a '/', an
+   empty or doubled dash component). */
+static char *
+expand_slice (const char *slice, size_t len)
+{
+  static const char suffix[] = ".slice";
+  const size_t slen = sizeof suffix - 1;
+  if (len < slen || memcmp (slice + len - slen, suffix, slen) != 0 || memchr (slice, '/', len))
+    return NULL;
+  size_t base = len - slen;
+  if (base == 1 && slice[0] == '-')
+    return cp_xstrdup ("/");
+  if (base == 0 || slice[0] == '-' || slice[base - 1] == '-')
+    return NULL;
+  char *out = cp_xmalloc0 (1);
+  for (size_t i = 0; i <= base; i++)
+    {
+      if (i < base && slice[i] != '-')
+        continue;
+      if (i > 0 && slice[i - 1] == '-')
+        {
+          free (out);
+          return NULL;
+        }
+      char *next = cp_xasprintf ("%s/%.*s%s", out, (int) i, slice, suffix);
+      free (out);
+      out = next;
+    }
+  return out;
+}
+
+/* The cgroup path of a systemd cgroupsPath "slice:prefix:name", as runc and crun's
+   systemd drivers make it: the slice expanded, then the unit, "prefix-name.scope"
+   (or NAME itself when it is a ".slice").  NULL when it is not of that form, or the
+   slice or prefix is empty (the runtimes differ there). */
+static char *
+systemd_path (const char *s)
+{
+  const char *c1 = strchr (s, ':');
+  const char *c2 = c1 ? strchr (c1 + 1, ':') : NULL;
+  if (c1 == NULL || c2 == NULL || strchr (c2 + 1, ':') || c2[1] == '\0' || strchr (c1 + 1, '/')
+      || strchr (c2 + 1, '/'))
+    return NULL;
+  cleanup_free char *slice = expand_slice (s, (size_t) (c1 - s));
+  if (slice == NULL)
+    return NULL;
+  const char *name = c2 + 1;
+  size_t nlen = strlen (name);
+  const char *sep = strcmp (slice, "/") == 0 ? "" : "/";
+  if (nlen > 6 && strcmp (name + nlen - 6, ".slice") == 0)
+    return cp_xasprintf ("%s%s%s", slice, sep, name);
+  if (c2 == c1 + 1)
+    return NULL; /* runc makes "-NAME.scope", others "NAME.scope" */
+  return cp_xasprintf ("%s%s%.*s-%s.scope", slice, sep, (int) (c2 - c1 - 1), c1 + 1, name);
+}
+
 static int
 parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
 {
@@ -108,6 +166,8 @@ parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
         out->cgroups_path = cp_xstrdup (s);
       if (*s == '/' && strchr (s, ':') == NULL)
         out->cgroupfs_path = clean_path (s);
+      else
+        out->systemd_path = systemd_path (s);
     }
   if (!cp_json_member (linux_, "resources", true, &resources))
     return 0;
@@ -163,5 +223,6 @@ cp_oci_config_free (struct cp_oci_config *cfg)
     hwloc_bitmap_free (cfg->mems);
   free (cfg->cgroups_path);
   free (cfg->cgroupfs_path);
+  free (cfg->systemd_path);
   memset (cfg, 0, sizeof *cfg);
 }

@@ -34,6 +34,10 @@ struct cp_oci_config
   char *cgroupfs_path;               /* the same when it is an absolute cgroupfs path, cleaned as the
                                         runtimes do ("//a/./b/" is "/a/b"); NULL when absent, relative
                                         (to the runtime's cgroup) or systemd's "slice:prefix:name" */
+  char *systemd_path;                /* a systemd "slice:prefix:name" as the cgroup path runc and
+                                        crun make of it ("/machine.slice/libpod-ID.scope"); NULL
+                                        otherwise, or with an empty slice (the runtimes' defaults
+                                        differ). Only the poststop's identity uses it */
 };
 
 /* Read BUNDLE/config.json.  BUNDLE may have symlinks in it; config.json itself

@@ -93,6 +93,30 @@ place_pair parent
 hook poststop web 0 above-a
 check "poststop naming a's parent releases it" "$(field web cpus)" ""
 
+echo "== systemd's cgroupsPath (slice:prefix:name), expanded as runc's systemd driver does"
+# The slice at the hierarchy's root (a dash in its name would be a parent slice);
+# the first web in its p-web.scope, the second's poststop naming q-web.scope.
+SLICE=cpri$$
+SYS=$MNT/$SLICE.slice
+cleanup_slice () { local p; for p in "${SLEEPERS[@]}"; do kill "$p" 2>/dev/null; done; sleep 0.2
+  rmdir "$SYS/p-web.scope" "$SYS" 2>/dev/null; cg_test_cleanup; }
+trap cleanup_slice EXIT
+make_cgroup "$SYS"; make_cgroup "$SYS/p-web.scope"
+start_in "$SYS/p-web.scope"; PS=$REPLY
+bundle sd-p "$SLICE.slice:p:web"
+bundle sd-q "$SLICE.slice:q:web"
+hook createRuntime web "$PS" plain
+check "systemd: the first web is placed" "$RC" 0
+A_CPUS=$(field web cpus)
+hook createRuntime web "$PB" plain
+contains "systemd: the second web is refused placement" "$D/err" "is already placed in cgroup $SYS/p-web.scope"
+hook poststop web 0 sd-q
+check "poststop (systemd q-web.scope): exit 0" "$RC" 0
+check "poststop (systemd q-web.scope): the first web's entry is kept" "$(field web cgroup)" "/$SLICE.slice/p-web.scope"
+contains "poststop (systemd q-web.scope): one line says why" "$D/err" "release of web: its entry is kept"
+hook poststop web 0 sd-p
+check "the first web's own poststop (systemd p-web.scope) releases it" "$(field web cpus)" ""
+
 echo "== a poststop that names neither pid nor cgroup: released by id"
 place_pair neither
 hook poststop web 0 plain

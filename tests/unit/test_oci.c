@@ -464,15 +464,30 @@ test_config_parse (void **state)
      check; relative and systemd ones are not checked. */
   static const struct
   {
-    const char *path, *cgroupfs;
+    const char *path, *cgroupfs, *systemd;
   } paths[] = {
-    { "/kubepods/pod1/c1", "/kubepods/pod1/c1" },
-    { "//kubepods/./pod1//c1/", "/kubepods/pod1/c1" },
-    { "/a/../../b/..", "/" },
-    { "/", "/" },
-    { "kubepods/c1", NULL },
-    { "system.slice:docker:abc", NULL },
-    { "/machine.slice:libpod:abc", NULL },
+    { "/kubepods/pod1/c1", "/kubepods/pod1/c1", NULL },
+    { "//kubepods/./pod1//c1/", "/kubepods/pod1/c1", NULL },
+    { "/a/../../b/..", "/", NULL },
+    { "/", "/", NULL },
+    { "kubepods/c1", NULL, NULL },
+    /* systemd's form, expanded as runc's ExpandSlice() and getUnitName() do */
+    { "system.slice:docker:abc", NULL, "/system.slice/docker-abc.scope" },
+    { "machine.slice:libpod:abc", NULL, "/machine.slice/libpod-abc.scope" },
+    { "kubepods-burstable-pod1.slice:cri-containerd:abc", NULL,
+      "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1.slice/cri-containerd-abc.scope" },
+    { "-.slice:p:abc", NULL, "/p-abc.scope" },
+    { "user.slice:p:sub.slice", NULL, "/user.slice/sub.slice" },
+    { "/machine.slice:libpod:abc", NULL, NULL },
+    { ":libpod:abc", NULL, NULL },
+    { "machine.slice::abc", NULL, NULL },
+    { "machine.slice:libpod:", NULL, NULL },
+    { "machine:libpod:abc", NULL, NULL },
+    { "a--b.slice:p:abc", NULL, NULL },
+    { "-a.slice:p:abc", NULL, NULL },
+    { "a-.slice:p:abc", NULL, NULL },
+    { "machine.slice:libpod:a:b", NULL, NULL },
+    { "machine.slice:lib/pod:abc", NULL, NULL },
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (paths); i++)
     {
@@ -484,6 +499,10 @@ test_config_parse (void **state)
         assert_string_equal (cfg.cgroupfs_path, paths[i].cgroupfs);
       else
         assert_null (cfg.cgroupfs_path);
+      if (paths[i].systemd)
+        assert_string_equal (cfg.systemd_path, paths[i].systemd);
+      else if (cfg.systemd_path)
+        fail_msg ("%s: systemd path %s, expected none", paths[i].path, cfg.systemd_path);
       cp_oci_config_free (&cfg);
     }
 }
