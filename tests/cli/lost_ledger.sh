@@ -19,7 +19,7 @@ expand () { # a cpulist, one CPU per line
   local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
 }
 mapfile -t CPUS < <(expand "$ALL")
-if [ "${#CPUS[@]}" -lt 2 ]; then echo "lost_ledger.sh: skipped: needs 2 CPUs in $TOP (has $ALL)"; exit 0; fi
+if [ "${#CPUS[@]}" -lt 2 ]; then echo "lost_ledger.sh: skipped: needs 2 CPUs in $TOP (has $ALL)"; exit 77; fi
 FIRST=${CPUS[0]} SECOND=${CPUS[1]}
 
 mkdir -p "$D/bundle"

@@ -21,11 +21,11 @@ set -u
 BIN=$(realpath "${1:?usage: reconcile.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
-[ "$(id -u)" = 0 ] || { echo "reconcile.sh: skipped: needs root"; exit 0; }
+[ "$(id -u)" = 0 ] || { echo "reconcile.sh: skipped: needs root"; exit 77; }
 MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "reconcile.sh: skipped: no cpuset hierarchy"; exit 0; }
-command -v jq >/dev/null || { echo "reconcile.sh: skipped: no jq"; exit 0; }
-command -v strace >/dev/null || { echo "reconcile.sh: skipped: no strace"; exit 0; }
+[ -n "$MNT" ] || { echo "reconcile.sh: skipped: no cpuset hierarchy"; exit 77; }
+command -v jq >/dev/null || { echo "reconcile.sh: skipped: no jq"; exit 77; }
+command -v strace >/dev/null || { echo "reconcile.sh: skipped: no strace"; exit 77; }
 
 N=120
 D=$(mktemp -d /tmp/cachepin-reconcile.XXXXXX)

@@ -10,8 +10,8 @@ set -u
 BIN=$(realpath "${1:?usage: rootless.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
-[ "$(id -u)" = 0 ] || { echo "rootless.sh: skipped: needs root (to drop it)"; exit 0; }
-command -v jq >/dev/null || { echo "rootless.sh: skipped: no jq"; exit 0; }
+[ "$(id -u)" = 0 ] || { echo "rootless.sh: skipped: needs root (to drop it)"; exit 77; }
+command -v jq >/dev/null || { echo "rootless.sh: skipped: no jq"; exit 77; }
 D=$(mktemp -d /tmp/cachepin-rootless.XXXXXX)
 chmod 755 "$D"
 trap 'kill $SLEEPER 2>/dev/null; rm -rf "$D"' EXIT

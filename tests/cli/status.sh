@@ -11,7 +11,7 @@ PASS=0 FAIL=0
 ok () { PASS=$((PASS + 1)); echo "PASS: $1"; }
 ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; }
 check () { if [ "$2" = "$3" ]; then ok "$1 ($2)"; else ko "$1: got '$2', expected '$3'"; fi; }
-command -v jq >/dev/null || { echo "status.sh: skipped: no jq"; exit 0; }
+command -v jq >/dev/null || { echo "status.sh: skipped: no jq"; exit 77; }
 
 D=$(mktemp -d /tmp/cachepin-status.XXXXXX)
 TOP=""

@@ -17,12 +17,12 @@ SLEEPERS=()
 cg_test_setup () {
   local name=$1 tool
   shift
-  [ "$(id -u)" = 0 ] || { echo "$name.sh: skipped: needs root"; exit 0; }
+  [ "$(id -u)" = 0 ] || { echo "$name.sh: skipped: needs root"; exit 77; }
   for tool in jq "$@"; do
-    command -v "$tool" >/dev/null || { echo "$name.sh: skipped: no $tool (scripts/deps.sh installs it)"; exit 0; }
+    command -v "$tool" >/dev/null || { echo "$name.sh: skipped: no $tool (scripts/deps.sh installs it)"; exit 77; }
   done
   MNT=$(find_cpuset_mount)
-  [ -n "$MNT" ] || { echo "$name.sh: skipped: no cpuset hierarchy"; exit 0; }
+  [ -n "$MNT" ] || { echo "$name.sh: skipped: no cpuset hierarchy"; exit 77; }
   D=$(mktemp -d "/tmp/cachepin-$name.XXXXXX")
   TOP="$MNT/cachepin-$name-$$"
   trap cg_test_cleanup EXIT
@@ -50,7 +50,7 @@ two_cpus () {
   local all cpus
   all=$(cat "$TOP/cpuset.cpus")
   mapfile -t cpus < <(expand "$all")
-  if [ "${#cpus[@]}" -lt 2 ]; then echo "$1.sh: skipped: needs 2 CPUs in $TOP (has $all)"; exit 0; fi
+  if [ "${#cpus[@]}" -lt 2 ]; then echo "$1.sh: skipped: needs 2 CPUs in $TOP (has $all)"; exit 77; fi
   FIRST=${cpus[0]} SECOND=${cpus[1]}
   USE="$FIRST-$SECOND"
   [ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
