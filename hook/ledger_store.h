@@ -1,13 +1,15 @@
 /* cachepin: the ledger's files: the state directory, the lock, load and commit.
  *
- * The ledger is read, changed and rewritten under an exclusive flock(2) that is
+ * The ledger is read, changed and rewritten under exclusive flock(2)s that are
  * held from cp_ledger_open() until cp_ledger_close(), so every read-modify-write
- * is atomic with respect to the other hooks.
+ * is atomic with respect to the other hooks: the state directory's own (a file
+ * can be removed or replaced while a hook holds it; the directory cannot), then
+ * ledger.lock's (for flock(1) and older versions, which lock that file alone).
  *
  * State directory (default /run/cachepin, a tmpfs: placements do not survive a
  * reboot, and neither do the containers):
- *   ledger.lock              the flock target; created once, never replaced while
- *                            it is a regular file
+ *   ledger.lock              flocked after the directory; created once, never
+ *                            replaced while it is a regular file
  *   ledger.json              the data (ledger_codec.h)
  *   ledger.json.tmp          the next ledger.json while it is written; a stale one
  *                            from a killed hook is ignored and replaced

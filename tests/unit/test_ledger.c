@@ -389,6 +389,65 @@ test_lock_timeout (void **state)
   close (release[1]);
 }
 
+/* A hook holds the lock while ledger.lock is removed, or replaced by a symlink
+ * (which sends the next hook to the repair): the next hook must still wait for
+ * the first.  Before, it flocked a new ledger.lock of its own and both wrote the
+ * ledger (two exclusive containers on one CPU, 1 round in 18 of a storm). */
+static void
+test_lock_replaced_while_held (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cleanup_free char *lock = state_path (&t, CP_LEDGER_LOCK_FILE);
+  static const char *const how[] = { "removed", "replaced by a symlink", "replaced by a new file" };
+  for (int k = 0; k < 3; k++)
+    {
+      int ready[2], release[2];
+      assert_int_equal (pipe (ready), 0);
+      assert_int_equal (pipe (release), 0);
+      pid_t child = fork ();
+      assert_true (child >= 0);
+      if (child == 0)
+        {
+          close (ready[0]);
+          close (release[1]);
+          struct cp_ledger *l = NULL;
+          cp_error_t err = NULL;
+          if (cp_ledger_open (t.state, 5000, &l, &err) < 0)
+            _exit (1);
+          char c = 'x';
+          if (write (ready[1], &c, 1) != 1)
+            _exit (2);
+          if (read (release[0], &c, 1) < 0)
+            _exit (3);
+          cp_ledger_close (l);
+          _exit (0);
+        }
+      close (ready[1]);
+      close (release[0]);
+      char c;
+      assert_int_equal (read (ready[0], &c, 1), 1);
+
+      assert_int_equal (unlink (lock), 0);
+      if (k == 1)
+        assert_int_equal (symlink ("/dev/null", lock), 0);
+      else if (k == 2)
+        write_file (lock, "", 0);
+      struct cp_ledger *l = NULL;
+      cp_error_t err = NULL;
+      if (cp_ledger_open (t.state, 200, &l, &err) == 0)
+        fail_msg ("ledger.lock %s while a hook held it: a second hook took the lock too", how[k]);
+      expect_contains (cp_error_message (err), "timed out after");
+      cp_error_free (&err);
+
+      assert_int_equal (write (release[1], "x", 1), 1);
+      l = open_ok (t.state);
+      cp_ledger_close (l);
+      assert_int_equal (wait_status (child), 0);
+      close (ready[0]);
+      close (release[1]);
+    }
+}
+
 #define N_CHILDREN 16
 #define N_ROUNDS 20
 
@@ -1954,6 +2013,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_lock_replaced_while_held, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_corruption, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_kernel_fields, tdir_setup, tdir_teardown),
