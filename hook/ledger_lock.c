@@ -104,7 +104,14 @@ replace_lock (int dirfd, const char *dir, cp_error_t *err)
     return 0; /* put back since open_lock() looked (not by a hook: we hold the directory) */
   const char *how = "created";
   if (present && cp_ledger_move_aside (dirfd, dir, CP_LEDGER_LOCK_FILE, CP_LEDGER_LOCK_CORRUPT_FILE, &how, err) < 0)
-    return -1;
+    {
+      /* Removed since we looked (not by a hook: we hold the directory), so there
+         is nothing left to set aside. */
+      if (fstatat (dirfd, CP_LEDGER_LOCK_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        return -1;
+      cp_error_free (err);
+      how = "found it gone before it could be moved to";
+    }
   /* EEXIST: someone created it since the rename (flock(1), an older cachepin);
      open_lock() checks what it is. */
   cleanup_close int fd = openat (dirfd, CP_LEDGER_LOCK_FILE, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
