@@ -25,6 +25,7 @@
 #define CP_LEDGER_STORE_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "../policy/error.h"
 #include "ledger.h"
@@ -39,12 +40,16 @@
 
 /* Open STATE_DIR (created 0700 if missing; its parent must exist), take the lock,
  * waiting at most LOCK_TIMEOUT_MS, and read the ledger.  The directory must not be
- * a symlink, must be owned by the effective uid and not be writable by group or
- * others.  A missing ledger.json is an empty ledger.  A ledger.json that fails
+ * a symlink, must be owned by the effective uid and have no group or other
+ * permission bits (cp_ledger_dir_mode_ok(): one cachepin made for itself).  A missing ledger.json is an empty ledger.  A ledger.json that fails
  * validation is moved to ledger.json.corrupt and the ledger starts empty: see
  * cp_ledger_was_recovered().  Fails (< 0) on a bad directory, a lock timeout, or
  * an I/O error. */
 int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
+
+/* Whether a state directory of mode MODE may be cachepin's: nothing for group or
+ * others, as cachepin makes its own (0700). */
+bool cp_ledger_dir_mode_ok (mode_t mode);
 
 /* The state directory alone, created and checked as cp_ledger_open() does, no lock:
  * for the other files kept there (hook/topocache.h).  The fd, or -1. */

@@ -160,7 +160,8 @@ build_image () {
 # with a host config (state directory, debug log) of the test's. restrict_oom_score_adj: the
 # sandbox's -998 needs CAP_SYS_RESOURCE, which a test machine (itself a container) may lack.
 configure () {
-  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d" "$D/hookstate"
+  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d"
+  mkdir -p -m 0700 "$D/hookstate" # cachepin refuses a state directory open to others
   printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/hookstate" >"$D/cachepin.json"
   jq --arg bin "$BIN" --arg cfg "$D/cachepin.json" '
       .hooks |= with_entries(.value |= map(

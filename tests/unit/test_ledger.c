@@ -1049,11 +1049,11 @@ test_state_dir (void **state)
   /* World-writable, group-writable. */
   make_state_dir (&t);
   assert_int_equal (chmod (t.state, 0777), 0);
-  expect_dir_refused (t.state, "writable by group or others (mode 0777)");
+  expect_dir_refused (t.state, "has mode 0777, open to group or others");
   assert_int_equal (chmod (t.state, 0770), 0);
-  expect_dir_refused (t.state, "writable by group or others");
+  expect_dir_refused (t.state, "has mode 0770");
   assert_false (state_exists (&t, CP_LEDGER_LOCK_FILE));
-  assert_int_equal (chmod (t.state, 0755), 0); /* readable is fine */
+  assert_int_equal (chmod (t.state, 0700), 0);
   cp_ledger_close (open_ok (t.state));
 
   /* A symlink to a good directory, with and without a trailing slash. */
@@ -1075,6 +1075,41 @@ test_state_dir (void **state)
       expect_dir_refused (t.state, "is owned by uid 65534");
       assert_int_equal (chown (t.state, 0, 0), 0);
     }
+}
+
+/* A directory cachepin did not make for itself (`/`, /var/lib: root's, 0755)
+ * was accepted and the ledger, lock and topology cache written into it.
+ * cachepin makes its own 0700 (and always did); one that group or others may
+ * read or enter is refused with one line, and nothing is written in it. */
+static void
+test_state_dir_not_ours (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  static const mode_t modes[] = { 0755, 0750, 0711, 0705, 0701 };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (modes); i++)
+    {
+      assert_int_equal (chmod (t.state, modes[i]), 0);
+      cleanup_free char *mode = cp_xasprintf ("has mode %04o, open to group or others: not one cachepin made for "
+                                              "itself (0700); refusing it",
+                                              (unsigned) modes[i]);
+      expect_dir_refused (t.state, mode);
+      cp_error_t err = NULL;
+      int fd = cp_ledger_open_dir (t.state, &err); /* the topology cache's way in */
+      if (fd >= 0)
+        fail_msg ("mode %04o: cp_ledger_open_dir() accepted it", (unsigned) modes[i]);
+      cp_error_free (&err);
+      if (state_exists (&t, CP_LEDGER_LOCK_FILE) || state_exists (&t, CP_LEDGER_FILE))
+        fail_msg ("mode %04o: files were written in it", (unsigned) modes[i]);
+    }
+  /* What cachepin makes (and every version made): accepted. */
+  assert_int_equal (chmod (t.state, 0700), 0);
+  cp_ledger_close (open_ok (t.state));
+  assert_int_equal (nftw (t.state, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+  cp_ledger_close (open_ok (t.state)); /* made here, by cachepin */
+  struct stat st;
+  assert_int_equal (stat (t.state, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 0700);
 }
 
 /* ------------------------------------------------- hostile files in the dir */
@@ -2022,6 +2057,7 @@ main (void)
     cmocka_unit_test (test_put_refuses),
     cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_state_dir, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_state_dir_not_ours, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_lock, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_lock_race, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_ledger_socket, tdir_setup, tdir_teardown),
