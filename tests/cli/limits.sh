@@ -19,23 +19,7 @@ BIN=$(realpath "${1:?usage: limits.sh PATH-TO-cachepin}")
 MNT=$(find_cpuset_mount)
 [ -n "$MNT" ] || { echo "SKIPPED: no cpuset hierarchy"; exit 0; }
 
-D=$(mktemp -d /tmp/cachepin-limits.XXXXXX)
-CG=$MNT/cachepin-limits-$$
-SLEEPER=""
-cleanup () {
-  [ -z "$SLEEPER" ] || { kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; }
-  rmdir "$CG" 2>/dev/null
-  rm -rf "$D"
-}
-trap cleanup EXIT
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-
-make_cgroup "$CG"
-sleep 600 >/dev/null 2>&1 &
-SLEEPER=$!
-echo "$SLEEPER" >"$CG/cgroup.procs"
+sleeper_frame cachepin-limits
 mkdir "$D/bundle"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' >"$D/bundle/config.json"
 echo "{\"state_dir\": \"$D/state\"}" >"$D/cfg.json"

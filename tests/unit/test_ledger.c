@@ -330,10 +330,16 @@ test_round_trip (void **state)
 
 /* ---------------------------------------------------------------- locking */
 
-static void
-test_lock_timeout (void **state)
+/* Another process holding the ledger (open in DIR) until holder_release(). */
+struct holder
 {
-  struct tdir t = *(struct tdir *) *state;
+  pid_t pid;
+  int release; /* write end: closing it lets the holder go */
+};
+
+static struct holder
+holder_start (const char *dir)
+{
   int ready[2], release[2];
   assert_int_equal (pipe (ready), 0);
   assert_int_equal (pipe (release), 0);
@@ -345,7 +351,7 @@ test_lock_timeout (void **state)
       close (release[1]);
       struct cp_ledger *l = NULL;
       cp_error_t err = NULL;
-      if (cp_ledger_open (t.state, 5000, &l, &err) < 0)
+      if (cp_ledger_open (dir, 5000, &l, &err) < 0)
         _exit (1);
       char c = 'x';
       if (write (ready[1], &c, 1) != 1)
@@ -359,6 +365,23 @@ test_lock_timeout (void **state)
   close (release[0]);
   char c;
   assert_int_equal (read (ready[0], &c, 1), 1);
+  close (ready[0]);
+  return (struct holder) { .pid = child, .release = release[1] };
+}
+
+/* Let H go; it must have held and closed the ledger. */
+static void
+holder_release (struct holder *h)
+{
+  close (h->release);
+  assert_int_equal (wait_status (h->pid), 0);
+}
+
+static void
+test_lock_timeout (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  struct holder h = holder_start (t.state);
 
   struct cp_ledger *l = NULL;
   cp_error_t err = NULL;
@@ -381,12 +404,9 @@ test_lock_timeout (void **state)
   cp_error_free (&err);
 
   /* Released: a waiting open gets it. */
-  assert_int_equal (write (release[1], "x", 1), 1);
+  holder_release (&h);
   l = open_ok (t.state);
   cp_ledger_close (l);
-  assert_int_equal (wait_status (child), 0);
-  close (ready[0]);
-  close (release[1]);
 }
 
 /* A hook holds the lock while ledger.lock is removed, or replaced by a symlink
@@ -401,31 +421,7 @@ test_lock_replaced_while_held (void **state)
   static const char *const how[] = { "removed", "replaced by a symlink", "replaced by a new file" };
   for (int k = 0; k < 3; k++)
     {
-      int ready[2], release[2];
-      assert_int_equal (pipe (ready), 0);
-      assert_int_equal (pipe (release), 0);
-      pid_t child = fork ();
-      assert_true (child >= 0);
-      if (child == 0)
-        {
-          close (ready[0]);
-          close (release[1]);
-          struct cp_ledger *l = NULL;
-          cp_error_t err = NULL;
-          if (cp_ledger_open (t.state, 5000, &l, &err) < 0)
-            _exit (1);
-          char c = 'x';
-          if (write (ready[1], &c, 1) != 1)
-            _exit (2);
-          if (read (release[0], &c, 1) < 0)
-            _exit (3);
-          cp_ledger_close (l);
-          _exit (0);
-        }
-      close (ready[1]);
-      close (release[0]);
-      char c;
-      assert_int_equal (read (ready[0], &c, 1), 1);
+      struct holder h = holder_start (t.state);
 
       assert_int_equal (unlink (lock), 0);
       if (k == 1)
@@ -439,12 +435,8 @@ test_lock_replaced_while_held (void **state)
       expect_contains (cp_error_message (err), "timed out after");
       cp_error_free (&err);
 
-      assert_int_equal (write (release[1], "x", 1), 1);
-      l = open_ok (t.state);
-      cp_ledger_close (l);
-      assert_int_equal (wait_status (child), 0);
-      close (ready[0]);
-      close (release[1]);
+      holder_release (&h);
+      cp_ledger_close (open_ok (t.state));
     }
 }
 
