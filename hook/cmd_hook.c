@@ -10,6 +10,7 @@
  * asked for strict or the host config says on_error=deny; otherwise the container
  * starts where the runtime put it and the reason is logged. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -163,6 +164,25 @@ hook_failure_kind (cp_error_t err)
 {
   if (cp_error_kind (err) == CP_ERR_INPUT)
     cp_error_reclassify (err, CP_ERR_RUNTIME);
+}
+
+/* Whether ERR is the host running out of something (descriptors, memory, file
+   size or disk): a system failure wherever it happens, never the container's. */
+static bool
+exhausted (cp_error_t err)
+{
+  switch (cp_error_errno (err))
+    {
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case EFBIG:
+    case ENOSPC:
+    case EDQUOT:
+      return true;
+    default:
+      return false;
+    }
 }
 
 /* The state names the container's init; never this pid namespace's init, the hook
@@ -343,6 +363,21 @@ config_for_release (const struct cp_oci_state *st, struct cp_oci_config *cfg)
   return NULL;
 }
 
+/* The bundle could not be read for want of resources (WHY): a system failure like
+   any other past the annotations, so on_error and the container's strict decide,
+   not the refusal a replaced bundle gets. */
+static int
+bundle_exhausted (const struct cp_hostconfig *hc, const struct cp_annotations *ann, const char *id, cp_error_t *why,
+                  cp_error_t *err)
+{
+  struct cp_container_request creq;
+  if (cp_annotations_to_request (ann, &hc->defaults, NULL, &creq, err) < 0)
+    return allow_or_fail (hc, true, id, CP_LOG_ERROR, err);
+  *err = cp_steal_pointer (why);
+  hook_failure_kind (*err);
+  return allow_or_fail (hc, creq.req.strict, id, CP_LOG_WARNING, err);
+}
+
 /* The host config could not be read: the container fails only if its own
    annotations ask for strict (there are no host defaults to consult). */
 static int
@@ -440,13 +475,17 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
   if (cp_oci_state_parse_fields (st, err) < 0
       || (stage == STAGE_FROM_STATUS && stage_from_status (st, &stage, err) < 0))
     return -1;
+  cleanup_error cp_error_t no_bundle = NULL;
   if (stage == STAGE_PLACE && !have_config)
     {
-      if (cp_oci_config_load (st->bundle, cfg, err) < 0)
+      if (cp_oci_config_load (st->bundle, cfg, err) == 0)
+        have_config = true;
+      else if (exhausted (*err))
+        no_bundle = cp_steal_pointer (err); /* the host's failure: judged below */
+      else
         /* The state says it asked, and its bundle cannot be read (runc read it a
            moment ago): something replaced it; refuse. */
         return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-      have_config = true;
     }
 
   if (cp_hostconfig_load (a->config, hc, err) < 0)
@@ -455,6 +494,8 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
   cp_log_set_level (hc->log_level);
   if (stage == STAGE_RELEASE)
     return release (hc, st, have_config ? cfg : config_for_release (st, cfg), err);
+  if (no_bundle)
+    return bundle_exhausted (hc, ann, st->id, &no_bundle, err);
   return place (hc, st, ann, have_config ? cfg : NULL, err);
 }
 

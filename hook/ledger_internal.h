@@ -31,9 +31,10 @@ struct cp_ledger_entry *cp_ledger_append (struct cp_ledger *l);
  * the entries come from a file someone may have written to hurt us. */
 int cp_ledger_check_entries (const struct cp_ledger *l, cp_error_t *err);
 
-/* Open (creating it) and flock ledger.lock in DIRFD (the directory DIR, for
- * messages), waiting at most TIMEOUT_MS; set aside, once, anything other than a
- * regular file found in its place.  The fd holding the flock, or -1. */
+/* Flock DIRFD (the state directory DIR, for messages), then open (creating it)
+ * and flock ledger.lock in it, waiting at most TIMEOUT_MS in all; set aside, once,
+ * anything other than a regular file found in its place.  The fd holding
+ * ledger.lock's flock, or -1; the directory's flock goes with DIRFD's close. */
 int cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_error_t *err);
 
 /* Rename NAME to ASIDE in DIRFD, replacing an older ASIDE, and sync the directory.

@@ -1,6 +1,6 @@
-/* cachepin: the ledger's lock, ledger.lock in the state directory: taken with a
- * bounded wait, and repaired once when something other than a regular file is
- * in its place (see ledger_store.h). */
+/* cachepin: the ledger's lock: the state directory's flock, then ledger.lock's,
+ * taken with a bounded wait; ledger.lock is repaired once when something other
+ * than a regular file is in its place (see ledger_store.h). */
 #define _GNU_SOURCE
 #include "ledger_internal.h"
 
@@ -91,8 +91,8 @@ open_lock (int dirfd, const char *dir, cp_error_t *err)
   return ret;
 }
 
-/* Under the directory's flock: set a lock that is still not a regular file aside
- * and create a new one. */
+/* Under the directory's flock: set a lock that is not a regular file aside and
+ * create a new one. */
 static int
 replace_lock (int dirfd, const char *dir, cp_error_t *err)
 {
@@ -101,12 +101,19 @@ replace_lock (int dirfd, const char *dir, cp_error_t *err)
   if (!present && errno != ENOENT)
     return cp_fail_errno (err, errno, "stat `%s/%s`", dir, CP_LEDGER_LOCK_FILE);
   if (present && S_ISREG (st.st_mode))
-    return 0; /* another hook repaired it while we waited */
+    return 0; /* put back since open_lock() looked (not by a hook: we hold the directory) */
   const char *how = "created";
   if (present && cp_ledger_move_aside (dirfd, dir, CP_LEDGER_LOCK_FILE, CP_LEDGER_LOCK_CORRUPT_FILE, &how, err) < 0)
-    return -1;
-  /* EEXIST: a hook on the normal path created it since the rename; that is the
-     lock now, and it is a regular file: O_CREAT without O_EXCL makes nothing else. */
+    {
+      /* Removed since we looked (not by a hook: we hold the directory), so there
+         is nothing left to set aside. */
+      if (fstatat (dirfd, CP_LEDGER_LOCK_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+        return -1;
+      cp_error_free (err);
+      how = "found it gone before it could be moved to";
+    }
+  /* EEXIST: someone created it since the rename (flock(1), an older cachepin);
+     open_lock() checks what it is. */
   cleanup_close int fd = openat (dirfd, CP_LEDGER_LOCK_FILE, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0 && errno != EEXIST)
     return cp_fail_errno (err, errno, "create `%s/%s`", dir, CP_LEDGER_LOCK_FILE);
@@ -118,45 +125,77 @@ replace_lock (int dirfd, const char *dir, cp_error_t *err)
   return 0;
 }
 
-/* The lock is the one file the hooks must agree on: two hooks that replaced a bad
- * lock each with its own new file would each hold a flock and both write the
- * ledger.  So repairs take the directory's own flock (the directory is never
- * replaced: every hook holds it open), check again under it, and only then
- * rename and create.  The normal path never takes it: a lock that is a regular
- * file is never renamed, so every flock is on that one file. */
+/* Whether FD is still the file at ledger.lock: 1 yes, 0 no (removed, renamed or
+ * replaced since it was opened), -1 on an error. */
 static int
-repair_lock (int dirfd, const char *dir, unsigned timeout_ms, const struct timespec *start, cp_error_t *err)
+still_at_path (int fd, int dirfd, const char *dir, cp_error_t *err)
 {
-  cleanup_free char *what = cp_xasprintf ("`%s` (to repair %s)", dir, CP_LEDGER_LOCK_FILE);
-  if (poll_flock (dirfd, what, timeout_ms, start, err) < 0)
-    return -1;
-  int ret = replace_lock (dirfd, dir, err);
-  flock (dirfd, LOCK_UN);
-  return ret;
+  struct stat held, now;
+  if (fstat (fd, &held) < 0)
+    return cp_fail_errno (err, errno, "stat `%s/%s`", dir, CP_LEDGER_LOCK_FILE);
+  if (fstatat (dirfd, CP_LEDGER_LOCK_FILE, &now, AT_SYMLINK_NOFOLLOW) < 0)
+    {
+      if (errno == ENOENT)
+        return 0;
+      return cp_fail_errno (err, errno, "stat `%s/%s`", dir, CP_LEDGER_LOCK_FILE);
+    }
+  return held.st_dev == now.st_dev && held.st_ino == now.st_ino;
 }
 
+/* Open (repairing it when it is not a regular file) and flock ledger.lock, with
+ * the directory's flock already held; retry when the file locked is no longer
+ * the one at the path: someone else (flock(1), an older cachepin) may still lock
+ * ledger.lock alone, and the next one to open the path must meet our flock. */
+static int
+lock_file (int dirfd, const char *dir, unsigned timeout_ms, const struct timespec *start, cp_error_t *err)
+{
+  cleanup_free char *what = cp_xasprintf ("`%s/%s`", dir, CP_LEDGER_LOCK_FILE);
+  for (;;)
+    {
+      cleanup_close int fd = open_lock (dirfd, dir, err);
+      if (fd == LOCK_NOT_REGULAR)
+        {
+          if (replace_lock (dirfd, dir, err) < 0)
+            return -1;
+          fd = open_lock (dirfd, dir, err);
+          if (fd == LOCK_NOT_REGULAR)
+            return cp_fail_runtime (err, "`%s/%s` is not a regular file, again after it was set aside", dir,
+                                    CP_LEDGER_LOCK_FILE);
+        }
+      if (fd < 0 || poll_flock (fd, what, timeout_ms, start, err) < 0)
+        return -1;
+      int same = still_at_path (fd, dirfd, dir, err);
+      if (same < 0)
+        return -1;
+      if (same)
+        {
+          int ret = fd;
+          fd = -1;
+          return ret;
+        }
+      if (elapsed_ms (start) >= timeout_ms)
+        return cp_fail_runtime (err, "%s kept being replaced while cachepin locked it (limit %u ms)", what,
+                                timeout_ms);
+    }
+}
+
+/* Two hooks that each flocked their own ledger.lock (one removed or replaced
+ * while the other held it, or a bad one repaired by each) would both write the
+ * ledger.  A flock on a file that can be unlinked under it cannot prevent that;
+ * so the lock is the state directory's own flock (the directory cannot be
+ * replaced under an fd every hook holds), taken first and held until close, and
+ * ledger.lock is flocked under it for whoever locks that file alone.  The repair
+ * of a bad ledger.lock runs under the directory's flock too. */
 int
 cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_error_t *err)
 {
   struct timespec start;
   clock_gettime (CLOCK_MONOTONIC, &start);
-  cleanup_close int fd = open_lock (dirfd, dir, err);
-  if (fd == LOCK_NOT_REGULAR)
-    {
-      if (repair_lock (dirfd, dir, timeout_ms, &start, err) < 0)
-        return -1;
-      fd = open_lock (dirfd, dir, err);
-      if (fd == LOCK_NOT_REGULAR)
-        return cp_fail_runtime (err, "`%s/%s` is not a regular file, again after it was set aside", dir,
-                                CP_LEDGER_LOCK_FILE);
-    }
+  cleanup_free char *what = cp_xasprintf ("`%s` (with its %s)", dir, CP_LEDGER_LOCK_FILE);
+  if (poll_flock (dirfd, what, timeout_ms, &start, err) < 0)
+    return -1;
+  int fd = lock_file (dirfd, dir, timeout_ms, &start, err);
   if (fd < 0)
-    return -1;
-  cleanup_free char *what = cp_xasprintf ("`%s/%s`", dir, CP_LEDGER_LOCK_FILE);
-  if (poll_flock (fd, what, timeout_ms, &start, err) < 0)
-    return -1;
-  int ret = fd;
-  fd = -1;
-  return ret;
+    flock (dirfd, LOCK_UN);
+  return fd;
 }
-

@@ -22,7 +22,10 @@ CP_FAULT_HOOK (cp_ledger_set_fault_hook, cp_ledger_fault_fn);
 /* --------------------------------------------------------- the directory */
 
 /* Create the directory if missing and open it; refuse one that others could
- * change under us. */
+ * change under us, or that cachepin did not make for itself: it makes its own
+ * 0700 (every version did), so a directory open to group or others (`/`,
+ * /var/lib, any shared 0755 one) is someone else's, and its files are not ours
+ * to write beside. */
 static int
 open_state_dir (const char *state_dir, cp_error_t *err)
 {
@@ -55,8 +58,10 @@ open_state_dir (const char *state_dir, cp_error_t *err)
   if (st.st_uid != geteuid ())
     return cp_fail_runtime (err, "state directory `%s` is owned by uid %u, not %u; refusing it", path,
                             (unsigned) st.st_uid, (unsigned) geteuid ());
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return cp_fail_runtime (err, "state directory `%s` is writable by group or others (mode %04o); refusing it",
+  if (!cp_ledger_dir_mode_ok (st.st_mode))
+    return cp_fail_runtime (err,
+                            "state directory `%s` has mode %04o, open to group or others: not one cachepin made for "
+                            "itself (0700); refusing it",
                             path, (unsigned) (st.st_mode & 07777));
   /* The umask may have taken bits we want (it cannot have added any). */
   if (created && (st.st_mode & 07777) != 0700 && fchmod (fd, 0700) < 0)
@@ -64,6 +69,12 @@ open_state_dir (const char *state_dir, cp_error_t *err)
   int ret = fd;
   fd = -1;
   return ret;
+}
+
+bool
+cp_ledger_dir_mode_ok (mode_t mode)
+{
+  return (mode & (S_IRWXG | S_IRWXO)) == 0;
 }
 
 int

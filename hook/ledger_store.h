@@ -1,13 +1,15 @@
 /* cachepin: the ledger's files: the state directory, the lock, load and commit.
  *
- * The ledger is read, changed and rewritten under an exclusive flock(2) that is
+ * The ledger is read, changed and rewritten under exclusive flock(2)s that are
  * held from cp_ledger_open() until cp_ledger_close(), so every read-modify-write
- * is atomic with respect to the other hooks.
+ * is atomic with respect to the other hooks: the state directory's own (a file
+ * can be removed or replaced while a hook holds it; the directory cannot), then
+ * ledger.lock's (for flock(1) and older versions, which lock that file alone).
  *
  * State directory (default /run/cachepin, a tmpfs: placements do not survive a
  * reboot, and neither do the containers):
- *   ledger.lock              the flock target; created once, never replaced while
- *                            it is a regular file
+ *   ledger.lock              flocked after the directory; created once, never
+ *                            replaced while it is a regular file
  *   ledger.json              the data (ledger_codec.h)
  *   ledger.json.prev         the generation before it: each commit links the
  *                            ledger.json it replaces there first, and a load that
@@ -39,6 +41,7 @@
 #define CP_LEDGER_STORE_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "../policy/error.h"
 #include "ledger.h"
@@ -57,13 +60,17 @@
 
 /* Open STATE_DIR (created 0700 if missing; its parent must exist), take the lock,
  * waiting at most LOCK_TIMEOUT_MS, and read the ledger.  The directory must not be
- * a symlink, must be owned by the effective uid and not be writable by group or
- * others.  A missing ledger.json is an empty ledger.  A ledger.json that fails
+ * a symlink, must be owned by the effective uid and have no group or other
+ * permission bits (cp_ledger_dir_mode_ok(): one cachepin made for itself).  A missing ledger.json is an empty ledger.  A ledger.json that fails
  * validation is moved to ledger.json.corrupt; then, as when ledger.json is
  * missing, the ledger is ledger.json.prev's, or empty when that is missing too
  * (the first run) or not trusted either: see cp_ledger_was_recovered().  Fails
  * (< 0) on a bad directory, a lock timeout, or an I/O error. */
 int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
+
+/* Whether a state directory of mode MODE may be cachepin's: nothing for group or
+ * others, as cachepin makes its own (0700). */
+bool cp_ledger_dir_mode_ok (mode_t mode);
 
 /* The state directory alone, created and checked as cp_ledger_open() does, no lock:
  * for the other files kept there (hook/topocache.h).  The fd, or -1. */

@@ -113,6 +113,11 @@ main (int argc, char **argv)
   /* A closed stdout is an EPIPE that check_stdout() judges, not a SIGPIPE that
      kills the process after a placement was committed (exit 141). */
   signal (SIGPIPE, SIG_IGN);
+  /* A small RLIMIT_FSIZE: a write returns EFBIG, which the ledger's commit and the
+     topology cache report (and clean up after) like any other failed write,
+     instead of SIGXFSZ killing the hook with no message and a temporary file
+     left (exit 153). */
+  signal (SIGXFSZ, SIG_IGN);
   if (argc < 2)
     {
       usage (stderr);

@@ -116,7 +116,11 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
       snprintf (proc, sizeof proc, "/proc/%d", (int) sb->pid);
       cleanup_close int fd = open (proc, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       /* A process already gone: no rule, and the caller's read of its stat
-         fails as it would have anyway (ESRCH, EACCES). */
+         fails as it would have anyway (ESRCH, EACCES).  Any other failure (out
+         of descriptors: EMFILE) is ours: skipping the rule would turn it into a
+         misleading EACCES on /proc/PID/stat later. */
+      if (fd < 0 && errno != ENOENT && errno != ESRCH)
+        return cp_fail_errno (err, errno, "landlock: open %s", proc);
       if (fd >= 0 && ll_add (ruleset, fd, LL_FS_READ_FILE, fs, proc, err) < 0)
         return -1;
     }

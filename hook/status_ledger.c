@@ -343,9 +343,11 @@ state_dir_problem (const char *dir)
   if (geteuid () == 0 && st.st_uid != 0)
     return cp_xasprintf ("the state directory %s is owned by uid %u, not root: the hook refuses it", dir,
                          (unsigned) st.st_uid);
-  if (st.st_mode & (S_IWGRP | S_IWOTH))
-    return cp_xasprintf ("the state directory %s is writable by group or others (mode %04o): the hook refuses it",
-                         dir, (unsigned) (st.st_mode & 07777));
+  if (!cp_ledger_dir_mode_ok (st.st_mode))
+    return cp_xasprintf (
+        "the state directory %s has mode %04o, open to group or others (cachepin makes its own 0700): the hook "
+        "refuses it",
+        dir, (unsigned) (st.st_mode & 07777));
   return NULL;
 }
 

@@ -187,6 +187,7 @@ host_state_symlink () { mkdir -m 0700 "$D/alt/real"; ln -s "$D/alt/real" "$D/alt
                         host_config "{\"state_dir\": \"$D/alt/state\"}"; }
 host_state_file () { : > "$D/alt/state"; host_config "{\"state_dir\": \"$D/alt/state\"}"; }
 host_state_open () { mkdir -m 0777 "$D/alt/state"; chmod 0777 "$D/alt/state"; host_config "{\"state_dir\": \"$D/alt/state\"}"; }
+host_state_shared () { mkdir -m 0755 "$D/alt/state"; chmod 0755 "$D/alt/state"; host_config "{\"state_dir\": \"$D/alt/state\"}"; }
 host_config_fifo () { mkfifo "$D/alt/cfg.json"; CFG="$D/alt/cfg.json"; in_state; }
 host_config_big () { { printf '{"state_dir": "/x", "topology": "'; head -c 1100000 /dev/zero | tr '\0' a; printf '"}'; } > "$D/alt/cfg.json"; CFG="$D/alt/cfg.json"; in_state; }
 # apply
@@ -354,7 +355,8 @@ T "stage with ESC"                       2 'cachepin hook: stage `?[2J`: expecte
 T "state_dir relative"                   0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: state_dir: expected an absolute path, got "state"' - host_config '{"state_dir": "state"}'
 T "state_dir a symlink"                  0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: state directory `@D@/alt/state` is a symlink; refusing it' root host_state_symlink
 T "state_dir a regular file"             0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: open state directory `@D@/alt/state`: Not a directory' root host_state_file
-T "state_dir world-writable"             0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: state directory `@D@/alt/state` is writable by group or others (mode 0777); refusing it' root host_state_open
+T "state_dir world-writable"             0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: state directory `@D@/alt/state` has mode 0777, open to group or others: not one cachepin made for itself (0700); refusing it' root host_state_open
+T "state_dir a shared 0755 directory"    0 'cachepin: warning: container hostile starts unplaced: ledger @D@/alt/state: state directory `@D@/alt/state` has mode 0755, open to group or others: not one cachepin made for itself (0700); refusing it' root host_state_shared
 T "lock_timeout_ms 0"                    0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 0' - host_config '{"lock_timeout_ms": 0}'
 T "lock_timeout_ms 99999999999"          0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 99999999999' - host_config '{"lock_timeout_ms": 99999999999}'
 T "lock_timeout_ms \"5\""                0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got "5"' - host_config '{"lock_timeout_ms": "5"}'

@@ -45,7 +45,8 @@ for i in $(seq 1 "$N"); do mkdir "$TOP/l/e$i"; done
 sleep 600 </dev/null >/dev/null 2>&1 &
 SLEEPER=$!
 echo "$SLEEPER" > "$TOP/c/cgroup.procs"
-mkdir -p "$D/bundle" "$D/state"
+mkdir -p "$D/bundle"
+mkdir -m 0700 "$D/state"
 chmod 700 "$D/state"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
 jq -n --arg s "$D/state" '{state_dir: $s, log_level: "info"}' > "$D/cfg.json"

@@ -15,27 +15,7 @@ BIN=$(realpath "${1:?usage: sandbox.sh PATH-TO-cachepin}")
 MNT=$(find_cpuset_mount)
 [ -n "$MNT" ] || { echo "SKIPPED: no cpuset hierarchy"; exit 0; }
 
-D=$(mktemp -d /tmp/cachepin-sandbox.XXXXXX)
-CG=$MNT/cachepin-sandbox-$$
-SLEEPER=""
-cleanup () {
-  [ -z "$SLEEPER" ] || { kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; }
-  rmdir "$CG" 2>/dev/null
-  rm -rf "$D"
-}
-trap cleanup EXIT
-PASS=0 FAIL=0
-ok () { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-
-mkdir "$CG"
-if [ "$MNT" != /sys/fs/cgroup ]; then # v1 cpuset: a new cgroup starts empty
-  cat "$MNT/cpuset.cpus" >"$CG/cpuset.cpus"
-  cat "$MNT/cpuset.mems" >"$CG/cpuset.mems"
-fi
-sleep 600 >/dev/null 2>&1 &
-SLEEPER=$!
-echo "$SLEEPER" >"$CG/cgroup.procs"
+sleeper_frame cachepin-sandbox
 BEFORE=$(cat "$CG/cpuset.cpus")
 mkdir "$D/bundle"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' >"$D/bundle/config.json"

@@ -178,7 +178,7 @@ BEFORE=$(fingerprint "$D/warn")
 status_json "$D/cfg-warn.json"
 check "exit" "$RC" 0
 check "two warnings" "$(q '.ledger.warnings | length')" 2
-q '.ledger.warnings[]' | grep -q "writable by group or others (mode 0777)" && ok "the mode is named" || ko "$(q .ledger.warnings)"
+q '.ledger.warnings[]' | grep -q "has mode 0777, open to group or others" && ok "the mode is named" || ko "$(q .ledger.warnings)"
 q '.ledger.warnings[]' | grep -q "set aside as $D/warn/ledger.json.corrupt" && ok "the set-aside ledger is named" ||
   ko "$(q .ledger.warnings)"
 "$BIN" status --config "$D/cfg-warn.json" >"$D/text" 2>&1

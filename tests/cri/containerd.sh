@@ -174,7 +174,8 @@ install_node () {
 # log) of the test's.
 image_tree () {
   local img=$D/image f
-  mkdir -p "$img/bin" "$img/share/containers/oci/hooks.d" "$img/share/containerd" "$D/hookstate"
+  mkdir -p "$img/bin" "$img/share/containers/oci/hooks.d" "$img/share/containerd"
+  mkdir -p -m 0700 "$D/hookstate" # cachepin refuses a state directory open to others
   cp "$BIN" "$img/bin/cachepin"
   for f in "$SRC"/deploy/hooks.d/*.json.in; do
     sed 's|@CACHEPIN_INSTALLED_BIN@|/opt/cachepin/bin/cachepin|' "$f" >"$img/share/containers/oci/hooks.d/$(basename "$f" .in)"

@@ -1,6 +1,6 @@
 /* Many hooks started at once against one ledger.
  *
- *   hook_stress [ROUNDS [HOOKS [SEED]]]      (default 50 rounds of 64 hooks)
+ *   hook_stress [ROUNDS [HOOKS [SEED [replace-lock]]]]   (default 50 rounds of 64 hooks)
  *
  * Each round forks HOOKS processes that wait on one pipe and are released
  * together.  Each one is a hook: the very code `cachepin hook` runs under the
@@ -33,7 +33,13 @@
  * config.json's cgroupsPath does, or both), must keep the live container's
  * entry: the model check after the round finds that entry as it was placed.  A
  * share of the real releases go through cp_placer_release() with the owner's
- * identity too, and must release.  (Those are timed whole, sandbox included.) */
+ * identity too, and must release.  (Those are timed whole, sandbox included.)
+ *
+ * With replace-lock, a process removes ledger.lock in a loop while the hooks run
+ * (now and then planting a symlink in its place, for the repair path): what an
+ * admin's `rm` or a cleaner does.  A hook that flocked a new ledger.lock while
+ * another held the removed one would write the ledger beside it, and the model
+ * check would see a lost entry or a CPU held twice (1 round in 18 of 40 hooks). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>
@@ -141,6 +147,7 @@ struct stats
 };
 
 static const char *cg_mount;
+static const char *replace_lock_in; /* the state directory with replace-lock, else NULL */
 
 static void
 slot_fail (struct slot *s, const char *what, cp_error_t *err)
@@ -250,6 +257,10 @@ run_hook (struct slot *s, const struct cp_hostconfig *hc, const struct cp_topo *
     }
   long long t1 = st_now_us ();
   s->wait_us = t1 - t0;
+  /* Stands for the cgroup write left out here, which a real hook does under the
+     lock: the window in which a second holder would write the ledger too. */
+  if (replace_lock_in)
+    usleep (2000);
   if (cp_ledger_was_recovered (l, NULL))
     {
       s->status = JOB_FAILED;
@@ -351,6 +362,29 @@ cg_remove (const char *cgroup)
     st_fail ("rmdir %s: %s", dir, strerror (errno));
 }
 
+/* With replace-lock: a process that removes ledger.lock in STATE in a loop, now
+ * and then planting a symlink instead, until the parent kills it.  GATE_W is the
+ * write end of the hooks' gate: closed here, or the hooks would never see it
+ * open. */
+static pid_t
+spawn_lock_remover (const char *state, int gate_w)
+{
+  pid_t pid = fork ();
+  if (pid < 0)
+    st_fail ("fork: %s", strerror (errno));
+  if (pid > 0)
+    return pid;
+  st_die_with_parent ();
+  close (gate_w);
+  cleanup_free char *lock = cp_xasprintf ("%s/%s", state, CP_LEDGER_LOCK_FILE);
+  for (unsigned i = 0;; i++)
+    {
+      if (unlink (lock) == 0 && i % 16 == 0)
+        (void) !symlink ("/dev/null", lock);
+      usleep (500 + (i % 5) * 200);
+    }
+}
+
 /* Fork the round's hooks, release them together, wait for them all. */
 static long long
 run_round (struct slot *slots, unsigned n, const struct cp_hostconfig *hc, const struct cp_topo *topo)
@@ -377,6 +411,10 @@ run_round (struct slot *slots, unsigned n, const struct cp_hostconfig *hc, const
       while (read (gate[0], &c, 1) < 0 && errno == EINTR)
         ;
       close (gate[0]);
+      /* Spread the opens over the remover's loop: hooks that all opened the lock
+         before its first removal would all queue on that one file. */
+      if (replace_lock_in)
+        usleep ((k * 7919u % 40u) * 7000u);
       run_hook (&slots[k], hc, topo);
       _exit (slots[k].status == JOB_FAILED ? 1 : 0);
     }
@@ -392,6 +430,7 @@ run_round (struct slot *slots, unsigned n, const struct cp_hostconfig *hc, const
       st_fail ("read: %s", strerror (errno));
   close (ready[0]);
   st_check (got == n, "only %u of %u hooks got ready", got, n);
+  pid_t remover = replace_lock_in ? spawn_lock_remover (replace_lock_in, gate[1]) : 0;
   long long t0 = st_now_us ();
   close (gate[1]);
   for (unsigned k = 0; k < n; k++)
@@ -405,6 +444,8 @@ run_round (struct slot *slots, unsigned n, const struct cp_hostconfig *hc, const
                  WIFEXITED (status) ? "exited" : "died of signal",
                  WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status), slots[k].msg);
     }
+  if (remover)
+    st_kill_holder (remover);
   free (pids);
   return st_now_us () - t0;
 }
@@ -474,7 +515,9 @@ main (int argc, char **argv)
   unsigned rounds = argc > 1 ? (unsigned) strtoul (argv[1], NULL, 10) : 50;
   unsigned hooks = argc > 2 ? (unsigned) strtoul (argv[2], NULL, 10) : 64;
   unsigned long long seed = argc > 3 ? strtoull (argv[3], NULL, 10) : 20240601;
-  st_check (rounds > 0 && hooks > 0 && hooks <= 1000, "usage: %s [ROUNDS [HOOKS [SEED]]]", argv[0]);
+  bool replace_lock = argc > 4 && strcmp (argv[4], "replace-lock") == 0;
+  st_check (rounds > 0 && hooks > 0 && hooks <= 1000 && argc <= 5 && (argc <= 4 || replace_lock),
+            "usage: %s [ROUNDS [HOOKS [SEED [replace-lock]]]]", argv[0]);
   setvbuf (stdout, NULL, _IOLBF, 0);
   st_seed (seed);
   /* The drops are checked here; one info line per drop per hook would drown the
@@ -495,8 +538,9 @@ main (int argc, char **argv)
   free (hc.state_dir);
   hc.state_dir = cp_xstrdup (state);
   hc.lock_timeout_ms = LOCK_TIMEOUT_MS;
-  printf ("%u rounds of %u hooks, seed %llu, lock timeout %u ms, state %s\n", rounds, hooks, seed, LOCK_TIMEOUT_MS,
-          state);
+  replace_lock_in = replace_lock ? state : NULL;
+  printf ("%u rounds of %u hooks, seed %llu, lock timeout %u ms, state %s%s\n", rounds, hooks, seed, LOCK_TIMEOUT_MS,
+          state, replace_lock ? ", ledger.lock removed in a loop" : "");
 
   struct slot *slots = mmap (NULL, hooks * sizeof *slots, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   st_check (slots != MAP_FAILED, "mmap: %s", strerror (errno));

@@ -330,10 +330,16 @@ test_round_trip (void **state)
 
 /* ---------------------------------------------------------------- locking */
 
-static void
-test_lock_timeout (void **state)
+/* Another process holding the ledger (open in DIR) until holder_release(). */
+struct holder
 {
-  struct tdir t = *(struct tdir *) *state;
+  pid_t pid;
+  int release; /* write end: closing it lets the holder go */
+};
+
+static struct holder
+holder_start (const char *dir)
+{
   int ready[2], release[2];
   assert_int_equal (pipe (ready), 0);
   assert_int_equal (pipe (release), 0);
@@ -345,7 +351,7 @@ test_lock_timeout (void **state)
       close (release[1]);
       struct cp_ledger *l = NULL;
       cp_error_t err = NULL;
-      if (cp_ledger_open (t.state, 5000, &l, &err) < 0)
+      if (cp_ledger_open (dir, 5000, &l, &err) < 0)
         _exit (1);
       char c = 'x';
       if (write (ready[1], &c, 1) != 1)
@@ -359,6 +365,23 @@ test_lock_timeout (void **state)
   close (release[0]);
   char c;
   assert_int_equal (read (ready[0], &c, 1), 1);
+  close (ready[0]);
+  return (struct holder) { .pid = child, .release = release[1] };
+}
+
+/* Let H go; it must have held and closed the ledger. */
+static void
+holder_release (struct holder *h)
+{
+  close (h->release);
+  assert_int_equal (wait_status (h->pid), 0);
+}
+
+static void
+test_lock_timeout (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  struct holder h = holder_start (t.state);
 
   struct cp_ledger *l = NULL;
   cp_error_t err = NULL;
@@ -381,12 +404,40 @@ test_lock_timeout (void **state)
   cp_error_free (&err);
 
   /* Released: a waiting open gets it. */
-  assert_int_equal (write (release[1], "x", 1), 1);
+  holder_release (&h);
   l = open_ok (t.state);
   cp_ledger_close (l);
-  assert_int_equal (wait_status (child), 0);
-  close (ready[0]);
-  close (release[1]);
+}
+
+/* A hook holds the lock while ledger.lock is removed, or replaced by a symlink
+ * (which sends the next hook to the repair): the next hook must still wait for
+ * the first.  Before, it flocked a new ledger.lock of its own and both wrote the
+ * ledger (two exclusive containers on one CPU, 1 round in 18 of a storm). */
+static void
+test_lock_replaced_while_held (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cleanup_free char *lock = state_path (&t, CP_LEDGER_LOCK_FILE);
+  static const char *const how[] = { "removed", "replaced by a symlink", "replaced by a new file" };
+  for (int k = 0; k < 3; k++)
+    {
+      struct holder h = holder_start (t.state);
+
+      assert_int_equal (unlink (lock), 0);
+      if (k == 1)
+        assert_int_equal (symlink ("/dev/null", lock), 0);
+      else if (k == 2)
+        write_file (lock, "", 0);
+      struct cp_ledger *l = NULL;
+      cp_error_t err = NULL;
+      if (cp_ledger_open (t.state, 200, &l, &err) == 0)
+        fail_msg ("ledger.lock %s while a hook held it: a second hook took the lock too", how[k]);
+      expect_contains (cp_error_message (err), "timed out after");
+      cp_error_free (&err);
+
+      holder_release (&h);
+      cp_ledger_close (open_ok (t.state));
+    }
 }
 
 #define N_CHILDREN 16
@@ -1129,11 +1180,11 @@ test_state_dir (void **state)
   /* World-writable, group-writable. */
   make_state_dir (&t);
   assert_int_equal (chmod (t.state, 0777), 0);
-  expect_dir_refused (t.state, "writable by group or others (mode 0777)");
+  expect_dir_refused (t.state, "has mode 0777, open to group or others");
   assert_int_equal (chmod (t.state, 0770), 0);
-  expect_dir_refused (t.state, "writable by group or others");
+  expect_dir_refused (t.state, "has mode 0770");
   assert_false (state_exists (&t, CP_LEDGER_LOCK_FILE));
-  assert_int_equal (chmod (t.state, 0755), 0); /* readable is fine */
+  assert_int_equal (chmod (t.state, 0700), 0);
   cp_ledger_close (open_ok (t.state));
 
   /* A symlink to a good directory, with and without a trailing slash. */
@@ -1155,6 +1206,41 @@ test_state_dir (void **state)
       expect_dir_refused (t.state, "is owned by uid 65534");
       assert_int_equal (chown (t.state, 0, 0), 0);
     }
+}
+
+/* A directory cachepin did not make for itself (`/`, /var/lib: root's, 0755)
+ * was accepted and the ledger, lock and topology cache written into it.
+ * cachepin makes its own 0700 (and always did); one that group or others may
+ * read or enter is refused with one line, and nothing is written in it. */
+static void
+test_state_dir_not_ours (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  make_state_dir (&t);
+  static const mode_t modes[] = { 0755, 0750, 0711, 0705, 0701 };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (modes); i++)
+    {
+      assert_int_equal (chmod (t.state, modes[i]), 0);
+      cleanup_free char *mode = cp_xasprintf ("has mode %04o, open to group or others: not one cachepin made for "
+                                              "itself (0700); refusing it",
+                                              (unsigned) modes[i]);
+      expect_dir_refused (t.state, mode);
+      cp_error_t err = NULL;
+      int fd = cp_ledger_open_dir (t.state, &err); /* the topology cache's way in */
+      if (fd >= 0)
+        fail_msg ("mode %04o: cp_ledger_open_dir() accepted it", (unsigned) modes[i]);
+      cp_error_free (&err);
+      if (state_exists (&t, CP_LEDGER_LOCK_FILE) || state_exists (&t, CP_LEDGER_FILE))
+        fail_msg ("mode %04o: files were written in it", (unsigned) modes[i]);
+    }
+  /* What cachepin makes (and every version made): accepted. */
+  assert_int_equal (chmod (t.state, 0700), 0);
+  cp_ledger_close (open_ok (t.state));
+  assert_int_equal (nftw (t.state, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+  cp_ledger_close (open_ok (t.state)); /* made here, by cachepin */
+  struct stat st;
+  assert_int_equal (stat (t.state, &st), 0);
+  assert_int_equal (st.st_mode & 07777, 0700);
 }
 
 /* ------------------------------------------------- hostile files in the dir */
@@ -2148,6 +2234,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_lock_replaced_while_held, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_corruption, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_kernel_fields, tdir_setup, tdir_teardown),
@@ -2158,6 +2245,7 @@ main (void)
     cmocka_unit_test (test_put_refuses),
     cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_state_dir, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_state_dir_not_ours, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_lock, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_lock_race, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bad_ledger_socket, tdir_setup, tdir_teardown),

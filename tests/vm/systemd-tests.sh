@@ -33,7 +33,8 @@ CACHEPIN=/payload/bin/cachepin
 STATE=/run/cachepin-sd/state
 IMAGE=localhost/cpvm-busybox:latest
 
-mkdir -p /etc/cachepin "$STATE" "$CPVM_BUNDLES"
+mkdir -p /etc/cachepin "$CPVM_BUNDLES"
+mkdir -p -m 0700 "$STATE" # cachepin refuses a state directory open to others
 # The default config path, as the shipped hook files use it. lock_timeout_ms: TCG.
 printf '{"state_dir": "%s", "log_level": "debug", "lock_timeout_ms": 60000}\n' "$STATE" >/etc/cachepin/config.json
 

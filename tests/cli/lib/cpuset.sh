@@ -20,3 +20,26 @@ make_cgroup () {
     cat "$(dirname "$1")/cpuset.mems" > "$1/cpuset.mems"
   fi
 }
+
+# sleeper_frame NAME: the frame of a test that runs the hook for a process in a
+# cgroup of its own (root and $MNT checked by the caller): D a temporary
+# directory, CG the cgroup $MNT/NAME-PID holding SLEEPER (a sleeping process),
+# all removed at exit; PASS, FAIL, ok and bad count and print the checks.
+sleeper_frame () {
+  D=$(mktemp -d "/tmp/$1.XXXXXX")
+  CG=$MNT/$1-$$
+  SLEEPER=""
+  trap 'sleeper_frame_cleanup' EXIT
+  PASS=0 FAIL=0
+  ok () { PASS=$((PASS + 1)); echo "ok   $*"; }
+  bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+  make_cgroup "$CG"
+  sleep 600 >/dev/null 2>&1 &
+  SLEEPER=$!
+  echo "$SLEEPER" >"$CG/cgroup.procs"
+}
+sleeper_frame_cleanup () {
+  [ -z "$SLEEPER" ] || { kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; }
+  rmdir "$CG" 2>/dev/null
+  rm -rf "$D"
+}
