@@ -465,12 +465,17 @@ widen (const struct cp_cgroup *cg, cp_error_t *err)
   return 0;
 }
 
-/* Why E is not REL's entry (another container with the same id), or NULL. */
+/* Why E is not REL's entry (another container with the same id), or NULL.  When
+   both name a process, it decides (two live containers never share a pid; a
+   config.json cgroupsPath the runtime read otherwise than we do must not keep a
+   container's own entry); else the cgroup config.json names does. */
 static char *
 not_its (const struct cp_ledger_entry *e, const struct cp_release *rel)
 {
-  if (rel->pid > 0 && e->pid > 0 && rel->pid != e->pid)
-    return cp_xasprintf ("it is process %d's, this release is process %d's", (int) e->pid, (int) rel->pid);
+  if (rel->pid > 0 && e->pid > 0)
+    return rel->pid == e->pid
+               ? NULL
+               : cp_xasprintf ("it is process %d's, this release is process %d's", (int) e->pid, (int) rel->pid);
   if (rel->cgroup && !cp_cgroup_path_within (e->cgroup, rel->cgroup))
     return cp_xasprintf ("it is in cgroup %s%s, this release's container in %s", e->cgroup_mount, e->cgroup,
                          rel->cgroup);
