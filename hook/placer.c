@@ -298,7 +298,7 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
   if (e == NULL)
     return -1;
   cleanup_free char *cpus = cp_cpulist_format (e->cpus);
-  cleanup_free char *why = cp_xstrdup ((*err)->msg);
+  cleanup_free char *why = cp_xstrdup (cp_error_message (*err));
   return cp_error_set (err, cp_error_kind (*err), cp_error_errno (*err),
                        "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
 }
