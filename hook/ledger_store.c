@@ -377,6 +377,17 @@ write_tmp (struct cp_ledger *l, const char *text, size_t len, bool ledger, cp_er
   return 0;
 }
 
+/* ledger.json.tmp, written and synced, renamed to NAME; on failure it is removed. */
+static int
+rename_tmp (struct cp_ledger *l, const char *name, cp_error_t *err)
+{
+  if (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, name) == 0)
+    return 0;
+  int saved = errno;
+  unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
+  return cp_fail_errno (err, saved, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE, name);
+}
+
 /* sched_cache_restore brought to the ledger's value, before ledger.json is
  * written: the value to give back is on disk before the switch moves away from
  * it, and forgotten only once it was given back (schedctl.h). */
@@ -398,13 +409,8 @@ commit_restore (struct cp_ledger *l, cp_error_t *err)
           unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
           return -1;
         }
-      if (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_RESTORE_FILE) < 0)
-        {
-          int saved = errno;
-          unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
-          return cp_fail_errno (err, saved, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE,
-                                CP_LEDGER_RESTORE_FILE);
-        }
+      if (rename_tmp (l, CP_LEDGER_RESTORE_FILE, err) < 0)
+        return -1;
     }
   if (fsync (l->dirfd) < 0)
     return cp_fail_errno (err, errno, "fsync `%s`", l->dir);
@@ -458,12 +464,8 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
     }
   keep_prev (l);
   FAULT (CP_LEDGER_FAULT_PREV_KEPT);
-  if (renameat (l->dirfd, CP_LEDGER_TMP_FILE, l->dirfd, CP_LEDGER_FILE) < 0)
-    {
-      int saved = errno;
-      unlinkat (l->dirfd, CP_LEDGER_TMP_FILE, 0);
-      return cp_fail_errno (err, saved, "rename `%s/%s` to %s", l->dir, CP_LEDGER_TMP_FILE, CP_LEDGER_FILE);
-    }
+  if (rename_tmp (l, CP_LEDGER_FILE, err) < 0)
+    return -1;
   fe = FAULT_RESULT (CP_LEDGER_FAULT_RENAMED);
   if (fe)
     return cp_fail_errno (err, fe, "fault injected before syncing `%s`", l->dir);
