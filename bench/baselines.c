@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/util.h"
+#include "util.h"
 
 int
 bm_model_init (struct bm_model *m, const struct cp_topo *topo)

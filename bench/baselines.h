@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "policy/topo.h"
+#include "topo.h"
 
 /* The topology as arrays indexed by Linux CPU number (PU), built once.  Only the
  * PUs the source allows are usable: the same set cp_place() works within. */

@@ -1,5 +1,5 @@
-/* Bench: the ledger codec (hook/ledger_codec.c) against the json-c reference it
- * replaced (hook/ledger_codec_dom.c), side by side in one run, on a ledger of
+/* Bench: the ledger codec (hook/state/ledger_codec.c) against the json-c reference it
+ * replaced (tests/support/ledger_codec_dom.c), side by side in one run, on a ledger of
  * ENTRIES entries shaped like the hook's (podman ids and scopes, exclusive and
  * shared entries, a few drifted).
  *   cmake --build build --target bench-ledger-codec
@@ -11,11 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "hook/ledger.h"
-#include "hook/ledger_codec_dom.h"
-#include "hook/ledger_internal.h"
-#include "policy/bitmap.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "ledger_codec_dom.h"
+#include "ledger_internal.h"
+#include "bitmap.h"
+#include "util.h"
 
 static double
 now_us (void)

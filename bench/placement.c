@@ -26,10 +26,10 @@
 #include <time.h>
 
 #include "baselines.h"
-#include "hook/ledger.h"
-#include "policy/placement.h"
-#include "policy/topo.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "placement.h"
+#include "topo.h"
+#include "util.h"
 
 static const struct
 {

@@ -1,4 +1,4 @@
-/* Fuzz the cgroup locators (hook/cgroup_parse.h): cp_cgroup_locate_from_text()
+/* Fuzz the cgroup locators (hook/host/cgroup_parse.h): cp_cgroup_locate_from_text()
  * on /proc/self/mountinfo and /proc/<pid>/cgroup texts, and
  * cp_cgroup_resolve_from_text() on those and the user's --cgroup path.  What they
  * return is what a root process then opens and writes CPUs into.
@@ -23,8 +23,8 @@
  * one printable line; runtime for the kernel's texts, and for resolve input or
  * runtime.  No crash, no leak, no UB on any input. */
 #include "common.h"
-#include "hook/cgroup_parse.h"
-#include "policy/util.h"
+#include "cgroup_parse.h"
+#include "util.h"
 
 static const char *const CONTROLLERS[] = { "cpuset", "hugetlb", "cpu", "memory" };
 

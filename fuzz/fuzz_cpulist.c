@@ -12,7 +12,7 @@
 #include <hwloc.h>
 
 #include "common.h"
-#include "policy/cpulist.h"
+#include "cpulist.h"
 
 /* A number of the grammar at S (N bytes): 0 or [1-9][0-9]*, at most CP_CPULIST_MAX. */
 static bool

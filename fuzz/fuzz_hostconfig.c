@@ -1,6 +1,6 @@
 /* Fuzz cp_hostconfig_parse() (/etc/cachepin/config.json).
  *
- * Invariants on success (hook/hostconfig.h): path is the name given; cpus is the
+ * Invariants on success (hook/state/hostconfig.h): path is the name given; cpus is the
  * full set (the default) or a finite set within 0..CP_CPULIST_MAX; reserved is
  * finite and does not cover cpus; defaults.cpus is 0 and its enums are known;
  * state_dir absolute; topology "host" or absolute; lock_timeout_ms in
@@ -11,8 +11,8 @@
 #include <json-c/json.h>
 
 #include "common.h"
-#include "hook/hostconfig.h"
-#include "policy/cpulist.h"
+#include "hostconfig.h"
+#include "cpulist.h"
 
 #define NAME "/etc/cachepin/config.json"
 

@@ -13,11 +13,11 @@
  *     and refuses (CP_LEDGER_CONFLICT) an exclusive copy of it under another id.
  * On failure: an input error with a printable one-line message.
  *
- * Differential: the json-c reference codec (hook/ledger_codec_dom.c, the one the
+ * Differential: the json-c reference codec (tests/support/ledger_codec_dom.c, the one the
  * hook used before issue 12) accepts exactly the same texts, and what it reads
  * is the same ledger (the fast writer's text of both is the same).
  *
- * The same bytes also go to cp_proc_parse_stat() (hook/proc.h), the parser of
+ * The same bytes also go to cp_proc_parse_stat() (hook/host/proc.h), the parser of
  * /proc/<pid>/stat that reconcile trusts to tell a live container from a reused
  * pid: it reads only the LEN bytes it is given (ASan), fails with an input error,
  * and a state it returns is the byte after the last ")" and a space. */
@@ -25,10 +25,10 @@
 #include <hwloc.h>
 
 #include "common.h"
-#include "hook/ledger.h"
-#include "hook/ledger_codec_dom.h"
-#include "hook/proc.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "ledger_codec_dom.h"
+#include "proc.h"
+#include "util.h"
 
 static bool
 entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)

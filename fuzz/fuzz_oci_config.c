@@ -10,9 +10,9 @@
 #include <hwloc.h>
 
 #include "common.h"
-#include "oci/config.h"
+#include "config.h"
 #include "oci_checks.h"
-#include "policy/cpulist.h"
+#include "cpulist.h"
 
 static void
 check_config (const struct cp_oci_config *cfg)

@@ -10,7 +10,7 @@
  * whole parse refuses with the same message.  Parsing is deterministic: twice gives the same.
  * On failure: an input error starting "state: ", and *out left zeroed. */
 #include "common.h"
-#include "oci/state.h"
+#include "state.h"
 #include "oci_checks.h"
 
 static void

@@ -13,8 +13,8 @@
 #include <hwloc.h>
 
 #include "common.h"
-#include "policy/placement.h"
-#include "policy/topo_codec.h"
+#include "placement.h"
+#include "topo_codec.h"
 
 static void
 check_model (const struct cp_topo *t)

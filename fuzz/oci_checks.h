@@ -4,9 +4,9 @@
 #define CP_FUZZ_OCI_CHECKS_H
 
 #include "common.h"
-#include "oci/annotations.h"
-#include "oci/config.h"
-#include "policy/request.h"
+#include "annotations.h"
+#include "config.h"
+#include "request.h"
 
 static inline bool
 fuzz_is_ours (const char *key)

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../policy/util.h"
+#include "util.h"
 #include "config.h"
 #include "json.h"
 

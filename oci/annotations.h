@@ -9,7 +9,7 @@
  *   cachepin.io/mems     local (default: the NUMA nodes local to the CPUs) | keep
  *   cachepin.io/sched-cache  on | off: what the container asks of the kernel's
  *                        cache-aware scheduling (a host-wide switch: the host
- *                        setting `sched_cache` decides what is done, hook/schedctl.h)
+ *                        setting `sched_cache` decides what is done, hook/engine/schedctl.h)
  *   cachepin.io/core-sched   true | false: a core-scheduling cookie for the
  *                        container's processes (no other task on its cores' siblings)
  * Each may also be given for one container of a pod as
@@ -26,8 +26,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "../policy/error.h"
-#include "../policy/request.h"
+#include "error.h"
+#include "request.h"
 
 #define CP_ANNOTATION_PREFIX "cachepin.io/"
 #define CP_ANNOTATION_CONTAINER_INFIX ".container."
@@ -89,33 +89,6 @@ bool cp_annotations_wants_cachepin (const struct cp_annotations *a);
 
 /* A pod's sandbox (pause) container under CRI-O, containerd or cri-dockerd: not to be placed. */
 bool cp_annotations_is_sandbox (const struct cp_annotations *a);
-
-/* Where cpus came from (cp_container_request.cpus_source). */
-#define CP_CPUS_SOURCE_ANNOTATION "annotation"
-#define CP_CPUS_SOURCE_QUOTA "quota/period"
-#define CP_CPUS_SOURCE_SHARED "shared: one domain"
-
-/* What a container asks of a kernel feature. */
-enum cp_ask
-{
-  CP_ASK_NONE = 0, /* nothing */
-  CP_ASK_ON,
-  CP_ASK_OFF,
-};
-
-struct cp_container_request
-{
-  struct cp_request req;
-  bool mems_keep;            /* cachepin.io/mems=keep: leave cpuset.mems alone */
-  bool cpus_from_annotation; /* req.cpus is what the user asked for, not derived */
-  const char *cpus_source;   /* one of CP_CPUS_SOURCE_* (static) */
-  hwloc_const_bitmap_t bound_cpus; /* the spec's linux.resources.cpu.cpus: the placement
-                                      stays within it (NULL: no bound); points into the
-                                      cp_oci_config it came from */
-  hwloc_const_bitmap_t bound_mems; /* linux.resources.cpu.mems, the same way */
-  enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
-  bool core_sched;           /* cachepin.io/core-sched=true */
-};
 
 struct cp_oci_config;
 

@@ -6,9 +6,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../policy/bitmap.h"
-#include "../policy/cpulist.h"
-#include "../policy/util.h"
+#include "bitmap.h"
+#include "cpulist.h"
+#include "util.h"
 #include "io.h"
 #include "json.h"
 

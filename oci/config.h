@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../policy/error.h"
+#include "error.h"
 #include "annotations.h"
 
 /* Bound on config.json (real ones are a few KiB; annotations are at most 256 KiB

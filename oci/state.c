@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../policy/util.h"
+#include "util.h"
 #include "io.h"
 #include "json.h"
 

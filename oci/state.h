@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "../policy/error.h"
+#include "error.h"
 #include "annotations.h"
 
 /* Bounds on hostile input. */

@@ -7,6 +7,8 @@
 
 #include <stdbool.h>
 
+#include <hwloc.h>
+
 #include "error.h"
 
 /* Domain levels, from the smallest to the whole machine.  Also the `align` values. */
@@ -44,6 +46,33 @@ struct cp_request
   enum cp_smt smt;
   enum cp_mode mode;
   bool strict;
+};
+
+/* Where cpus came from (cp_container_request.cpus_source). */
+#define CP_CPUS_SOURCE_ANNOTATION "annotation"
+#define CP_CPUS_SOURCE_QUOTA "quota/period"
+#define CP_CPUS_SOURCE_SHARED "shared: one domain"
+
+/* What a container asks of a kernel feature. */
+enum cp_ask
+{
+  CP_ASK_NONE = 0, /* nothing */
+  CP_ASK_ON,
+  CP_ASK_OFF,
+};
+
+struct cp_container_request
+{
+  struct cp_request req;
+  bool mems_keep;            /* cachepin.io/mems=keep: leave cpuset.mems alone */
+  bool cpus_from_annotation; /* req.cpus is what the user asked for, not derived */
+  const char *cpus_source;   /* one of CP_CPUS_SOURCE_* (static) */
+  hwloc_const_bitmap_t bound_cpus; /* the spec's linux.resources.cpu.cpus: the placement
+                                      stays within it (NULL: no bound); points into the
+                                      input it came from (a cp_oci_config) */
+  hwloc_const_bitmap_t bound_mems; /* linux.resources.cpu.mems, the same way */
+  enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
+  bool core_sched;           /* cachepin.io/core-sched=true */
 };
 
 /* Defaults: cpus unset, align=llc, smt=pe0-first, mode=exclusive, strict=false. */

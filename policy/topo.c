@@ -2,7 +2,7 @@
 #include "topo.h"
 #include "bitmap.h"
 #include "util.h"
-#include "../oci/io.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -72,7 +72,7 @@ put_u8 (struct writer *w, bool v)
 }
 
 /* The tag is opaque (compared, never shown); the source is shown (status), so it
-   must be clean text (policy/text.h). */
+   must be clean text (policy/base/text.h). */
 static int
 put_str (struct writer *w, const char *s, const char *what, bool clean, cp_error_t *err)
 {
@@ -242,7 +242,7 @@ get_count (struct reader *r, const char *what, size_t unit, uint32_t max, uint32
 }
 
 /* A text of at most CP_TOPO_CODEC_MAX_TEXT bytes without NUL, and when CLEAN,
-   clean (policy/text.h). */
+   clean (policy/base/text.h). */
 static int
 get_str (struct reader *r, const char *what, bool clean, char **out, cp_error_t *err)
 {

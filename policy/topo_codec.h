@@ -1,6 +1,6 @@
 /* cachepin: the topology model (policy/topo.h) as bytes, and back.
  *
- * For the topology cache (hook/topocache.h): a model is saved after a discovery
+ * For the topology cache (hook/state/topocache.h): a model is saved after a discovery
  * and read back instead of the next one.  The file is someone's input like every
  * other (a disk can tear it, anyone with root can write it), so the decoder trusts
  * nothing: every count is checked against the bytes left before anything is

@@ -5,7 +5,7 @@
 #   - BIN is copied to DEST/bin/cachepin, and every shared library it needs, glibc and its
 #     loader included, to DEST/lib;
 #   - so are libsystemd.so.0 and the libraries it needs: cachepin dlopen()s it when it tells
-#     systemd about a placement (hook/systemd.h), and a node's own libsystemd would be loaded
+#     systemd about a placement (hook/host/systemd.h), and a node's own libsystemd would be loaded
 #     into a process running this glibc;
 #   - the copy runs with them: its ELF interpreter is NODE_PREFIX/lib/<the loader> (an
 #     interpreter path is absolute: the node's install prefix), its DT_RPATH NODE_PREFIX/lib.

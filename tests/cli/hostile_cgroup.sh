@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hostile cgroups for the real binary ($1): cgroup names and --cgroup paths that
 # reach the parsers of /proc/<pid>/cgroup and /proc/self/mountinfo
-# (hook/cgroup_parse.c) through the real kernel, and what the hook and
+# (hook/host/cgroup_parse.c) through the real kernel, and what the hook and
 # `cachepin apply` then open and write.
 #
 # Each case gives the exit status and the EXACT stderr (@D@ the scratch directory,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The topology cache (hook/topocache.h) through the real binary ($1), real cpuset
+# The topology cache (hook/state/topocache.h) through the real binary ($1), real cpuset
 # cgroups and a real ledger (root, a cpuset hierarchy, jq; skipped without them).
 #
 #   - a createRuntime discovers and writes STATE/topology.cache (0600, ours); the

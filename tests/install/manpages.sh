@@ -30,10 +30,10 @@ for engine in $(grep -o '"io\.kubernetes\.[a-zA-Z.-]*"' "$SRC/oci/annotations.h"
 done
 check "cachepin-annotations(7) names the per-container infix" grep -qF '.container.' "$ANN"
 
-# cachepin(8)'s CONFIGURATION lists exactly the keys hook/hostconfig.c parses; the
+# cachepin(8)'s CONFIGURATION lists exactly the keys hook/state/hostconfig.c parses; the
 # shipped config uses no other.
-cfgkeys=$(sed -n '/^} fields\[\] = {/,/^};/p' "$SRC/hook/hostconfig.c" | grep -o '{ "[a-z_]*",' | tr -d '{", ' | sort)
-check "hook/hostconfig.c's fields read ($(echo $cfgkeys))" [ "$(wc -w <<< "$cfgkeys")" -ge 9 ]
+cfgkeys=$(sed -n '/^} fields\[\] = {/,/^};/p' "$SRC/hook/state/hostconfig.c" | grep -o '{ "[a-z_]*",' | tr -d '{", ' | sort)
+check "hook/state/hostconfig.c's fields read ($(echo $cfgkeys))" [ "$(wc -w <<< "$cfgkeys")" -ge 9 ]
 mancfg=$(sed -n '/^\.SH CONFIGURATION/,/^\.SH /p' "$MAN8" | sed -n '/^\.TP/{n;s/^\.B \([a-z_]*\)$/\1/p}' | sort)
 check "cachepin(8) CONFIGURATION lists exactly hostconfig.c's keys ([$(echo $mancfg)])" [ "$mancfg" = "$cfgkeys" ]
 shipped=$(jq -r 'keys[]' "$SRC/packaging/config.json" | sort)

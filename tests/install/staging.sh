@@ -21,7 +21,7 @@ layout () {
   check "$prefix: the install wrote nothing into its working directory [$(ls -A "$DIR/cwd")]" [ -z "$(ls -A "$DIR/cwd")" ]
   local bin=$root$prefix/bin/cachepin share=$root$prefix/share cfg=$root/etc/cachepin/config.json
   check "$prefix: bin/cachepin is executable" [ -x "$bin" ]
-  # libsystemd is dlopen()ed on the systemd path only (hook/systemd.h): every other
+  # libsystemd is dlopen()ed on the systemd path only (hook/host/systemd.h): every other
   # run would pay for loading it and its own dependencies (issue 12).
   check "$prefix: bin/cachepin does not NEED libsystemd [$(readelf -d "$bin" | grep -o 'libsystemd[^]]*')]" \
     bash -c "readelf -d '$bin' | grep NEEDED | grep -q . && ! readelf -d '$bin' | grep NEEDED | grep -q libsystemd"

@@ -32,14 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hook/hostconfig.h"
-#include "hook/ledger.h"
-#include "hook/proc.h"
-#include "hook/log.h"
-#include "hook/placer.h"
-#include "policy/cpulist.h"
-#include "policy/placement.h"
-#include "policy/util.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "proc.h"
+#include "log.h"
+#include "placer.h"
+#include "cpulist.h"
+#include "placement.h"
+#include "util.h"
 #include "stresslib.h"
 
 #define MAX_DELAY_US 20000

@@ -28,13 +28,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hook/hostconfig.h"
-#include "hook/ledger.h"
-#include "hook/ledger_internal.h"
-#include "hook/log.h"
-#include "hook/placer.h"
-#include "policy/placement.h"
-#include "policy/util.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "ledger_internal.h"
+#include "log.h"
+#include "placer.h"
+#include "placement.h"
+#include "util.h"
 #include "stresslib.h"
 
 #ifndef CACHEPIN_FAULT_INJECTION

@@ -10,7 +10,7 @@
  * release of an entry placed in an earlier round (cp_placer_release()'s body,
  * split so the lock wait can be timed).  Left out: the cgroup write (this host
  * cannot hold a 384-CPU cpuset) and the seccomp/Landlock sandbox the real hook
- * enters between the two (hook/sandbox.h; crash_points.c's release runs in it).
+ * enters between the two (hook/host/sandbox.h; crash_points.c's release runs in it).
  *
  * A placement's "container" is a holder process the test forks beforehand (its
  * pid is the entry's pid, as a container's init is) and a directory standing for
@@ -50,13 +50,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hook/hostconfig.h"
-#include "hook/ledger.h"
-#include "hook/log.h"
-#include "hook/placer.h"
-#include "policy/cpulist.h"
-#include "policy/placement.h"
-#include "policy/util.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "log.h"
+#include "placer.h"
+#include "cpulist.h"
+#include "placement.h"
+#include "util.h"
 #include "stresslib.h"
 
 /* 64 hooks queue for one lock: how long the last one waits is the machine's load

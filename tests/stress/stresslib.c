@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hook/ledger.h"
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "cpulist.h"
+#include "util.h"
 
 #define CAPTURED "hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml"
 /* The shape of a 2x EPYC 9654: 24 L3s of 8 cores, SMT2 numbered N and N+192. */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "policy/topo.h"
+#include "topo.h"
 
 /* The topology the hooks place on: the captured 2x EPYC 9654 (384 PUs) from
  * $CACHEPIN_TOPOLOGIES when it exists, else the synthetic equivalent.  Prints
@@ -60,7 +60,7 @@ void st_kill_holder (pid_t pid);
 /* In a freshly forked child: die with the parent. */
 void st_die_with_parent (void);
 
-/* The ledger as this test reads it, independently of hook/ledger.c's validator:
+/* The ledger as this test reads it, independently of hook/state/ledger.c's validator:
  * json-c for the syntax, our own cpulist reader, our own invariant checks. */
 struct st_entry
 {
@@ -79,7 +79,7 @@ struct st_ledger
   size_t n;
 };
 
-/* Check TEXT: hook/ledger.c's own parser accepts it (cp_ledger_parse), and
+/* Check TEXT: hook/state/ledger.c's own parser accepts it (cp_ledger_parse), and
  * independently: version 1, ids unique, cpulists well formed, exclusive entries
  * with cpus inside held and no CPU in two exclusive helds, shared entries with
  * an empty held.  0, or -1 with *WHY (caller frees). */

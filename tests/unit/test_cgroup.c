@@ -1,4 +1,4 @@
-/* The cgroup module (hook/cgroup.c, cgroup_open.c, cgroup_parse.c).
+/* The cgroup module (hook/host/cgroup.c, cgroup_open.c, cgroup_parse.c).
  *
  * Two kinds of tests:
  *  - on texts of /proc/self/mountinfo and /proc/<pid>/cgroup for v1, v2, hybrid and
@@ -34,9 +34,9 @@
 #include <linux/magic.h>
 #include <unistd.h>
 
-#include "hook/cgroup_internal.h"
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "cgroup_internal.h"
+#include "cpulist.h"
+#include "util.h"
 
 #define V1_MOUNT "/sys/fs/cgroup/cpuset"
 #define V2_MOUNT "/sys/fs/cgroup/unified"

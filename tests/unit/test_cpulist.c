@@ -1,11 +1,11 @@
-/* The strict cpulist parser and the formatter (policy/cpulist.c). */
+/* The strict cpulist parser and the formatter (policy/base/cpulist.c). */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "cpulist.h"
+#include "util.h"
 
 /* Parse S with FLAGS, expect success and the set EXPECTED (written as a list of
    single CPUs and ranges checked bit by bit below, not through the formatter). */

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "hook/hostconfig.h"
-#include "policy/util.h"
+#include "hostconfig.h"
+#include "util.h"
 
 #define NAME CP_HOSTCONFIG_DEFAULT_PATH
 

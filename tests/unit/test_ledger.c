@@ -1,4 +1,4 @@
-/* The ledger (hook/ledger.c): files, locking, validation, reconcile, usage. */
+/* The ledger (hook/state/ledger.c): files, locking, validation, reconcile, usage. */
 #define _GNU_SOURCE
 #include "testutil.h"
 
@@ -20,11 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hook/ledger.h"
-#include "hook/ledger_internal.h"
-#include "hook/proc.h"
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "ledger_internal.h"
+#include "proc.h"
+#include "cpulist.h"
+#include "util.h"
 
 /* ---------------------------------------------------------------- helpers */
 

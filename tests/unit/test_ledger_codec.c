@@ -1,5 +1,5 @@
-/* The ledger's codec (hook/ledger_codec.c) against the json-c reference it
- * replaced (hook/ledger_codec_dom.c): on generated ledgers and on thousands of
+/* The ledger's codec (hook/state/ledger_codec.c) against the json-c reference it
+ * replaced (tests/support/ledger_codec_dom.c): on generated ledgers and on thousands of
  * corruptions of them, both readers accept the same texts and read them the same
  * way; each writer's text reads back the same through both readers and through
  * json-c alone (what jq and the docs rely on).  CACHEPIN_CODEC_SEED=N replays a
@@ -12,14 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/ledger.h"
-#include "hook/ledger_codec_dom.h"
-#include "hook/ledger_internal.h"
-#include "oci/json.h"
-#include "oci/jsonpull.h"
-#include "policy/bitmap.h"
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "ledger_codec_dom.h"
+#include "ledger_internal.h"
+#include "json.h"
+#include "jsonpull.h"
+#include "bitmap.h"
+#include "cpulist.h"
+#include "util.h"
 
 static uint64_t rng_state;
 
@@ -438,7 +438,7 @@ test_edges (void **state)
     }
 }
 
-/* ------------------------------------------------------------ oci/jsonpull.h */
+/* ------------------------------------------------------------ policy/base/jsonpull.h */
 
 /* TEXT read as one value (depth 1): its result, *V, and the message in *MSG. */
 static int

@@ -11,11 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "oci/annotations.h"
-#include "oci/config.h"
-#include "oci/json.h"
-#include "oci/state.h"
-#include "policy/util.h"
+#include "annotations.h"
+#include "config.h"
+#include "json.h"
+#include "state.h"
+#include "util.h"
 
 /* Fails the test, naming the case, unless ERR holds exactly EXPECTED. */
 /* A fresh temporary directory; caller frees (the files are left for the OS). */

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "cpulist.h"
+#include "util.h"
 
 #define AMD "package:2 l3cache:4 core:4 pu:2(indexes=core)"
 #define ADJ "package:2 l3cache:2 core:4 pu:2"
@@ -466,7 +466,7 @@ test_input_errors (void **state)
   tu_assert_contains (msg, "exclusive");
   free (msg);
   /* More than this host allows: a well-formed request the host cannot meet,
-     unsatisfiable where cp_place makes the error (hook/placer.c used to rewrite
+     unsatisfiable where cp_place makes the error (hook/engine/placer.c used to rewrite
      the kind after the fact). */
   r.cpus = 33;
   msg = tu_place_fail (t, NULL, NULL, &r, CP_ERR_UNSATISFIABLE);

@@ -1,4 +1,4 @@
-/* hook/proc.c's pure parsers: the parent pid in /proc/<pid>/stat (a comm may hold
+/* hook/host/proc.c's pure parsers: the parent pid in /proc/<pid>/stat (a comm may hold
  * anything, `)` and spaces included) and the initial user namespace's uid_map;
  * and the descendant walk on this process's own children. */
 #define _GNU_SOURCE
@@ -9,8 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hook/proc.h"
-#include "policy/util.h"
+#include "proc.h"
+#include "util.h"
 
 static void
 test_parse_ppid (void **state)

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "policy/request.h"
-#include "policy/util.h"
+#include "request.h"
+#include "util.h"
 
 static void
 test_defaults (void **state)

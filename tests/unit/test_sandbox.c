@@ -1,4 +1,4 @@
-/* The sandbox (hook/sandbox.c): what a sandboxed cachepin can still do, and what
+/* The sandbox (hook/host/sandbox.c): what a sandboxed cachepin can still do, and what
  * it cannot.
  *
  * Every test forks: the child enters the sandbox on a scratch directory laid out
@@ -50,11 +50,11 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "hook/cgroup_internal.h"
-#include "hook/ledger.h"
-#include "hook/proc.h"
-#include "hook/sandbox.h"
-#include "policy/util.h"
+#include "cgroup_internal.h"
+#include "ledger.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "util.h"
 
 static struct
 {
@@ -572,7 +572,7 @@ test_empty_spec (void **state)
   expect_exit0 (status);
 }
 
-/* A placement on a systemd unit (hook/systemd.h): sendmsg and recvmsg on the bus
+/* A placement on a systemd unit (hook/host/systemd.h): sendmsg and recvmsg on the bus
    connection opened before, and poll; not on another socket, and still no new
    socket or connect. */
 static void
@@ -651,7 +651,7 @@ static const char *
 why_not_here (void)
 {
   if (CP_SANDBOX_SANITIZER_BUILD)
-    return "a sanitizer build, where the sandbox is built but not loaded (hook/sandbox.h)";
+    return "a sanitizer build, where the sandbox is built but not loaded (hook/host/sandbox.h)";
   const char *preload = getenv ("LD_PRELOAD");
   if (preload && strstr (preload, "vgpreload"))
     return "valgrind, which implements neither seccomp() nor Landlock";

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "hook/ledger.h"
-#include "policy/cpulist.h"
-#include "policy/placement.h"
-#include "policy/util.h"
+#include "ledger.h"
+#include "cpulist.h"
+#include "placement.h"
+#include "util.h"
 
 #define STEPS 3000
 

@@ -1,4 +1,4 @@
-/* The scheduler feature probe (hook/sched.c) on fake trees in /tmp: every CAS
+/* The scheduler feature probe (hook/host/sched.c) on fake trees in /tmp: every CAS
  * interface variant and state, the idempotent write, core scheduling's outcomes
  * and the boot option.  The real kernel's side is checked in the VM
  * (tests/vm/sched-tests.sh). */
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hook/sched.h"
-#include "policy/util.h"
+#include "sched.h"
+#include "util.h"
 
 #define MOUNTINFO_DEBUGFS                                                                                            \
   "22 1 0:21 / / rw,relatime - ext4 /dev/vda rw\n"                                                                   \

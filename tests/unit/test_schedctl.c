@@ -1,4 +1,4 @@
-/* hook/schedctl.c: the host setting `sched_cache` against the ledger's requests,
+/* hook/engine/schedctl.c: the host setting `sched_cache` against the ledger's requests,
  * on fake kernel trees (the 7.2+ llc_balancing directory): the decision table,
  * the on-demand reference count and the value given back, idempotence, and a
  * crash between any two steps. */
@@ -14,12 +14,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hook/hostconfig.h"
-#include "hook/ledger.h"
-#include "hook/schedctl.h"
-#include "policy/bitmap.h"
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "schedctl.h"
+#include "bitmap.h"
+#include "cpulist.h"
+#include "util.h"
 
 /* ------------------------------------------------------------------ the table */
 

@@ -1,4 +1,4 @@
-/* `cachepin status` as text (hook/status_text.c): the status object in, the
+/* `cachepin status` as text (hook/cli/status_text.c): the status object in, the
  * lines people read out.  Pure: the gathering is tested against the real binary
  * in tests/cli/status.sh. */
 #define _GNU_SOURCE
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hook/status.h"
-#include "policy/util.h"
+#include "status.h"
+#include "util.h"
 
 static char *
 render (const char *json)

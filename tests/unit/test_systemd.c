@@ -1,4 +1,4 @@
-/* hook/systemd.c's pure parts: which cgroups are a systemd unit's own, the
+/* hook/host/systemd.c's pure parts: which cgroups are a systemd unit's own, the
  * version check, and the AllowedCPUs= byte encoding (runc's RangeToBits: byte i
  * holds CPUs 8i..8i+7, least significant bit first).  The D-Bus call itself runs
  * against a real systemd in the VM (tests/vm/systemd-tests.sh). */
@@ -11,12 +11,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hook/cgroup.h"
-#include "hook/log.h"
-#include "hook/systemd.h"
-#include "policy/util.h"
+#include "cgroup.h"
+#include "log.h"
+#include "systemd.h"
+#include "util.h"
 
-/* libsystemd is loaded only on the systemd path (hook/systemd.h): a process that
+/* libsystemd is loaded only on the systemd path (hook/host/systemd.h): a process that
    has not taken it has not mapped it. */
 static bool
 libsystemd_loaded (void)

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "cpulist.h"
+#include "util.h"
 
 /* ---- helpers ------------------------------------------------------------------ */
 

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/bitmap.h"
-#include "policy/topo_codec.h"
-#include "policy/util.h"
+#include "bitmap.h"
+#include "topo_codec.h"
+#include "util.h"
 
 #define TAG "boot=x\nsource=test"
 

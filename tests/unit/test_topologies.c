@@ -35,8 +35,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "policy/cpulist.h"
-#include "policy/util.h"
+#include "cpulist.h"
+#include "util.h"
 
 /* ---- the independent model -------------------------------------------------------- */
 

@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "policy/cpulist.h"
-#include "policy/topo_codec.h"
-#include "policy/util.h"
+#include "cpulist.h"
+#include "topo_codec.h"
+#include "util.h"
 
 struct cp_topo *
 tu_topo (const char *source)

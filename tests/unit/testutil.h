@@ -10,10 +10,10 @@
 #include <cmocka.h>
 #include <hwloc.h>
 
-#include "policy/error.h"
-#include "policy/placement.h"
-#include "policy/request.h"
-#include "policy/topo.h"
+#include "error.h"
+#include "placement.h"
+#include "request.h"
+#include "topo.h"
 
 /* Load a synthetic or XML topology; fails the test on error. */
 struct cp_topo *tu_topo (const char *source);

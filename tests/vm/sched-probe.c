@@ -1,4 +1,4 @@
-/* cachepin-sched-probe: hook/sched.c on the running kernel, for the VM suite
+/* cachepin-sched-probe: hook/host/sched.c on the running kernel, for the VM suite
  * (tests/vm/sched-tests.sh) and for a person at a shell.  Not installed.
  *
  *   cachepin-sched-probe [--root DIR] [--as-uid UID] probe
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "hook/sched.h"
+#include "sched.h"
 
 static int
 fail (cp_error_t *err)

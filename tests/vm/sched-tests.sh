@@ -1,7 +1,7 @@
 #!/bin/bash
 # The kernel's scheduler features on a real kernel with cache-aware scheduling
 # (7.3 from trixie-backports, booted by tests/vm/run-sched-suite.sh with two L3s
-# of 8 CPUs): cachepin's probe (hook/sched.c, through cachepin-sched-probe) reads
+# of 8 CPUs): cachepin's probe (hook/host/sched.c, through cachepin-sched-probe) reads
 # what the guest's debugfs holds, its write takes and is idempotent, and the
 # feature has the effect cachepin relies on: the threads of one process whose
 # cpuset spans both L3s end up on one L3 with it on, spread with it off.

@@ -1,0 +1,34 @@
+# cachepin's layers (docs/architecture.md): one static library per folder, and the
+# layers each may use.  This table is the rule: the link lists below are built from
+# it, and the include-rule test (cmake/check-includes.cmake, CTest unit.layers) checks
+# every #include of every file against it.  A layer may include its own headers and
+# those of the layers it names here, nothing else; tests/, bench/ and fuzz/ are not
+# layers and may include anything.
+#
+#   base    generic helpers: errors, strings, bitmaps, cpulists, files, JSON
+#   policy  the topology model and the placement engine (pure: no host writes)
+#   oci     OCI input (state, config.json, annotations) turned into a policy request
+#   host    the host's files and buses: cgroups, /proc, debugfs, systemd, the kubelet, logs
+#   state   what persists between runs: the host config, the ledger, the topology cache
+#   engine  the steps a front end calls: admit, decide, apply, release, status
+#   cli     the command line (argument parsing and printing), main() aside
+#   support test support (tests/support): the reference ledger codec
+set(CACHEPIN_LAYERS base policy oci host state engine cli support)
+
+set(CACHEPIN_LAYER_DIR_base    policy/base)
+set(CACHEPIN_LAYER_DIR_policy  policy)
+set(CACHEPIN_LAYER_DIR_oci     oci)
+set(CACHEPIN_LAYER_DIR_host    hook/host)
+set(CACHEPIN_LAYER_DIR_state   hook/state)
+set(CACHEPIN_LAYER_DIR_engine  hook/engine)
+set(CACHEPIN_LAYER_DIR_cli     hook/cli)
+set(CACHEPIN_LAYER_DIR_support tests/support)
+
+set(CACHEPIN_LAYER_USES_base)
+set(CACHEPIN_LAYER_USES_policy  base)
+set(CACHEPIN_LAYER_USES_oci     policy base)
+set(CACHEPIN_LAYER_USES_host    base)
+set(CACHEPIN_LAYER_USES_state   host policy base)
+set(CACHEPIN_LAYER_USES_engine  state host oci policy base)
+set(CACHEPIN_LAYER_USES_cli     engine state host oci policy base)
+set(CACHEPIN_LAYER_USES_support state base)

@@ -1,0 +1,278 @@
+/* `cachepin apply --cgroup PATH` and `cachepin release --cgroup PATH`: placement
+ * for cgroups no runtime manages (a systemd slice, a batch job), recorded in the
+ * same ledger as the containers under the id "apply:<cgroup directory>". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cpulist.h"
+#include "text.h"
+#include "topo.h"
+#include "util.h"
+#include "cgroup.h"
+#include "hostconfig.h"
+#include "log.h"
+#include "placer.h"
+#include "topocache.h"
+
+static const char apply_usage[] =
+  "Usage: cachepin apply --cgroup PATH [OPTIONS]\n"
+  "Place a cgroup (its cpuset.cpus and cpuset.mems) and record it in the ledger.\n\n"
+  "  --cgroup PATH       /sys/fs/cgroup/... or a path inside the cpuset hierarchy\n"
+  "  --mems MEMS         local (default: the NUMA nodes local to the CPUs) | keep\n"
+  "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
+  "  -h, --help          this text\n";
+
+static const char release_usage[] =
+  "Usage: cachepin release --cgroup PATH [--config PATH]\n"
+  "Forget a cgroup placed with `cachepin apply`: its CPUs go back to the pool and\n"
+  "its cpuset is widened again to what its parent allows.\n";
+
+enum
+{
+  OPT_CGROUP = 0x300,
+  OPT_CONFIG,
+  OPT_JSON,
+  OPT_MEMS,
+};
+
+struct apply_args
+{
+  const char *cgroup;
+  const char *config;
+  bool json;
+  bool help;
+  bool mems_keep;
+  unsigned given; /* bit (opt - CP_OPT_CPUS) for each request option given */
+  struct cp_request req;
+};
+
+static int
+parse_args (int argc, char **argv, bool release, struct apply_args *a, cp_error_t *err)
+{
+  static const struct option apply_options[] = {
+    { "cgroup", required_argument, NULL, OPT_CGROUP },
+    { "config", required_argument, NULL, OPT_CONFIG },
+    { "json", no_argument, NULL, OPT_JSON },
+    { "mems", required_argument, NULL, OPT_MEMS },
+    { "help", no_argument, NULL, 'h' },
+    CP_REQUEST_LONG_OPTIONS,
+    { NULL, 0, NULL, 0 },
+  };
+  static const struct option release_options[] = {
+    { "cgroup", required_argument, NULL, OPT_CGROUP },
+    { "config", required_argument, NULL, OPT_CONFIG },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *cmd = release ? "release" : "apply";
+  optind = 1;
+  opterr = 0;
+  int opt;
+  while ((opt = getopt_long (argc, argv, "+:h", release ? release_options : apply_options, NULL)) != -1)
+    {
+      int r = release ? 0 : cp_cli_request_option (opt, optarg, &a->req, err);
+      if (r < 0)
+        return r;
+      if (r > 0)
+        {
+          a->given |= 1u << (opt - CP_OPT_CPUS);
+          continue;
+        }
+      switch (opt)
+        {
+        case OPT_CGROUP:
+          a->cgroup = optarg;
+          break;
+        case OPT_CONFIG:
+          a->config = optarg;
+          break;
+        case OPT_JSON:
+          a->json = true;
+          break;
+        case OPT_MEMS:
+          if (strcmp (optarg, "keep") != 0 && strcmp (optarg, "local") != 0)
+            return cp_fail_input (err, "--mems: invalid value `%.64s` (expected local|keep)", optarg);
+          a->mems_keep = strcmp (optarg, "keep") == 0;
+          break;
+        case 'h':
+          a->help = true;
+          break;
+        case ':':
+        default:
+          return cp_cli_option_error (opt, argv, cmd, err);
+        }
+    }
+  if (optind < argc)
+    return cp_fail_input (err, "`%.64s`: unexpected argument (see `cachepin %s --help`)", argv[optind], cmd);
+  if (!a->help && a->cgroup == NULL)
+    return cp_fail_input (err, "--cgroup: required (see `cachepin %s --help`)", cmd);
+  return 0;
+}
+
+/* Options not given on the command line come from the host config's defaults. */
+static void
+merge_defaults (struct cp_request *req, const struct apply_args *a, const struct cp_request *defaults)
+{
+  *req = *defaults;
+  req->cpus = a->req.cpus;
+#define GIVEN(opt) (a->given & (1u << ((opt) - CP_OPT_CPUS)))
+  if (GIVEN (CP_OPT_ALIGN))
+    req->align = a->req.align;
+  if (GIVEN (CP_OPT_SMT))
+    req->smt = a->req.smt;
+  if (GIVEN (CP_OPT_MODE))
+    req->mode = a->req.mode;
+  if (GIVEN (CP_OPT_STRICT))
+    req->strict = true;
+#undef GIVEN
+}
+
+/* The ledger id of the cgroup PATH under MOUNT. */
+static char *
+apply_id_at (const char *mount, const char *path)
+{
+  return cp_xasprintf ("apply:%s%s", mount, path);
+}
+
+static char *
+apply_id (const struct cp_cgroup *cg)
+{
+  return apply_id_at (cg->mount, cg->path);
+}
+
+static void
+topo_freep (struct cp_topo **t)
+{
+  cp_topo_free (*t);
+}
+
+static int
+run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  if (cp_hostconfig_load (a->config, hc, err) < 0)
+    return -1;
+  cp_log_set_level (hc->log_level);
+  if (cp_cgroup_from_path (a->cgroup, &cg, err) < 0)
+    return cp_error_wrap (err, "--cgroup");
+
+  struct cp_container_request creq = { .mems_keep = a->mems_keep, .cpus_source = "--cpus" };
+  merge_defaults (&creq.req, a, &hc->defaults);
+  if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
+    return cp_fail_input (err, "--cpus: required in exclusive mode");
+
+  /* --json names the domains: load the topology for it now, as placing leaves the
+     process in its sandbox (no more /sys). */
+  __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
+  if (a->json && cp_topocache_load (hc, 0, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
+  cleanup_free char *id = apply_id (cg);
+  struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
+  cleanup_plan struct cp_plan *plan = NULL;
+  if (cp_placer_place (hc, &target, &creq, &plan, err) < 0)
+    return -1;
+  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
+  cleanup_free char *mems = cp_cpulist_format (plan->mems);
+  cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
+  if (a->json)
+    cp_cli_print_plan_json (topo, &creq.req, plan);
+  else
+    {
+      /* The directory's name is the caller's text (policy/base/text.h). */
+      cleanup_free char *where = cp_xasprintf ("%s%s", cg->mount, cg->path);
+      cp_text_sanitize (where);
+      printf ("%s: cpus %s mems %s\n%s\n", where, cpus, mems, plan->reason);
+    }
+  return 0;
+}
+
+/* `release` of a cgroup that is gone (a service stopped, its cgroup removed):
+   where it was names the entry, which is dropped; there is nothing to widen. */
+static int
+release_gone (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cleanup_free char *mount = NULL, *path = NULL;
+  if (cp_cgroup_locate_path (a->cgroup, &mount, &path, err) < 0)
+    return cp_error_wrap (err, "--cgroup");
+  cleanup_free char *id = apply_id_at (mount, path);
+  struct cp_release rel = { .id = id };
+  enum cp_release_result result;
+  if (cp_placer_release (hc, &rel, &result, err) < 0)
+    return -1;
+  if (result == CP_RELEASE_NONE)
+    return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply` (and no longer exists)", mount,
+                          path);
+  printf ("%s%s: released (the cgroup no longer exists)\n", mount, path);
+  return 0;
+}
+
+static int
+run_release (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  cleanup_error cp_error_t open_err = NULL;
+  if (cp_cgroup_from_path (a->cgroup, &cg, &open_err) < 0)
+    {
+      int e = cp_error_errno (open_err);
+      if (e == ENOENT || e == ENOTDIR)
+        return release_gone (a, hc, err);
+      *err = cp_steal_pointer (&open_err);
+      return cp_error_wrap (err, "--cgroup");
+    }
+  cleanup_free char *id = apply_id (cg);
+  struct cp_release rel = { .id = id, .widen = cg };
+  enum cp_release_result result;
+  if (cp_placer_release (hc, &rel, &result, err) < 0)
+    return -1;
+  if (result == CP_RELEASE_NONE)
+    return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
+  if (result == CP_RELEASE_RECREATED)
+    printf ("%s%s: released (the cgroup was removed and made again since it was placed; its cpuset is left as it "
+            "is)\n", cg->mount, cg->path);
+  else
+    printf ("%s%s: released\n", cg->mount, cg->path);
+  return 0;
+}
+
+int
+cp_cmd_apply (int argc, char **argv, cp_error_t *err)
+{
+  struct apply_args a = { 0 };
+  cp_request_init (&a.req);
+  if (parse_args (argc, argv, false, &a, err) < 0)
+    return -1;
+  if (a.help)
+    {
+      fputs (apply_usage, stdout);
+      return 0;
+    }
+  cp_log_init ("cachepin", false);
+  struct cp_hostconfig hc = { 0 };
+  int ret = run_apply (&a, &hc, err);
+  cp_hostconfig_free (&hc);
+  return ret;
+}
+
+int
+cp_cmd_release (int argc, char **argv, cp_error_t *err)
+{
+  struct apply_args a = { 0 };
+  if (parse_args (argc, argv, true, &a, err) < 0)
+    return -1;
+  if (a.help)
+    {
+      fputs (release_usage, stdout);
+      return 0;
+    }
+  cp_log_init ("cachepin", false);
+  struct cp_hostconfig hc = { 0 };
+  int ret = cp_hostconfig_load (a.config, &hc, err);
+  if (ret == 0)
+    ret = run_release (&a, &hc, err);
+  cp_hostconfig_free (&hc);
+  return ret;
+}

@@ -1,0 +1,545 @@
+#define _GNU_SOURCE
+#include "placer.h"
+#include "bitmap.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpulist.h"
+#include "topo.h"
+#include "util.h"
+#include "fault.h"
+#include "kubelet.h"
+#include "ledger.h"
+#include "log.h"
+#include "proc.h"
+#include "sandbox.h"
+#include "schedctl.h"
+#include "topocache.h"
+#include "systemd.h"
+
+static void
+cleanup_topo_fn (struct cp_topo **t)
+{
+  cp_topo_free (*t);
+}
+#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
+
+CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
+
+static void
+log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
+{
+  (void) data;
+  cleanup_free char *cpus = cp_cpulist_format (e->held);
+  cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
+}
+
+/* Another manager rewrote a placed container's cpuset (runc or podman update,
+   systemd, the kubelet's CPU manager): said once per change, at warning level,
+   because cachepin's promise that no CPU is handed out twice now rests on counting
+   the CPUs it really runs on.  The line names every CPU the entry now withholds
+   (cp_ledger_entry_taken()): the ones it was placed on stay held as well, and a
+   user who reads only the drifted ones looks for the others in vain. */
+static void
+log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
+{
+  (void) data;
+  cleanup_free char *placed = cp_cpulist_format (e->cpus);
+  if (hwloc_bitmap_iszero (e->drift))
+    {
+      cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
+              e->cgroup_mount, e->cgroup, placed);
+      return;
+    }
+  bool exclusive = e->mode == CP_MODE_EXCLUSIVE;
+  cleanup_bitmap hwloc_bitmap_t taken = cp_bitmap_new ();
+  cp_ledger_entry_taken (e, NULL, taken);
+  cleanup_free char *now = cp_cpulist_format (e->drift);
+  cleanup_free char *was = cp_cpulist_format (before);
+  cleanup_free char *withheld = cp_cpulist_format (taken);
+  cleanup_free char *kept = cp_cpulist_format (exclusive ? e->held : e->cpus);
+  cp_log (CP_LOG_WARNING,
+          "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
+          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, CPUs %s %s: %s %s since "
+          "its placement and %s it runs on now",
+          e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
+          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", withheld,
+          exclusive ? "are withheld from other containers" : "count in its shared load", kept,
+          exclusive ? "held" : "used", now);
+}
+
+/* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
+   once for the whole reconcile (DATA), not once per entry. */
+static int
+cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
+{
+  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus, ino);
+}
+
+/* A release decides only whether cache-aware scheduling goes back (no CPU is
+   handed out): the entries of containers that asked for it are the ones it needs
+   checked.  The rest wait for the next placement's reconcile, which drops them and
+   judges their drift before any CPU is handed out; a release then costs no cgroupfs
+   or /proc read per entry (two per entry at 1,000 entries is most of its time).
+   Except an entry whose pid no longer exists at all (one kill(pid, 0), no read):
+   a container whose own poststop timed out on the lock (40 poststops at once
+   behind a stalled holder left 38 entries), which the next release drops rather
+   than leaving it until the next placement.  A pid that exists may be reused:
+   that is the full check's to judge. */
+static bool
+release_checks (const struct cp_ledger_entry *e, void *data)
+{
+  (void) data;
+  return e->sched_cache == CP_ASK_ON || (e->pid > 0 && kill (e->pid, 0) < 0 && errno == ESRCH);
+}
+
+enum reconcile_scope
+{
+  RECONCILE_ALL,
+  RECONCILE_CAS_ASKERS,
+};
+
+static int
+open_ledger (const struct cp_hostconfig *hc, enum reconcile_scope scope, struct cp_ledger **out, cp_error_t *err)
+{
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_open (hc->state_dir, hc->lock_timeout_ms, &l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  FAULT (CP_PLACER_FAULT_LOCKED);
+  const char *why = NULL;
+  if (cp_ledger_was_recovered (l, &why))
+    cp_log (CP_LOG_WARNING, "ledger: %s", why); /* names the file, and what it went back to */
+  struct cp_ledger_liveness alive = {
+    .cgroup_cpus = cgroup_cpus,
+    .pid_start_time = cp_ledger_pid_start_time,
+    .dropped = log_dropped,
+    .drifted = log_drifted,
+    .check = scope == RECONCILE_CAS_ASKERS ? release_checks : NULL,
+    .data = cp_cgroup_mounts_new (),
+  };
+  int r = cp_ledger_reconcile (l, &alive, NULL, err);
+  cp_cgroup_mounts_free (alive.data);
+  if (r < 0)
+    {
+      cp_ledger_close (l);
+      return cp_error_wrap (err, "ledger %s", hc->state_dir);
+    }
+  FAULT (CP_PLACER_FAULT_RECONCILED);
+  *out = l;
+  return 0;
+}
+
+int
+cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
+{
+  return open_ledger (hc, RECONCILE_ALL, out, err);
+}
+
+/* Everything is read and the ledger is locked: from here on the run only decides,
+ * commits the ledger and writes into CG's hierarchy (NULL: nothing) and reads
+ * /proc/PID (0: nothing).  See sandbox.h. */
+static int
+enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
+               const struct cp_systemd *sd, cp_error_t *err)
+{
+  if (!hc->sandbox)
+    return 0;
+  struct cp_sandbox sb = {
+    .state_dirfd = cp_ledger_dirfd (l),
+    .cgroup_mountfd = cg ? cg->mountfd : -1,
+    .pid = pid,
+    .bus = sd != NULL,
+    .bus_fd = cp_systemd_fd (sd),
+  };
+  int abi = cp_sandbox_enter (&sb, err);
+  if (abi < 0)
+    return -1;
+  if (CP_SANDBOX_SANITIZER_BUILD)
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs only (a sanitizer build: see hook/host/sandbox.h)");
+  else if (abi > 0)
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, Landlock ABI %d, seccomp", abi);
+  else
+    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, seccomp (this kernel has no Landlock)");
+  return 0;
+}
+
+/* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
+ * the host config (`cpus`, `reserved`) or the topology, where they are offline
+ * (a CPU taken offline after the topology cache was written, or a captured
+ * topology with offline CPUs).  CPUS: the parent's CPUs the config hands out. */
+static int
+nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hwloc_const_bitmap_t cpus,
+                     cp_error_t *err)
+{
+  cleanup_free char *parent_list = cp_cpulist_format (parent);
+  if (hwloc_bitmap_iszero (cpus))
+    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs (%s) are all outside the "
+                                       "configured `cpus` or inside `reserved`", parent_list);
+  cleanup_free char *offline = cp_cpulist_format (cpus);
+  cleanup_free char *online = cp_cpulist_format (topo->online);
+  return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs that the host config hands "
+                                     "out (%s) are all offline (topology `%s` has CPUs %s online)",
+                                offline, topo->source, online);
+}
+
+/* The CPUs and nodes the target may get: what its parent cgroup allows, within
+ * the host's hand-out set, minus the reserved CPUs and anything not online, and
+ * within the spec's own cpuset when it names one (a bound, never a size: runc
+ * `--cpuset-cpus 1` means CPU 1, not "one CPU"). */
+static int
+target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
+               const struct cp_topo *topo, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
+{
+  if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
+    return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+  cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
+  hwloc_bitmap_and (cpus, cpus, hc->cpus);
+  hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
+  if (!hwloc_bitmap_intersects (cpus, topo->online))
+    return nothing_to_hand_out (topo, parent, cpus, err);
+  hwloc_bitmap_and (cpus, cpus, topo->online);
+  if (creq->bound_cpus)
+    {
+      hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
+      if (hwloc_bitmap_iszero (cpus))
+        {
+          cleanup_free char *spec = cp_cpulist_format (creq->bound_cpus);
+          return cp_fail_unsatisfiable (err, "linux.resources.cpu.cpus `%s`: none of them is a CPU the parent "
+                                             "cgroup allows and the host hands out", spec);
+        }
+    }
+  if (creq->bound_mems)
+    {
+      hwloc_bitmap_and (mems, mems, creq->bound_mems);
+      if (hwloc_bitmap_iszero (mems))
+        {
+          cleanup_free char *spec = cp_cpulist_format (creq->bound_mems);
+          return cp_fail_unsatisfiable (err, "linux.resources.cpu.mems `%s`: none of them is a node the parent "
+                                             "cgroup allows", spec);
+        }
+    }
+  return 0;
+}
+
+static int
+record (struct cp_ledger *l, const struct cp_target *t, const struct cp_container_request *creq,
+        const struct cp_plan *plan, hwloc_const_bitmap_t mems, cp_error_t *err)
+{
+  struct cp_ledger_entry e = {
+    .id = (char *) t->id,
+    .cgroup_mount = (char *) t->cgroup_mount,
+    .cgroup = (char *) t->cgroup_path,
+    .cgroup_ino = t->cgroup_ino <= (unsigned long long) CP_LEDGER_MAX_INT ? t->cgroup_ino : 0,
+    .pid = t->pid,
+    .mode = plan->mode,
+    .cpus = plan->cpus,
+    .held = plan->held,
+    .mems = (hwloc_bitmap_t) mems,
+    .placed_at = (long long) time (NULL),
+    .sched_cache = creq->sched_cache,
+    .core_sched = t->core_sched,
+  };
+  if (t->pid > 0)
+    {
+      bool zombie = false;
+      if (cp_proc_start_time (t->pid, &e.start_time, &zombie, err) < 0)
+        return cp_error_wrap (err, "container process %d", (int) t->pid);
+      if (zombie)
+        return cp_fail_errno (err, ESRCH, "container process %d has exited", (int) t->pid);
+    }
+  if (cp_ledger_put (l, &e, err) < 0)
+    return -1;
+  FAULT (CP_PLACER_FAULT_RECORDED);
+  return cp_ledger_commit (l, err);
+}
+
+static bool
+same_cgroup (const struct cp_ledger_entry *e, const struct cp_target *t)
+{
+  return strcmp (e->cgroup_mount, t->cgroup_mount) == 0 && strcmp (e->cgroup, t->cgroup_path) == 0;
+}
+
+/* One cgroup, one holder, and one cgroup per id.  A target whose cgroup another
+ * entry holds is not what it says it is (a state naming another container's
+ * process, an apply of a placed container's cgroup): its placement would rewrite
+ * the other's cpuset.  A target whose id a live entry holds for ANOTHER cgroup is
+ * a second container claiming a running one's id: replacing the entry would leave
+ * the first container on CPUs the ledger no longer counts.  (Reconcile has
+ * already dropped the entries whose container is gone, so a reused id of a dead
+ * container is not refused.)  Neither refusal touches the existing entry. */
+static int
+check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+{
+  if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
+    return 0;
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    {
+      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
+      bool same_id = strcmp (e->id, t->id) == 0;
+      if (!same_id && same_cgroup (e, t))
+        return cp_fail_runtime (err, "cgroup %s%s is already placed, for `%.128s`", t->cgroup_mount,
+                                t->cgroup_path, e->id);
+      if (same_id && !same_cgroup (e, t))
+        return cp_fail_runtime (err, "`%.128s` is already placed in cgroup %s%s; refusing to place the same id in %s%s",
+                                e->id, e->cgroup_mount, e->cgroup, t->cgroup_mount, t->cgroup_path);
+    }
+  return 0;
+}
+
+/* A refused re-placement: the error says that the placement T already has
+   stands, so that nobody reads the refusal as "unplaced". */
+static int
+kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+{
+  const struct cp_ledger_entry *e = cp_ledger_find (l, t->id);
+  if (e == NULL)
+    return -1;
+  cleanup_free char *cpus = cp_cpulist_format (e->cpus);
+  cleanup_free char *why = cp_xstrdup (cp_error_message (*err));
+  return cp_error_set (err, cp_error_kind (*err), cp_error_errno (*err),
+                       "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
+}
+
+int
+cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                  hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                  hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
+{
+  cleanup_plan struct cp_plan *plan = NULL;
+  if (check_target_unclaimed (l, t, err) < 0)
+    return -1;
+  struct cp_ledger_usage usage;
+  cp_ledger_usage (l, t->id, &usage);
+  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
+  cp_ledger_usage_release (&usage);
+  if (ret < 0)
+    {
+      /* Keep what reconcile dropped.  An earlier placement of this id stays as it
+         is: its cgroup still has that cpuset (nothing was written), so its CPUs
+         stay held until it is released or gone. */
+      cp_error_t ignored = NULL;
+      cp_ledger_commit (l, &ignored);
+      cp_error_free (&ignored);
+      return kept_placement (l, t, err);
+    }
+  if (record (l, t, creq, plan, kept_mems ? kept_mems : plan->mems, err) < 0)
+    return cp_error_wrap (err, "ledger");
+  *plan_out = cp_steal_pointer (&plan);
+  return 0;
+}
+
+static void
+cleanup_schedctl_fn (struct cp_schedctl *sc)
+{
+  cp_schedctl_close (sc);
+}
+#define cleanup_schedctl __attribute__ ((cleanup (cleanup_schedctl_fn)))
+
+/* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
+ * A probe that fails is logged and the switch left alone: the kernel features
+ * never stand in the way of a placement, except that a strict container asking
+ * for one is refused when it cannot have it (cp_schedctl_check_request()). */
+static void
+open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
+{
+  cleanup_error cp_error_t e = NULL;
+  if (cp_schedctl_open (hc, sc, &e) < 0)
+    {
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
+      cp_schedctl_close (sc);
+      *sc = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 },
+                                   .cas = { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 } };
+    }
+}
+
+/* The switch where the ledger's final entries want it; a failure is only logged
+ * (the placement stands, and the next run tries again). */
+static void
+sync_schedctl (struct cp_schedctl *sc, struct cp_ledger *l)
+{
+  cleanup_error cp_error_t e = NULL;
+  if (cp_schedctl_sync (sc, l, &e) < 0)
+    cp_log (CP_LOG_WARNING, "%s", cp_error_message (e));
+}
+
+/* Drop T's entry after a failure past the decision, and still bring the switch
+ * where the remaining entries want it. */
+static void
+take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *sc)
+{
+  cp_error_t ignored = NULL;
+  cp_ledger_remove (l, t->id);
+  cp_ledger_commit (l, &ignored);
+  cp_error_free (&ignored);
+  sync_schedctl (sc, l);
+}
+
+/* The kubelet's static CPU manager undoes placements (kubelet.h): said at each
+ * one, since nothing else would tell the user why the cpuset changed later. */
+static void
+warn_kubelet (const struct cp_hostconfig *hc)
+{
+  cleanup_free char *policy = NULL;
+  cleanup_error cp_error_t e = NULL;
+  int r = cp_kubelet_policy (hc->kubelet_state, &policy, &e);
+  if (r < 0)
+    {
+      cp_log (CP_LOG_DEBUG, "kubelet CPU manager: %s", cp_error_message (e));
+      return;
+    }
+  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (hc->kubelet_state, policy) : NULL;
+  if (warning)
+    cp_log (CP_LOG_WARNING, "%s", warning);
+}
+
+int
+cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
+                 const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err)
+{
+  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
+  cleanup_topo struct cp_topo *topo = NULL;
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t kept_mems = NULL;
+  cleanup_ledger struct cp_ledger *l = NULL;
+  cleanup_plan struct cp_plan *plan = NULL;
+
+  /* The cgroup's inode goes into the entry: the same path made again later is
+     another cgroup (reconcile, `cachepin release`). */
+  struct cp_target with_ino = *target;
+  const struct cp_target *t = &with_ino;
+  if (cp_cgroup_ino (t->cgroup, &with_ino.cgroup_ino, err) < 0)
+    return -1;
+  warn_kubelet (hc);
+  if (cp_topocache_load (hc, 0, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
+  if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)
+    return -1;
+  /* mems=keep: the ledger records what the cgroup has, which is what stays. */
+  if (creq->mems_keep)
+    {
+      kept_mems = cp_bitmap_new ();
+      if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
+        return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+    }
+  open_schedctl (hc, &sc);
+  if (cp_schedctl_check_request (&sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
+    return -1;
+  /* Before the lock: D-Bus round trips do not lengthen anyone's wait for it. */
+  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  cp_schedctl_ledger_opened (&sc, l);
+  if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
+    return -1;
+  if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
+    {
+      sync_schedctl (&sc, l); /* reconcile may have dropped the last container asking */
+      return -1;
+    }
+
+  if (cp_cgroup_enable_cpuset (t->cgroup, err) < 0
+      || cp_cgroup_write_cpuset (t->cgroup, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
+    {
+      take_back (l, t, &sc);
+      return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+    }
+  sync_schedctl (&sc, l);
+  /* After the direct write, which stands whatever systemd answers. */
+  cp_systemd_apply (sd, plan->cpus, creq->mems_keep ? NULL : plan->mems);
+  *plan_out = cp_steal_pointer (&plan);
+  return 0;
+}
+
+/* Widen CG back to what its parent allows: it is no longer placed. */
+static int
+widen (const struct cp_cgroup *cg, cp_error_t *err)
+{
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
+  if (cp_cgroup_parent_limits (cg, cpus, mems, err) < 0 || cp_cgroup_write_cpuset (cg, cpus, mems, err) < 0)
+    return cp_error_wrap (err, "widen cgroup %s%s", cg->mount, cg->path);
+  return 0;
+}
+
+/* Why E is not REL's entry (another container with the same id), or NULL.  When
+   both name a process, it decides (two live containers never share a pid; a
+   config.json cgroupsPath the runtime read otherwise than we do must not keep a
+   container's own entry); else the cgroup config.json names does. */
+static char *
+not_its (const struct cp_ledger_entry *e, const struct cp_release *rel)
+{
+  if (rel->pid > 0 && e->pid > 0)
+    return rel->pid == e->pid
+               ? NULL
+               : cp_xasprintf ("it is process %d's, this release is process %d's", (int) e->pid, (int) rel->pid);
+  if (rel->cgroup && !cp_cgroup_path_within (e->cgroup, rel->cgroup))
+    return cp_xasprintf ("it is in cgroup %s%s, this release's container in %s", e->cgroup_mount, e->cgroup,
+                         rel->cgroup);
+  return NULL;
+}
+
+/* Whether CG is another cgroup than the one E placed (removed and made again
+   since: its inode differs).  Not known (no inode recorded, none read): false. */
+static bool
+recreated (const struct cp_ledger_entry *e, const struct cp_cgroup *cg)
+{
+  unsigned long long ino = 0;
+  cleanup_error cp_error_t ignored = NULL;
+  return e->cgroup_ino && cp_cgroup_ino (cg, &ino, &ignored) == 0 && ino != e->cgroup_ino;
+}
+
+/* Widen REL->widen, the cgroup E placed, under the lock, before the entry goes: a
+   placement of the same cgroup waiting for the lock then writes after us, never
+   before (which would leave the ledger saying it holds what the cgroup no longer
+   is).  A failed write keeps the entry, and its CPUs held, so that a retry can
+   find it. */
+static int
+widen_placed (const struct cp_release *rel, struct cp_systemd *sd, cp_error_t *err)
+{
+  FAULT (CP_PLACER_FAULT_WIDENING);
+  if (widen (rel->widen, err) < 0)
+    return -1;
+  cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
+  cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
+  return 0;
+}
+
+int
+cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
+                   cp_error_t *err)
+{
+  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
+  cleanup_ledger struct cp_ledger *l = NULL;
+  open_schedctl (hc, &sc);
+  cleanup_systemd struct cp_systemd *sd = rel->widen ? cp_systemd_attach (rel->widen) : NULL;
+  if (open_ledger (hc, RECONCILE_CAS_ASKERS, &l, err) < 0)
+    return -1;
+  cp_schedctl_ledger_opened (&sc, l);
+  if (enter_sandbox (hc, l, rel->widen, 0, sd, err) < 0)
+    return -1;
+  const struct cp_ledger_entry *e = cp_ledger_find (l, rel->id);
+  *result = e ? CP_RELEASE_DONE : CP_RELEASE_NONE;
+  cleanup_free char *why = e ? not_its (e, rel) : NULL;
+  if (why)
+    {
+      /* The placement path refused the second container of an id; its release
+         must not undo that by freeing the first one's CPUs. */
+      cp_log (CP_LOG_WARNING, "release of %s: its entry is kept, %s (another container with the same id)",
+              rel->id, why);
+      *result = CP_RELEASE_NOT_ITS;
+    }
+  else if (e && rel->widen && recreated (e, rel->widen))
+    *result = CP_RELEASE_RECREATED; /* nobody placed this one: left as it is */
+  else if (e && rel->widen && widen_placed (rel, sd, err) < 0)
+    return -1;
+  if (*result != CP_RELEASE_NOT_ITS)
+    cp_ledger_remove (l, rel->id);
+  if (cp_ledger_commit (l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  sync_schedctl (&sc, l);
+  return 0;
+}

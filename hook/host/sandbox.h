@@ -1,0 +1,88 @@
+/* cachepin: the hook's own sandbox, entered once everything has been read.
+ *
+ * The hook runs as root on every container start, on input the container's owner
+ * controls.  By the time it decides a placement it has read all of it (the state,
+ * config.json, the host config, the topology, the parent cgroup's limits) and
+ * holds what it still writes (the ledger's directory, locked; the cgroup's
+ * directory fds; syslog's socket, opened with LOG_NDELAY).  What is left is a
+ * computation, one file written and renamed in the state directory, and a few
+ * writes into the cgroup.  cp_sandbox_enter() then takes away the rest:
+ *
+ *  1. PR_SET_NO_NEW_PRIVS, checked with PR_GET_NO_NEW_PRIVS;
+ *  2. Landlock, where the kernel has it (5.13+; best effort, seccomp alone
+ *     otherwise): files may be opened only beneath the state directory (read,
+ *     write, create, remove, truncate), beneath the cgroup hierarchy's mount
+ *     (read, write) and beneath /proc/<pid> (read); from ABI 4 no TCP bind or
+ *     connect, from ABI 6 no abstract unix socket or signal outside the sandbox.
+ *     seccomp cannot look at paths; this is what bounds where openat() lands;
+ *  3. a seccomp allowlist (below), checked by a call it must refuse.
+ *
+ * The seccomp filter.  Default: EPERM, so a syscall a future glibc makes where
+ * this one did not fails like any I/O error, and the failure policy of the hook
+ * (the container starts unplaced unless strict) applies; a SIGSYS would fail
+ * every annotated container on the host.  Killed at once (SECCOMP_RET_KILL_PROCESS)
+ * instead: calls no code path of cachepin makes after this point and that only
+ * an attacker who has taken over the process would: execve, ptrace, mount and
+ * the other mount/namespace calls, module and kexec loading, bpf, setuid and its
+ * family, capset, keyrings, open_by_handle_at, userfaultfd, perf_event_open,
+ * io_uring, reboot, swap, iopl (the list is CP_SANDBOX_KILLED in sandbox.c), and any
+ * syscall from another ABI (i386 or x32 on x86_64).
+ * Allowed: memory (brk, mmap without PROT_EXEC, munmap, mremap, madvise),
+ * read/write/close on open fds, openat without O_CREAT or O_TMPFILE anywhere (Landlock bounds
+ * where) and with O_CREAT only relative to the state directory's fd, fstat
+ * (newfstatat, statx), fsync, renameat(2), unlinkat, fcntl F_DUPFD_CLOEXEC,
+ * ioctl TCGETS (stdio asking whether stdout is a terminal), sendto without an
+ * address (syslog's send() on the socket openlog(LOG_NDELAY) connected),
+ * clock_gettime, getpid, gettid, rt_sigprocmask, rt_sigreturn, restart_syscall,
+ * exit, exit_group, and tgkill to this process only (raise(): abort() still
+ * dumps core).  openat2 answers ENOSYS (cgroup_open.c then walks with openat).
+ * With `bus` set (a placement on a systemd unit, systemd.h): sendmsg and
+ * recvmsg on that one connected socket, opened and authenticated before, and
+ * ppoll/poll (sd-bus waits for the reply with them).
+ * Everything else, socket() and connect() included (syslog(3) reconnecting
+ * after a syslogd restart), answers EPERM. */
+#ifndef CP_SANDBOX_H
+#define CP_SANDBOX_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* Sanitizer builds (scripts/sanitize.sh) cannot live in the sandbox: LeakSanitizer
+ * ptraces the process from a clone()d thread at exit and reads /proc/self, reports
+ * are symbolized by an execve()d llvm-symbolizer or addr2line, and the runtime
+ * calls sigaltstack and prctl.  There cp_sandbox_enter() builds the filter (so the
+ * code still runs under the sanitizer) but loads neither it nor Landlock. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CP_SANDBOX_SANITIZER_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define CP_SANDBOX_SANITIZER_BUILD 1
+#endif
+#endif
+#ifndef CP_SANDBOX_SANITIZER_BUILD
+#define CP_SANDBOX_SANITIZER_BUILD 0
+#endif
+
+/* What the rest of the run still needs. */
+struct cp_sandbox
+{
+  int state_dirfd;    /* the ledger's directory: files in it may be created, replaced,
+                         read, written and removed (-1: none) */
+  int cgroup_mountfd; /* the mount of the cgroup hierarchy: files beneath it may be read
+                         and written (-1: none) */
+  pid_t pid;          /* files beneath /proc/<pid> may be read (0: none) */
+  bool bus;           /* an established D-Bus connection (systemd.h) is used: */
+  int bus_fd;         /* sendmsg and recvmsg on this socket, and poll/ppoll */
+};
+
+/* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the
+ * kernel has no Landlock, seccomp alone; also in a sanitizer build, where neither
+ * is loaded), or -1 with *ERR (CP_ERR_RUNTIME) when the sandbox could not be set
+ * up (a kernel without seccomp filters; valgrind, which knows neither syscall), in
+ * which case the process may already be partly restricted (no_new_privs,
+ * Landlock) and should only report and exit. */
+int cp_sandbox_enter (const struct cp_sandbox *sb, cp_error_t *err);
+
+#endif
