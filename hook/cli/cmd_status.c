@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "kubelet.h"
+#include "manager.h"
 #include "status_internal.h"
 #include "topocache.h"
 
@@ -133,23 +133,6 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   return o;
 }
 
-/* The kubelet CPU manager's policy (kubelet.h): every key null when there is no
-   state file (or the config says not to look). */
-static json_object *
-kubelet_part (const struct cp_hostconfig *hc)
-{
-  json_object *o = json_object_new_object ();
-  cleanup_free char *policy = NULL;
-  cleanup_error cp_error_t e = NULL;
-  int r = cp_kubelet_policy (hc->kubelet_state, &policy, &e);
-  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (hc->kubelet_state, policy) : NULL;
-  add (o, "state_file", r != 0 ? jstr (hc->kubelet_state) : NULL);
-  add (o, "policy", r > 0 ? jstr (policy) : NULL);
-  add (o, "warning", warning ? jstr (warning) : NULL);
-  add (o, "error", r < 0 ? jstr (cp_error_message (e)) : NULL);
-  return o;
-}
-
 /* ------------------------------------------------------------------ the command */
 
 /* The ids of LEDGER's entries whose KEY is VALUE (a JSON array), or null when
@@ -215,7 +198,9 @@ gather (const struct status_args *a, json_object **out, cp_error_t *err)
   link_features (features, ledger);
   add (root, "ledger", ledger);
   add (root, "features", features);
-  add (root, "kubelet", kubelet_part (&hc));
+  /* Each manager's part (manager.h): the kubelet's today. */
+  struct cp_manager_ctx mctx = { .step = CP_MANAGER_STATUS, .kubelet_state = hc.kubelet_state };
+  cp_managers_status (NULL, &mctx, root);
   add (root, "config", config_part (a->config ? a->config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
   cp_topo_free (topo);
   cp_hostconfig_free (&hc);

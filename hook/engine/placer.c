@@ -11,14 +11,13 @@
 #include "topo.h"
 #include "util.h"
 #include "fault.h"
-#include "kubelet.h"
 #include "ledger.h"
 #include "log.h"
+#include "manager.h"
 #include "proc.h"
 #include "sandbox.h"
 #include "schedctl.h"
 #include "topocache.h"
-#include "systemd.h"
 
 static void
 cleanup_topo_fn (struct cp_topo **t)
@@ -143,16 +142,19 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
  * /proc/PID (0: nothing).  See sandbox.h. */
 static int
 enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
-               const struct cp_systemd *sd, cp_error_t *err)
+               const struct cp_managers *mgrs, cp_error_t *err)
 {
   if (!hc->sandbox)
     return 0;
+  int bus_fd = -1;
+  if (cp_managers_fd (mgrs, &bus_fd, err) < 0)
+    return -1;
   struct cp_sandbox sb = {
     .state_dirfd = cp_ledger_dirfd (l),
     .cgroup_mountfd = cg ? cg->mountfd : -1,
     .pid = pid,
-    .bus = sd != NULL,
-    .bus_fd = cp_systemd_fd (sd),
+    .bus = bus_fd >= 0,
+    .bus_fd = bus_fd,
   };
   int abi = cp_sandbox_enter (&sb, err);
   if (abi < 0)
@@ -377,24 +379,6 @@ take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *s
   sync_schedctl (sc, l);
 }
 
-/* The kubelet's static CPU manager undoes placements (kubelet.h): said at each
- * one, since nothing else would tell the user why the cpuset changed later. */
-static void
-warn_kubelet (const struct cp_hostconfig *hc)
-{
-  cleanup_free char *policy = NULL;
-  cleanup_error cp_error_t e = NULL;
-  int r = cp_kubelet_policy (hc->kubelet_state, &policy, &e);
-  if (r < 0)
-    {
-      cp_log (CP_LOG_DEBUG, "kubelet CPU manager: %s", cp_error_message (e));
-      return;
-    }
-  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (hc->kubelet_state, policy) : NULL;
-  if (warning)
-    cp_log (CP_LOG_WARNING, "%s", warning);
-}
-
 int
 cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
                  const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err)
@@ -413,7 +397,12 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
   const struct cp_target *t = &with_ino;
   if (cp_cgroup_ino (t->cgroup, &with_ino.cgroup_ino, err) < 0)
     return -1;
-  warn_kubelet (hc);
+  /* The other managers of the cgroup (manager.h): the kubelet's warning first, as
+     before anything can fail; systemd's bus opened before the lock, so that its
+     round trips do not lengthen anyone's wait for it. */
+  struct cp_manager_ctx mctx = { .step = CP_MANAGER_PLACE, .cgroup = t->cgroup, .kubelet_state = hc->kubelet_state };
+  cleanup_managers struct cp_managers mgrs;
+  cp_managers_attach (NULL, &mctx, &mgrs);
   if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)
@@ -428,12 +417,10 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
   open_schedctl (hc, &sc);
   if (cp_schedctl_check_request (&sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
     return -1;
-  /* Before the lock: D-Bus round trips do not lengthen anyone's wait for it. */
-  cleanup_systemd struct cp_systemd *sd = cp_systemd_attach (t->cgroup);
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
   cp_schedctl_ledger_opened (&sc, l);
-  if (enter_sandbox (hc, l, t->cgroup, t->pid, sd, err) < 0)
+  if (enter_sandbox (hc, l, t->cgroup, t->pid, &mgrs, err) < 0)
     return -1;
   if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
     {
@@ -441,27 +428,15 @@ cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
       return -1;
     }
 
-  if (cp_cgroup_enable_cpuset (t->cgroup, err) < 0
-      || cp_cgroup_write_cpuset (t->cgroup, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
+  /* The direct write (cgroupfs), then the others, told after it: it stands
+     whatever they answer. */
+  if (cp_managers_apply (&mgrs, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
     {
       take_back (l, t, &sc);
       return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
     }
   sync_schedctl (&sc, l);
-  /* After the direct write, which stands whatever systemd answers. */
-  cp_systemd_apply (sd, plan->cpus, creq->mems_keep ? NULL : plan->mems);
   *plan_out = cp_steal_pointer (&plan);
-  return 0;
-}
-
-/* Widen CG back to what its parent allows: it is no longer placed. */
-static int
-widen (const struct cp_cgroup *cg, cp_error_t *err)
-{
-  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
-  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
-  if (cp_cgroup_parent_limits (cg, cpus, mems, err) < 0 || cp_cgroup_write_cpuset (cg, cpus, mems, err) < 0)
-    return cp_error_wrap (err, "widen cgroup %s%s", cg->mount, cg->path);
   return 0;
 }
 
@@ -498,14 +473,12 @@ recreated (const struct cp_ledger_entry *e, const struct cp_cgroup *cg)
    is).  A failed write keeps the entry, and its CPUs held, so that a retry can
    find it. */
 static int
-widen_placed (const struct cp_release *rel, struct cp_systemd *sd, cp_error_t *err)
+widen_placed (struct cp_managers *mgrs, cp_error_t *err)
 {
   FAULT (CP_PLACER_FAULT_WIDENING);
-  if (widen (rel->widen, err) < 0)
-    return -1;
-  cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
-  cp_systemd_apply (sd, none, none); /* empty: no restriction, as before the placement */
-  return 0;
+  /* cgroupfs widens the cgroup to what its parent allows; systemd's properties
+     go back to empty, no restriction, as before the placement. */
+  return cp_managers_clear (mgrs, err);
 }
 
 int
@@ -515,11 +488,13 @@ cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel,
   cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
   cleanup_ledger struct cp_ledger *l = NULL;
   open_schedctl (hc, &sc);
-  cleanup_systemd struct cp_systemd *sd = rel->widen ? cp_systemd_attach (rel->widen) : NULL;
+  struct cp_manager_ctx mctx = { .step = CP_MANAGER_RELEASE, .cgroup = rel->widen, .kubelet_state = hc->kubelet_state };
+  cleanup_managers struct cp_managers mgrs;
+  cp_managers_attach (NULL, &mctx, &mgrs);
   if (open_ledger (hc, RECONCILE_CAS_ASKERS, &l, err) < 0)
     return -1;
   cp_schedctl_ledger_opened (&sc, l);
-  if (enter_sandbox (hc, l, rel->widen, 0, sd, err) < 0)
+  if (enter_sandbox (hc, l, rel->widen, 0, &mgrs, err) < 0)
     return -1;
   const struct cp_ledger_entry *e = cp_ledger_find (l, rel->id);
   *result = e ? CP_RELEASE_DONE : CP_RELEASE_NONE;
@@ -534,7 +509,7 @@ cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel,
     }
   else if (e && rel->widen && recreated (e, rel->widen))
     *result = CP_RELEASE_RECREATED; /* nobody placed this one: left as it is */
-  else if (e && rel->widen && widen_placed (rel, sd, err) < 0)
+  else if (e && rel->widen && widen_placed (&mgrs, err) < 0)
     return -1;
   if (*result != CP_RELEASE_NOT_ITS)
     cp_ledger_remove (l, rel->id);

@@ -10,6 +10,8 @@
 #include "io.h"
 #include "json.h"
 #include "util.h"
+#include "log.h"
+#include "manager.h"
 
 int
 cp_kubelet_policy (const char *path, char **policy, cp_error_t *err)
@@ -50,3 +52,78 @@ cp_kubelet_warning (const char *path, const char *policy)
                        "cachepin (docs/managers.md)",
                        policy, path);
 }
+
+/* ---- its entry in the managers' table (manager.h) ---------------------------------- */
+
+/* It cannot be told anything: it manages a host where its state file names a
+   policy that rewrites cpusets, and the handle is that policy's name. */
+static int
+manager_detect (const struct cp_manager_ctx *ctx, void **handle, const char **why, cp_error_t *err)
+{
+  *handle = NULL;
+  if (ctx->step == CP_MANAGER_RELEASE)
+    {
+      *why = "a release hands out nothing it could undo";
+      return 0;
+    }
+  char *policy = NULL;
+  int r = cp_kubelet_policy (ctx->kubelet_state, &policy, err);
+  if (r <= 0)
+    {
+      *why = "no state file";
+      return r;
+    }
+  if (strcmp (policy, "none") == 0)
+    {
+      free (policy);
+      *why = "its policy is `none`";
+      return 0;
+    }
+  *handle = policy;
+  return 1;
+}
+
+/* Said at each placement, since nothing else would tell the user why the cpuset
+   changed later.  A file that cannot be read never fails a hook: a debug line. */
+static void
+manager_report (const struct cp_manager_ctx *ctx, int r, const void *handle, const char *why, cp_error_t err)
+{
+  (void) why;
+  if (r < 0)
+    cp_log (CP_LOG_DEBUG, "kubelet CPU manager: %s", cp_error_message (err));
+  else if (r > 0 && ctx->step == CP_MANAGER_PLACE)
+    {
+      cleanup_free char *warning = cp_kubelet_warning (ctx->kubelet_state, handle);
+      cp_log (CP_LOG_WARNING, "%s", warning);
+    }
+}
+
+/* Every key null when there is no state file (or the config says not to look). */
+static json_object *
+manager_status (const struct cp_manager_ctx *ctx)
+{
+  json_object *o = json_object_new_object ();
+  cleanup_free char *policy = NULL;
+  cleanup_error cp_error_t e = NULL;
+  int r = cp_kubelet_policy (ctx->kubelet_state, &policy, &e);
+  cleanup_free char *warning = r > 0 ? cp_kubelet_warning (ctx->kubelet_state, policy) : NULL;
+  json_object_object_add (o, "state_file", r != 0 ? json_object_new_string (ctx->kubelet_state) : NULL);
+  json_object_object_add (o, "policy", r > 0 ? json_object_new_string (policy) : NULL);
+  json_object_object_add (o, "warning", warning ? json_object_new_string (warning) : NULL);
+  json_object_object_add (o, "error", r < 0 ? json_object_new_string (cp_error_message (e)) : NULL);
+  return o;
+}
+
+static void
+manager_close (void *handle)
+{
+  free (handle);
+}
+
+const struct cp_manager cp_manager_kubelet = {
+  .name = "kubelet",
+  .detect = manager_detect,
+  .report = manager_report,
+  .status = manager_status,
+  .close = manager_close,
+};

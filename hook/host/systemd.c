@@ -9,9 +9,11 @@
 #include <systemd/sd-bus.h>
 #include <unistd.h>
 
+#include "bitmap.h"
 #include "cpulist.h"
 #include "util.h"
 #include "log.h"
+#include "manager.h"
 
 #define SD_DEST "org.freedesktop.systemd1"
 #define SD_PATH "/org/freedesktop/systemd1"
@@ -343,32 +345,90 @@ cp_systemd_set_cpuset (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_c
   return 0;
 }
 
-struct cp_systemd *
-cp_systemd_attach (const struct cp_cgroup *cg)
+/* ---- its entry in the managers' table (manager.h) ---------------------------------- */
+
+static int
+manager_detect (const struct cp_manager_ctx *ctx, void **handle, const char **why, cp_error_t *err)
 {
-  cleanup_error cp_error_t err = NULL;
+  *handle = NULL;
+  if (ctx->cgroup == NULL)
+    {
+      *why = "no cgroup";
+      return 0;
+    }
   struct cp_systemd *sd = NULL;
-  const char *why = NULL;
-  if (cp_systemd_open (cg, &sd, &why, &err) < 0)
-    cp_log (CP_LOG_WARNING, "cgroup %s%s: systemd may undo the placement at its next reload: %s", cg->mount,
-            cg->path, cp_error_message (err));
-  else if (sd == NULL)
-    cp_log (CP_LOG_DEBUG, "cgroup %s%s: systemd not told: %s", cg->mount, cg->path, why);
-  return sd;
+  if (cp_systemd_open (ctx->cgroup, &sd, why, err) < 0)
+    return -1;
+  *handle = sd;
+  return sd != NULL;
 }
 
-void
-cp_systemd_apply (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems)
+/* Never fails the placement: the direct cgroup write stands, and stays right until
+   the next daemon-reload. */
+static void
+manager_report (const struct cp_manager_ctx *ctx, int r, const void *handle, const char *why, cp_error_t err)
 {
-  if (sd == NULL)
+  (void) handle;
+  const struct cp_cgroup *cg = ctx->cgroup;
+  if (cg == NULL)
     return;
-  cleanup_error cp_error_t err = NULL;
-  cleanup_free char *list = cp_cpulist_format (cpus);
-  if (cp_systemd_set_cpuset (sd, cpus, mems, &err) < 0)
-    cp_log (CP_LOG_WARNING, "systemd may undo the placement at its next reload: %s", cp_error_message (err));
-  else
-    cp_log (CP_LOG_DEBUG, "systemd: %s AllowedCPUs=%s%s", sd->unit, list, mems ? " and AllowedMemoryNodes" : "");
+  if (r < 0)
+    cp_log (CP_LOG_WARNING, "cgroup %s%s: systemd may undo the placement at its next reload: %s", cg->mount,
+            cg->path, cp_error_message (err));
+  else if (r == 0)
+    cp_log (CP_LOG_DEBUG, "cgroup %s%s: systemd not told: %s", cg->mount, cg->path, why);
 }
+
+/* AllowedCPUs=CPUS (and AllowedMemoryNodes=MEMS unless NULL); empty sets clear them. */
+static int
+tell (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems, cp_error_t *err)
+{
+  if (cp_systemd_set_cpuset (sd, cpus, mems, err) < 0)
+    return -1;
+  cleanup_free char *list = cp_cpulist_format (cpus);
+  cp_log (CP_LOG_DEBUG, "systemd: %s AllowedCPUs=%s%s", sd->unit, list, mems ? " and AllowedMemoryNodes" : "");
+  return 0;
+}
+
+static int
+manager_apply (void *handle, const struct cp_manager_ctx *ctx, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
+               cp_error_t *err)
+{
+  (void) ctx;
+  return tell (handle, cpus, mems, err);
+}
+
+/* Empty: no restriction, as before the placement. */
+static int
+manager_clear (void *handle, const struct cp_manager_ctx *ctx, cp_error_t *err)
+{
+  (void) ctx;
+  cleanup_bitmap hwloc_bitmap_t none = cp_bitmap_new ();
+  return tell (handle, none, none, err);
+}
+
+static int
+manager_fd (const void *handle)
+{
+  return cp_systemd_fd (handle);
+}
+
+static void
+manager_close (void *handle)
+{
+  cp_systemd_close (handle);
+}
+
+const struct cp_manager cp_manager_systemd = {
+  .name = "systemd",
+  .on_failure = "systemd may undo the placement at its next reload",
+  .detect = manager_detect,
+  .report = manager_report,
+  .apply = manager_apply,
+  .clear = manager_clear,
+  .fd = manager_fd,
+  .close = manager_close,
+};
 
 void
 cp_systemd_close (struct cp_systemd *sd)

@@ -79,14 +79,11 @@ const char *cp_systemd_unit (const struct cp_systemd *sd);
 int cp_systemd_set_cpuset (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
                            cp_error_t *err);
 
-/* What the placer calls (it logs, and never fails the placement: the direct
- * cgroup write stands and stays right until the next daemon-reload):
- * cp_systemd_attach() is cp_systemd_open() with a debug line when it does not
- * apply and one warning when systemd cannot be asked (NULL either way);
- * cp_systemd_apply() is cp_systemd_set_cpuset() with a warning on failure.
- * SD may be NULL (nothing to do). */
-struct cp_systemd *cp_systemd_attach (const struct cp_cgroup *cg);
-void cp_systemd_apply (struct cp_systemd *sd, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems);
+/* The placer reaches all this through the managers' table (manager.h):
+ * cp_manager_systemd's detect() is cp_systemd_open(), its report() a debug line
+ * when systemd is not told and one warning when it cannot be asked, its apply()
+ * and clear() cp_systemd_set_cpuset(), their failure one warning; none of it
+ * fails the placement. */
 
 void cp_systemd_close (struct cp_systemd *sd);
 

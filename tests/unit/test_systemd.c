@@ -13,6 +13,7 @@
 
 #include "cgroup.h"
 #include "log.h"
+#include "manager.h"
 #include "systemd.h"
 #include "util.h"
 
@@ -148,14 +149,24 @@ test_open_not_applicable (void **state)
       assert_null (err);
     }
   assert_int_equal (cp_systemd_fd (NULL), -1);
-  cp_systemd_apply (NULL, NULL, NULL); /* nothing to do, no crash */
+  /* Through the managers' table: not attached, nothing kept for the sandbox. */
+  struct cp_manager_ctx ctx = { .step = CP_MANAGER_PLACE, .cgroup = &child };
+  cleanup_managers struct cp_managers set;
+  cp_managers_attach (NULL, &ctx, &set);
+  for (size_t i = 0; i < set.n; i++)
+    assert_string_not_equal (set.on[i].m->name, "systemd");
+  int fd = 0;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_managers_fd (&set, &fd, &err), 0);
+  assert_int_equal (fd, -1);
   /* Not linked, and not loaded for a cgroup that does not qualify. */
   assert_false (libsystemd_loaded ());
 }
 
 #ifdef CACHEPIN_FAULT_INJECTION
-/* cp_systemd_attach (CG) with stderr captured: *OUT is what it logged. */
-static struct cp_systemd *
+/* The managers' table attached for a placement on CG (no kubelet state), with
+   stderr captured: *OUT is what it logged; whether systemd's entry was attached. */
+static bool
 attach_logged (const struct cp_cgroup *cg, char **out)
 {
   char path[] = "/tmp/cachepin-test-log.XXXXXX";
@@ -166,7 +177,12 @@ attach_logged (const struct cp_cgroup *cg, char **out)
   int saved = dup (STDERR_FILENO);
   assert_true (saved >= 0 && dup2 (fd, STDERR_FILENO) == STDERR_FILENO);
   cp_log_init ("cachepin-test", true);
-  struct cp_systemd *sd = cp_systemd_attach (cg);
+  struct cp_manager_ctx ctx = { .step = CP_MANAGER_PLACE, .cgroup = cg };
+  cleanup_managers struct cp_managers set;
+  cp_managers_attach (NULL, &ctx, &set);
+  bool attached = false;
+  for (size_t i = 0; i < set.n; i++)
+    attached = attached || set.on[i].m == &cp_manager_systemd;
   fflush (stderr);
   assert_true (dup2 (saved, STDERR_FILENO) == STDERR_FILENO);
   close (saved);
@@ -176,7 +192,7 @@ attach_logged (const struct cp_cgroup *cg, char **out)
   assert_true (n >= 0);
   buf[n] = '\0';
   *out = cp_xstrdup (buf);
-  return sd;
+  return attached;
 }
 
 /* The systemd path is taken (PID 1 "is" systemd, a v2 unit's cgroup) and the
@@ -193,8 +209,7 @@ test_attach_without_libsystemd (void **state)
   struct cp_cgroup cg = { .version = 2, .mount = (char *) "/sys/fs/cgroup",
                           .path = (char *) "/system.slice/cachepin-t.scope", .dirfd = -1, .mountfd = -1 };
   cleanup_free char *log = NULL;
-  struct cp_systemd *sd = attach_logged (&cg, &log);
-  assert_null (sd);
+  assert_false (attach_logged (&cg, &log));
   const char *nl = strchr (log, '\n');
   if (nl == NULL || nl[1] != '\0' || strstr (log, "warning") == NULL
       || strstr (log, "libcachepin-test-absent.so.0") == NULL
@@ -204,7 +219,7 @@ test_attach_without_libsystemd (void **state)
   /* Not booted with systemd: the library is not even tried (no warning). */
   rmdir (booted);
   cleanup_free char *quiet = NULL;
-  assert_null (attach_logged (&cg, &quiet));
+  assert_false (attach_logged (&cg, &quiet));
   assert_string_equal (quiet, "");
   cp_systemd_set_test_paths (NULL, NULL);
 }
