@@ -23,7 +23,7 @@
  *    "kubelet_state": "/var/lib/kubelet/cpu_manager_state"}
  *                             the kubelet CPU manager's state file: when it names the
  *                             static policy, the hook and `status` warn that the
- *                             kubelet rewrites cpusets (hook/managers.h); "" = never look
+ *                             kubelet rewrites cpusets (hook/host/kubelet.h); "" = never look
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
  *   /etc/cachepin/config.json: on_error: expected "allow" or "deny", got "maybe"
