@@ -185,6 +185,9 @@ only_keys (json_object *obj, const char *const *keys, size_t n, cp_error_t *err)
   return 0;
 }
 
+/* KEY as messages quote it, as the ledger's do: "`time`: ...". */
+#define LABEL(key) (snprintf (label, sizeof label, "`%s`", key), label)
+
 static int
 member (json_object *obj, const char *key, json_object **out, cp_error_t *err)
 {
@@ -199,7 +202,8 @@ get_text (json_object *obj, const char *key, size_t max, bool allow_empty, char 
 {
   json_object *v;
   const char *s;
-  if (member (obj, key, &v, err) < 0 || cp_json_string (v, key, max, allow_empty, &s, err) < 0)
+  char label[32];
+  if (member (obj, key, &v, err) < 0 || cp_json_string (v, LABEL (key), max, allow_empty, &s, err) < 0)
     return -1;
   if (!cp_text_valid (s, strlen (s)))
     return cp_fail_input (err, "`%s`: not valid UTF-8, or a control character", key);
@@ -212,7 +216,8 @@ get_cpulist (json_object *obj, const char *key, hwloc_bitmap_t *out, cp_error_t 
 {
   json_object *v;
   const char *s;
-  if (member (obj, key, &v, err) < 0 || cp_json_string (v, key, CP_CPULIST_MAX_LEN, true, &s, err) < 0)
+  char label[32];
+  if (member (obj, key, &v, err) < 0 || cp_json_string (v, LABEL (key), CP_CPULIST_MAX_LEN, true, &s, err) < 0)
     return -1;
   *out = cp_bitmap_new ();
   /* The parser quotes the list in its errors: quote only lists of our alphabet. */
@@ -228,7 +233,8 @@ get_name (json_object *obj, const char *key, const char *const *names, size_t n,
 {
   json_object *v;
   const char *s;
-  if (member (obj, key, &v, err) < 0 || cp_json_string (v, key, 16, false, &s, err) < 0)
+  char label[32];
+  if (member (obj, key, &v, err) < 0 || cp_json_string (v, LABEL (key), 16, false, &s, err) < 0)
     return -1;
   if (!name_index (names, n, s, out))
     return cp_ledger_quotable (s) ? cp_fail_input (err, "`%s`: unknown `%s`", key, s)
@@ -239,12 +245,17 @@ get_name (json_object *obj, const char *key, const char *const *names, size_t n,
 static int
 record_from_json (json_object *obj, struct cp_journal_record *r, cp_error_t *err)
 {
-  if (cp_json_object (obj, "record", err) < 0 || only_keys (obj, record_keys, CP_ARRAY_SIZE (record_keys), err) < 0)
+  if (!json_object_is_type (obj, json_type_object))
+    {
+      cleanup_free char *got = cp_json_describe (obj);
+      return cp_fail_input (err, "expected an object, got %s", got);
+    }
+  if (only_keys (obj, record_keys, CP_ARRAY_SIZE (record_keys), err) < 0)
     return -1;
   json_object *t;
   int64_t time;
   size_t front, kind;
-  if (member (obj, "time", &t, err) < 0 || cp_json_int (t, "time", 0, CP_JOURNAL_MAX_TIME, &time, err) < 0
+  if (member (obj, "time", &t, err) < 0 || cp_json_int (t, "`time`", 0, CP_JOURNAL_MAX_TIME, &time, err) < 0
       || get_name (obj, "front", front_names, CP_JOURNAL_N_FRONTS, &front, err) < 0
       || get_name (obj, "kind", kind_names, CP_JOURNAL_N_KINDS, &kind, err) < 0)
     return -1;
@@ -272,7 +283,7 @@ cp_journal_parse (const char *buf, size_t len, struct cp_journal_list **out, cp_
     return -1;
   json_object *v, *records;
   int64_t version;
-  if (member (top, "version", &v, err) < 0 || cp_json_int (v, "version", 0, INT32_MAX, &version, err) < 0)
+  if (member (top, "version", &v, err) < 0 || cp_json_int (v, "`version`", 0, INT32_MAX, &version, err) < 0)
     return -1;
   if (version != CP_JOURNAL_VERSION)
     return cp_fail_input (err, "unsupported version %" PRId64 " (expected %d)", version, CP_JOURNAL_VERSION);
