@@ -562,9 +562,8 @@ clean_set (hwloc_const_bitmap_t set)
 }
 
 void
-cp_journal_add (struct cp_journal *j, const struct cp_journal_record *r)
+cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journal_record *c)
 {
-  struct cp_journal_record *c = list_push (&j->queue);
   c->time = r->time > 0 ? r->time : (long long) time (NULL);
   if (c->time > CP_JOURNAL_MAX_TIME)
     c->time = CP_JOURNAL_MAX_TIME;
@@ -581,6 +580,12 @@ cp_journal_add (struct cp_journal *j, const struct cp_journal_record *r)
   c->reason = clean_text (r->reason, CP_JOURNAL_MAX_REASON);
   c->cpus = clean_set (r->cpus);
   c->mems = clean_set (r->mems);
+}
+
+void
+cp_journal_add (struct cp_journal *j, const struct cp_journal_record *r)
+{
+  cp_journal_record_clean (r, list_push (&j->queue));
 }
 
 /* --------------------------------------------------------------- the commit */

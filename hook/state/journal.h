@@ -154,6 +154,13 @@ char *cp_journal_serialize (const struct cp_journal_list *l, size_t *kept);
 /* R against the rules the reader applies (CP_ERR_INPUT). */
 int cp_journal_record_check (const struct cp_journal_record *r, cp_error_t *err);
 
+/* Fill OUT (the caller's to clear) with a copy of R that passes
+ * cp_journal_record_check(), as cp_journal_add() queues it: text cut to the
+ * limits (at a character boundary) and made safe for a terminal
+ * (cp_text_sanitize()), cpus and mems cut to 0..CP_CPULIST_MAX, a time of 0 made
+ * now, an empty id made "?", an unknown front or kind made hook or unplaced. */
+void cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journal_record *out);
+
 /* ---- the file ---- */
 
 struct cp_journal;
@@ -167,9 +174,8 @@ int cp_journal_open_at (int dirfd, const char *dir, unsigned timeout_ms, struct 
  * ledger's is (cp_ledger_open_dir()). */
 int cp_journal_open (const char *state_dir, unsigned timeout_ms, struct cp_journal **out, cp_error_t *err);
 
-/* Queue a copy of R for the next commit (text cut to the limits and made safe
- * for a terminal, cpus and mems cut to 0..CP_CPULIST_MAX, time 0 made now).
- * R's id must not be empty. */
+/* Queue a copy of R for the next commit, cleaned by cp_journal_record_clean():
+ * a record is never lost for its text. */
 void cp_journal_add (struct cp_journal *j, const struct cp_journal_record *r);
 
 /* Write the queued records: the journal read, what cannot be trusted set aside
