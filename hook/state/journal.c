@@ -405,7 +405,8 @@ cp_journal_serialize (const struct cp_journal_list *l, size_t *kept)
 struct cp_journal
 {
   char *dir;
-  int dirfd;
+  int dirfd;       /* the caller's (open_at) or our own (open) */
+  bool own_dirfd;
   int lockfd;
   struct cp_journal_list queue;
 };
@@ -495,9 +496,9 @@ cp_journal_open_at (int dirfd, const char *dir, unsigned timeout_ms, struct cp_j
   cleanup_journal struct cp_journal *j = cp_xmalloc0 (sizeof *j);
   j->lockfd = -1;
   j->dir = cp_xstrdup (dir);
-  j->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 0);
-  if (j->dirfd < 0)
-    return cp_fail_errno (err, errno, "duplicate the fd of `%s`", dir);
+  /* The caller's fd itself, not a duplicate: the hook's sandbox allows a file to
+     be created only relative to that very fd number (hook/host/sandbox.h). */
+  j->dirfd = dirfd;
   if (take_lock (j, timeout_ms, err) < 0)
     return -1;
   *out = cp_steal_pointer (&j);
@@ -508,9 +509,11 @@ int
 cp_journal_open (const char *state_dir, unsigned timeout_ms, struct cp_journal **out, cp_error_t *err)
 {
   cleanup_close int dirfd = cp_ledger_open_dir (state_dir, err);
-  if (dirfd < 0)
+  if (dirfd < 0 || cp_journal_open_at (dirfd, state_dir, timeout_ms, out, err) < 0)
     return -1;
-  return cp_journal_open_at (dirfd, state_dir, timeout_ms, out, err);
+  (*out)->own_dirfd = true;
+  dirfd = -1;
+  return 0;
 }
 
 void
@@ -523,7 +526,7 @@ cp_journal_close (struct cp_journal *j)
   free (j->queue.records);
   if (j->lockfd >= 0)
     close (j->lockfd); /* the flock goes with it */
-  if (j->dirfd >= 0)
+  if (j->own_dirfd && j->dirfd >= 0)
     close (j->dirfd);
   free (j->dir);
   free (j);

@@ -165,9 +165,11 @@ void cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journ
 
 struct cp_journal;
 
-/* Take the journal's lock in the state directory DIRFD (DIR names it in messages;
- * the fd is duplicated, the caller keeps its own), waiting at most TIMEOUT_MS.
- * With the ledger open: cp_journal_open_at (cp_ledger_dirfd (l), dir, ...). */
+/* Take the journal's lock in the state directory DIRFD (DIR names it in messages),
+ * waiting at most TIMEOUT_MS.  DIRFD stays the caller's and must stay open until
+ * cp_journal_close(): the handle uses that very fd (the sandbox allows creating
+ * files relative to it alone).  With the ledger open: cp_journal_open_at
+ * (cp_ledger_dirfd (l), dir, ...), closed before the ledger. */
 int cp_journal_open_at (int dirfd, const char *dir, unsigned timeout_ms, struct cp_journal **out, cp_error_t *err);
 
 /* The same with STATE_DIR opened (created 0700 if missing) and checked as the

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "sandbox.h"
 #include "bitmap.h"
 #include "cpulist.h"
 #include "util.h"
@@ -802,6 +803,59 @@ test_concurrent_beyond_bound (void **state)
   run_writers (*state, 150);
 }
 
+/* The hook's order (journal.h): the journal opened (its lock taken) before the
+ * sandbox, its records added and committed inside it, on the ledger's state
+ * directory fd.  A torn journal is set aside from inside too.  The lock itself
+ * cannot be taken inside (no flock): what makes the order necessary. */
+static void
+test_sandboxed_commit (void **state)
+{
+  struct tdir *t = *state;
+  append_id (t->state, "a");
+  put_file (t, CP_JOURNAL_FILE, "{\"version\":1,\"rec", 17);
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      int dirfd = open (t->state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct cp_journal *j = NULL;
+      cp_error_t err = NULL;
+      if (dirfd < 0 || cp_journal_open_at (dirfd, t->state, 1000, &j, &err) < 0)
+        _exit (3);
+      struct cp_sandbox sb = { .state_dirfd = dirfd, .cgroup_mountfd = -1, .pid = 0 };
+      if (cp_sandbox_enter (&sb, &err) < 0)
+        {
+          fprintf (stderr, "child: cp_sandbox_enter: %s\n", cp_error_message (err));
+          _exit (77);
+        }
+      struct cp_journal_record r = rec ("sandboxed", CP_JOURNAL_PLACED, NULL, "inside");
+      cp_journal_add (j, &r);
+      if (cp_journal_commit (j, &err) < 0)
+        {
+          fprintf (stderr, "child: commit: %s\n", cp_error_message (err));
+          _exit (4);
+        }
+      cp_journal_close (j);
+      struct cp_journal *again = NULL;
+      if (!CP_SANDBOX_SANITIZER_BUILD && cp_journal_open_at (dirfd, t->state, 50, &again, &err) == 0)
+        _exit (5); /* flock allowed after all: the order would not matter */
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 77)
+    skip ();
+  if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
+    fail_msg ("child: %s %d", WIFEXITED (status) ? "exit" : "signal",
+              WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status));
+  assert_true (is_there (t, CP_JOURNAL_CORRUPT_FILE, S_IFREG));
+  struct cp_journal_list *l = read_all (t->state);
+  assert_int_equal (l->n, 1);
+  assert_string_equal (l->records[0].id, "sandboxed");
+  cp_journal_list_free (l);
+}
+
 int
 main (void)
 {
@@ -819,6 +873,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_read, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_busy, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_sandboxed_commit, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_within_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_beyond_bound, tdir_setup, tdir_teardown),
   };
