@@ -19,6 +19,7 @@
 
 #include "bitmap.h"
 #include "cpulist.h"
+#include "fault.h"
 #include "io.h"
 #include "json.h"
 #include "text.h"
@@ -400,6 +401,10 @@ cp_journal_serialize (const struct cp_journal_list *l, size_t *kept)
   return text;
 }
 
+/* ------------------------------------------------------------ fault points */
+
+CP_FAULT_HOOK (cp_journal_set_fault_hook, cp_journal_fault_fn);
+
 /* ------------------------------------------------------------------- the lock */
 
 struct cp_journal
@@ -653,6 +658,9 @@ write_tmp (struct cp_journal *j, const char *text, cp_error_t *err)
     return cp_fail_errno (err, errno, "create `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE);
   if (cp_io_write_all (fd, text, strlen (text)) < 0)
     return cp_fail_errno (err, errno, "write `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE);
+  int fe = FAULT_RESULT (CP_JOURNAL_FAULT_TMP_WRITTEN);
+  if (fe)
+    return cp_fail_errno (err, fe, "fault injected after writing `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE);
   if (fsync (fd) < 0)
     return cp_fail_errno (err, errno, "fsync `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE);
   int rc = close (fd);
@@ -681,10 +689,11 @@ cp_journal_commit (struct cp_journal *j, cp_error_t *err)
   if (queue.n == 0)
     return 0;
   cleanup_free char *text = cp_journal_serialize (all, NULL);
-  if (write_tmp (j, text, err) < 0)
+  int fe = 0;
+  if (write_tmp (j, text, err) < 0 || (fe = FAULT_RESULT (CP_JOURNAL_FAULT_TMP_SYNCED)) != 0)
     {
       unlinkat (j->dirfd, CP_JOURNAL_TMP_FILE, 0);
-      return -1;
+      return fe ? cp_fail_errno (err, fe, "fault injected before renaming `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE) : -1;
     }
   if (renameat (j->dirfd, CP_JOURNAL_TMP_FILE, j->dirfd, CP_JOURNAL_FILE) < 0)
     {
@@ -692,6 +701,9 @@ cp_journal_commit (struct cp_journal *j, cp_error_t *err)
       unlinkat (j->dirfd, CP_JOURNAL_TMP_FILE, 0);
       return cp_fail_errno (err, saved, "rename `%s/%s` to %s", j->dir, CP_JOURNAL_TMP_FILE, CP_JOURNAL_FILE);
     }
+  fe = FAULT_RESULT (CP_JOURNAL_FAULT_RENAMED);
+  if (fe)
+    return cp_fail_errno (err, fe, "fault injected after renaming `%s/%s`", j->dir, CP_JOURNAL_TMP_FILE);
   return 0;
 }
 

@@ -206,4 +206,18 @@ void cp_journal_note (const char *state_dir, const struct cp_journal_record *r);
  * (CP_ERR_INPUT when it is the file's fault), and stays where it is. */
 int cp_journal_read (const char *state_dir, size_t k, struct cp_journal_list **out, cp_error_t *err);
 
+#ifdef CACHEPIN_FAULT_INJECTION
+/* Test builds only (-DCACHEPIN_FAULT_INJECTION, policy/base/fault.h): a function
+ * called at each step of cp_journal_commit().  It may _exit() to simulate a kill
+ * there, or return an errno value (non-zero) to make the commit fail there. */
+enum cp_journal_fault_point
+{
+  CP_JOURNAL_FAULT_TMP_WRITTEN, /* journal.json.tmp written, not yet fsync'ed */
+  CP_JOURNAL_FAULT_TMP_SYNCED,  /* fsync'ed and closed, not yet renamed */
+  CP_JOURNAL_FAULT_RENAMED,     /* renamed over journal.json */
+};
+typedef int (*cp_journal_fault_fn) (enum cp_journal_fault_point point, void *data);
+void cp_journal_set_fault_hook (cp_journal_fault_fn fn, void *data);
+#endif
+
 #endif

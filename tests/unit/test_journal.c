@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -856,6 +857,154 @@ test_sandboxed_commit (void **state)
   cp_journal_list_free (l);
 }
 
+/* A run killed anywhere in an append (the runtime's SIGKILL at its hook timeout)
+ * leaves the old journal or the new one, never a torn one: the next read takes it
+ * as it is, and the next append sets nothing aside. */
+static void
+test_killed_mid_append (void **state)
+{
+  struct tdir *t = *state;
+  append_id (t->state, "first");
+  unsigned seed = (unsigned) getpid ();
+  for (int round = 0; round < 25; round++)
+    {
+      fflush (NULL);
+      pid_t pid = fork ();
+      assert_true (pid >= 0);
+      if (pid == 0)
+        {
+          for (int i = 0;; i++)
+            {
+              char id[32];
+              snprintf (id, sizeof id, "k%02d-%d", round, i);
+              struct cp_journal_record r = rec (id, CP_JOURNAL_PLACED, "0-3", "killed at some point");
+              struct cp_journal *j = NULL;
+              cp_error_t err = NULL;
+              if (cp_journal_open (t->state, 10000, &j, &err) < 0)
+                _exit (1);
+              cp_journal_add (j, &r);
+              if (cp_journal_commit (j, &err) < 0)
+                _exit (1);
+              cp_journal_close (j);
+            }
+        }
+      struct timespec nap = { .tv_sec = 0, .tv_nsec = (long) (rand_r (&seed) % 20000) * 1000L };
+      nanosleep (&nap, NULL);
+      kill (pid, SIGKILL);
+      int status;
+      assert_int_equal (waitpid (pid, &status, 0), pid);
+      assert_true (WIFSIGNALED (status)); /* killed, not failed */
+      struct cp_journal_list *l = read_all (t->state);
+      assert_true (l->n >= 1 && l->n <= CP_JOURNAL_MAX_RECORDS);
+      cp_journal_list_free (l);
+    }
+  append_id (t->state, "last");
+  assert_false (is_there (t, CP_JOURNAL_CORRUPT_FILE, 0));
+  assert_false (is_there (t, CP_JOURNAL_TMP_FILE, 0));
+  struct cp_journal_list *l = read_all (t->state);
+  assert_string_equal (l->records[l->n - 1].id, "last");
+  cp_journal_list_free (l);
+}
+
+/* -------------------------------------------------------- fault injection */
+
+#ifdef CACHEPIN_FAULT_INJECTION
+static enum cp_journal_fault_point fault_at;
+
+static int
+kill_here (enum cp_journal_fault_point point, void *data)
+{
+  (void) data;
+  if (point == fault_at)
+    _exit (42);
+  return 0;
+}
+
+static int
+fail_here (enum cp_journal_fault_point point, void *data)
+{
+  (void) data;
+  return point == fault_at ? EIO : 0;
+}
+
+static const enum cp_journal_fault_point fault_points[] = {
+  CP_JOURNAL_FAULT_TMP_WRITTEN,
+  CP_JOURNAL_FAULT_TMP_SYNCED,
+  CP_JOURNAL_FAULT_RENAMED,
+};
+
+/* Killed at each step of a commit: the journal is the old one or the new one,
+ * whole; the next append goes on from it without setting anything aside. */
+static void
+test_fault_kill (void **state)
+{
+  struct tdir *t = *state;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fault_points); i++)
+    {
+      char dir[160];
+      snprintf (dir, sizeof dir, "%s/state-%zu", t->root, i);
+      append_id (dir, "old");
+      fflush (NULL);
+      pid_t child = fork ();
+      assert_true (child >= 0);
+      if (child == 0)
+        {
+          fault_at = fault_points[i];
+          cp_journal_set_fault_hook (kill_here, NULL);
+          append_id (dir, "new");
+          _exit (2);
+        }
+      int status;
+      assert_int_equal (waitpid (child, &status, 0), child);
+      assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 42);
+      struct cp_journal_list *l = read_all (dir);
+      assert_int_equal (l->n, fault_points[i] == CP_JOURNAL_FAULT_RENAMED ? 2 : 1);
+      assert_string_equal (l->records[0].id, "old");
+      cp_journal_list_free (l);
+      append_id (dir, "next");
+      l = read_all (dir);
+      assert_string_equal (l->records[l->n - 1].id, "next");
+      cp_journal_list_free (l);
+      cleanup_free char *corrupt = cp_xasprintf ("%s/%s", dir, CP_JOURNAL_CORRUPT_FILE);
+      cleanup_free char *tmp = cp_xasprintf ("%s/%s", dir, CP_JOURNAL_TMP_FILE);
+      assert_true (access (corrupt, F_OK) < 0 && access (tmp, F_OK) < 0);
+    }
+}
+
+/* A step that fails: the commit says so, the old journal stays, no tmp is left,
+ * and the next commit works. */
+static void
+test_fault_fail (void **state)
+{
+  struct tdir *t = *state;
+  append_id (t->state, "old");
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fault_points); i++)
+    {
+      fault_at = fault_points[i];
+      cp_journal_set_fault_hook (fail_here, NULL);
+      struct cp_journal *j = NULL;
+      cleanup_error cp_error_t err = NULL;
+      assert_int_equal (cp_journal_open (t->state, 1000, &j, &err), 0);
+      struct cp_journal_record r = rec ("failed", CP_JOURNAL_PLACED, NULL, NULL);
+      cp_journal_add (j, &r);
+      assert_int_equal (cp_journal_commit (j, &err), -1);
+      tu_assert_contains (cp_error_message (err), "fault injected");
+      cp_journal_close (j);
+      cp_journal_set_fault_hook (NULL, NULL);
+      assert_false (is_there (t, CP_JOURNAL_TMP_FILE, 0));
+      struct cp_journal_list *l = read_all (t->state);
+      /* Renamed, then failed: written all the same. */
+      assert_int_equal (l->n, fault_points[i] == CP_JOURNAL_FAULT_RENAMED ? 2 : 1);
+      assert_string_equal (l->records[0].id, "old");
+      cp_journal_list_free (l);
+    }
+  append_id (t->state, "next");
+  struct cp_journal_list *l = read_all (t->state);
+  assert_int_equal (l->n, 3);
+  cp_journal_list_free (l);
+}
+#endif
+
 int
 main (void)
 {
@@ -874,6 +1023,11 @@ main (void)
     cmocka_unit_test_setup_teardown (test_read, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_busy, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_sandboxed_commit, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_killed_mid_append, tdir_setup, tdir_teardown),
+#ifdef CACHEPIN_FAULT_INJECTION
+    cmocka_unit_test_setup_teardown (test_fault_kill, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_fault_fail, tdir_setup, tdir_teardown),
+#endif
     cmocka_unit_test_setup_teardown (test_concurrent_within_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_beyond_bound, tdir_setup, tdir_teardown),
   };
