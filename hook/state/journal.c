@@ -417,7 +417,8 @@ struct cp_journal
 };
 
 /* flock(FD) within TIMEOUT_MS of START_MS, polling (no SIGALRM in a hook), with
- * short naps: a holder keeps it for one commit, a millisecond or so. */
+ * sub-millisecond naps: a holder keeps it for one commit (a one-shot note) or
+ * for the rest of its run (a hook, from before its sandbox), a few ms either way. */
 static int
 poll_flock (int fd, const char *what, unsigned timeout_ms, long long start_ms, cp_error_t *err)
 {
@@ -469,7 +470,10 @@ take_lock (struct cp_journal *j, unsigned timeout_ms, cp_error_t *err)
   cleanup_free char *what = cp_xasprintf ("`%s/%s`", j->dir, CP_JOURNAL_LOCK_FILE);
   /* O_NONBLOCK and O_NOCTTY: a FIFO or a terminal planted here must neither hang
      the run nor become its terminal; a second try after setting aside what was
-     there. */
+     there.  Unlike the ledger's, this repair runs under no other lock: two runs
+     that repair at once may each lock a file of their own, and one of their
+     records may be lost.  The journal is advisory; the ledger's lock, which
+     decides who holds CPUs, is never at stake. */
   for (int attempt = 0;; attempt++)
     {
       const char *why;
