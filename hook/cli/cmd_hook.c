@@ -170,7 +170,7 @@ release_cgroup (const struct cp_oci_config *cfg)
 /* The release of ST's entry, only if it is ST's container's: the state's pid when
    it names one (runc's poststop does not: the process is gone), else the cgroup
    config.json's linux.cgroupsPath names (CFG, NULL when the bundle could not be
-   read), tells it from another container of the same id (cp_placer_release()). */
+   read), tells it from another container of the same id (cp_placer_release_commit()). */
 static int
 release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_oci_config *cfg,
          cp_error_t *err)
