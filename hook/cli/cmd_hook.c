@@ -137,7 +137,7 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     .cgroup = cfg ? cfg->cgroupfs_path : NULL,
     .creq = &creq,
   };
-  __attribute__ ((cleanup (cp_admitted_clear))) struct cp_admitted in = { 0 };
+  cleanup_admitted struct cp_admitted in = { 0 };
   int r = cp_admit (hc, &adm, &in, err);
   if (r <= 0)
     return r;

@@ -113,5 +113,6 @@ struct cp_admitted
 int cp_admit (const struct cp_hostconfig *hc, const struct cp_admission *a, struct cp_admitted *out, cp_error_t *err);
 
 void cp_admitted_clear (struct cp_admitted *a);
+#define cleanup_admitted __attribute__ ((cleanup (cp_admitted_clear)))
 
 #endif
