@@ -58,7 +58,9 @@ fuzz_check_request (const struct cp_annotations *a, const struct cp_request *def
 {
   struct cp_container_request out;
   cp_error_t err = NULL;
-  int r = cp_annotations_to_request (a, defaults, cfg, &out, &err);
+  struct cp_limits limits;
+  const struct cp_limits *lim = cp_oci_config_limits (cfg, &limits);
+  int r = cp_annotations_to_request (a, defaults, lim, &out, &err);
   if (r < 0)
     {
       fuzz_check_input_error (r, err, NULL);
@@ -113,7 +115,7 @@ fuzz_check_request (const struct cp_annotations *a, const struct cp_request *def
       struct cp_annotations none = { 0 };
       struct cp_container_request plain;
       cp_error_t err2 = NULL;
-      int r2 = cp_annotations_to_request (&none, defaults, cfg, &plain, &err2);
+      int r2 = cp_annotations_to_request (&none, defaults, lim, &plain, &err2);
       FUZZ_CHECK ((r2 == 0) == (r == 0));
       if (r == 0)
         FUZZ_CHECK (fuzz_request_equal (&out, &plain));

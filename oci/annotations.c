@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "util.h"
-#include "config.h"
 #include "json.h"
 
 static bool
@@ -17,15 +16,24 @@ is_ours (const char *key)
 
 /* The keys an engine sets that cachepin reads besides its own: the container's
  * name (per-container keys) and whether it is a pod's sandbox. */
+static const char *const engine_keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME,
+                                            CP_ANNOTATION_CRIO_TYPE, CP_ANNOTATION_CONTAINERD_TYPE,
+                                            CP_ANNOTATION_DOCKER_TYPE };
+
 static bool
 is_engine_key (const char *key)
 {
-  static const char *const keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME, CP_ANNOTATION_CRIO_TYPE,
-                                       CP_ANNOTATION_CONTAINERD_TYPE, CP_ANNOTATION_DOCKER_TYPE };
-  for (size_t i = 0; i < CP_ARRAY_SIZE (keys); i++)
-    if (strcmp (key, keys[i]) == 0)
+  for (size_t i = 0; i < CP_ARRAY_SIZE (engine_keys); i++)
+    if (strcmp (key, engine_keys[i]) == 0)
       return true;
   return false;
+}
+
+/* Room for OURS cachepin.io/ keys and each engine key once. */
+static struct cp_annotation *
+items_new (size_t ours)
+{
+  return cp_xcalloc (ours + CP_ARRAY_SIZE (engine_keys), sizeof (struct cp_annotation));
 }
 
 /* A cachepin.io/ key: bounded, its value a string without NUL, or an error (the
@@ -57,7 +65,7 @@ cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotat
   if (ours > CP_ANNOTATIONS_MAX)
     return cp_fail_input (err, "%s: %zu " CP_ANNOTATION_PREFIX " annotations, more than the %d accepted", field, ours,
                           CP_ANNOTATIONS_MAX);
-  struct cp_annotations a = { .items = cp_xcalloc (ours + 4, sizeof *a.items) };
+  struct cp_annotations a = { .items = items_new (ours) };
   json_object_object_foreach (obj, key, v)
     {
       const char *value;
@@ -71,6 +79,61 @@ cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotat
         }
       else if (!is_engine_key (key) || cp_json_string (v, key, SIZE_MAX, true, &value, NULL) < 0)
         continue; /* someone else's: neither checked nor kept */
+      a.items[a.n].key = cp_xstrdup (key);
+      a.items[a.n].value = cp_xstrdup (value);
+      a.n++;
+    }
+  *out = a;
+  return 0;
+}
+
+/* A map's member checked as cp_annotations_from_json() checks a JSON one (the
+   same messages): VALUE NULL is JSON's null; a C string holds no NUL. */
+static int
+check_ours_str (const char *field, const char *key, const char *value, cp_error_t *err)
+{
+  if (strlen (key) > CP_ANNOTATION_KEY_MAX)
+    return cp_fail_input (err, "%s: key `%.64s...` longer than %d bytes", field, key, CP_ANNOTATION_KEY_MAX);
+  if (value == NULL)
+    return cp_fail_input (err, "%s: %s: expected a string, got null", field, key);
+  if (strlen (value) > CP_ANNOTATION_VALUE_MAX)
+    return cp_fail_input (err, "%s: %s: longer than %zu bytes", field, key, (size_t) CP_ANNOTATION_VALUE_MAX);
+  return 0;
+}
+
+int
+cp_annotations_from_map (const char *const *keys, const char *const *values, size_t n, const char *field,
+                         struct cp_annotations *out, cp_error_t *err)
+{
+  out->items = NULL;
+  out->n = 0;
+  size_t ours = 0;
+  for (size_t i = 0; i < n; i++)
+    ours += is_ours (keys[i]);
+  if (ours > CP_ANNOTATIONS_MAX)
+    return cp_fail_input (err, "%s: %zu " CP_ANNOTATION_PREFIX " annotations, more than the %d accepted", field, ours,
+                          CP_ANNOTATIONS_MAX);
+  struct cp_annotations a = { .items = items_new (ours) };
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *key = keys[i], *value = values[i];
+      if (is_ours (key))
+        {
+          if (check_ours_str (field, key, value, err) < 0)
+            {
+              cp_annotations_free (&a);
+              return -1;
+            }
+        }
+      else if (!is_engine_key (key) || value == NULL)
+        continue; /* someone else's: neither checked nor kept */
+      /* A JSON object cannot say a key twice (the parser refuses it); a list of
+         pairs can, and which one wins must not depend on the order. */
+      if (cp_annotations_get (&a, key))
+        {
+          cp_annotations_free (&a);
+          return cp_fail_input (err, "%s: %.64s: given twice", field, key);
+        }
       a.items[a.n].key = cp_xstrdup (key);
       a.items[a.n].value = cp_xstrdup (value);
       a.n++;
@@ -258,12 +321,12 @@ apply_option (enum option which, const char *value, struct cp_container_request 
    may run (a Kubernetes shared-pool container's is the whole pool), not how many
    CPUs it needs; it bounds the placement instead (bound_cpus). */
 static int
-cpus_fallback (const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err)
+cpus_fallback (const struct cp_limits *lim, struct cp_container_request *out, cp_error_t *err)
 {
-  if (cfg && cfg->quota > 0)
+  if (lim && lim->quota > 0)
     {
-      uint64_t period = cfg->period ? cfg->period : CP_OCI_DEFAULT_CPU_PERIOD;
-      uint64_t quota = (uint64_t) cfg->quota;
+      uint64_t period = lim->period ? lim->period : CP_DEFAULT_CPU_PERIOD;
+      uint64_t quota = (uint64_t) lim->quota;
       uint64_t n = quota / period + (quota % period != 0);
       if (n > CP_REQUEST_MAX_CPUS)
         return cp_fail_input (err,
@@ -286,7 +349,7 @@ cpus_fallback (const struct cp_oci_config *cfg, struct cp_container_request *out
 
 int
 cp_annotations_to_request (const struct cp_annotations *a, const struct cp_request *defaults,
-                           const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err)
+                           const struct cp_limits *lim, struct cp_container_request *out, cp_error_t *err)
 {
   /* For each option, the annotation that applies: this container's own key wins
      over the pod-wide one, whatever their order. */
@@ -316,12 +379,12 @@ cp_annotations_to_request (const struct cp_annotations *a, const struct cp_reque
   for (int i = 0; i < OPT_COUNT; i++)
     if (chosen[i] && apply_option ((enum option) i, chosen[i]->value, out, err) < 0)
       return cp_error_wrap (err, "annotation %s", chosen[i]->key);
-  if (cfg)
+  if (lim)
     {
-      out->bound_cpus = cfg->cpus;
-      out->bound_mems = cfg->mems;
+      out->bound_cpus = lim->cpus;
+      out->bound_mems = lim->mems;
     }
   if (!out->cpus_from_annotation)
-    return cpus_fallback (cfg, out, err);
+    return cpus_fallback (lim, out, err);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "error.h"
 #include "request.h"
@@ -90,22 +91,42 @@ bool cp_annotations_wants_cachepin (const struct cp_annotations *a);
 /* A pod's sandbox (pause) container under CRI-O, containerd or cri-dockerd: not to be placed. */
 bool cp_annotations_is_sandbox (const struct cp_annotations *a);
 
-struct cp_oci_config;
+/* The CFS period the kernel uses when none is set, in microseconds. */
+#define CP_DEFAULT_CPU_PERIOD 100000
+
+/* The container's own limits, as its spec (oci/config.h: cp_oci_config_limits())
+ * or its engine gives them. */
+struct cp_limits
+{
+  int64_t quota;             /* CPU quota in us per period; <= 0: none */
+  uint64_t period;           /* the period in us; 0: not set (CP_DEFAULT_CPU_PERIOD) */
+  hwloc_const_bitmap_t cpus; /* its cpuset's CPUs: a bound on where it runs, never a count
+                                (NULL: none) */
+  hwloc_const_bitmap_t mems; /* its cpuset's nodes, the same way */
+};
+
+/* The same as cp_annotations_from_json() on an object with these N members, from
+ * a string map (what a plugin of the engine gets): KEYS[i] is VALUES[i], a NULL
+ * value standing for JSON's null.  The same keys are kept, with the same checks
+ * and the same errors; a key kept twice is an input error ("FIELD: KEY: given
+ * twice"), where a JSON object cannot hold it twice. */
+int cp_annotations_from_map (const char *const *keys, const char *const *values, size_t n, const char *field,
+                             struct cp_annotations *out, cp_error_t *err);
 
 /* The request for this container.  DEFAULTS (NULL: cp_request_init()) gives
  * align, smt, mode and strict where no annotation does (its cpus is ignored);
- * CFG (may be NULL) supplies cpus when no cachepin.io/cpus applies:
+ * LIM (may be NULL: none known) supplies cpus when no cachepin.io/cpus applies:
  *   1. ceil(quota / period) when the quota is > 0 (a missing period is the
- *      kernel's default, 100000 us);
+ *      kernel's default, CP_DEFAULT_CPU_PERIOD);
  *   2. else in shared mode 0 (one whole domain);
  *   3. else an input error "cachepin.io/cpus: missing, and the spec sets no CPU
  *      quota (...)".
- * The spec's linux.resources.cpu.cpus and .mems are bounds (OUT->bound_cpus,
- * bound_mems, pointing into CFG), never a count.
+ * LIM's cpus and mems are bounds (OUT->bound_cpus, bound_mems, pointing where
+ * LIM's do), never a count.
  * Invalid values fail with an input error naming the key and the value:
  * "annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)";
  * so do unknown cachepin.io/ keys, whichever container they address. */
 int cp_annotations_to_request (const struct cp_annotations *a, const struct cp_request *defaults,
-                               const struct cp_oci_config *cfg, struct cp_container_request *out, cp_error_t *err);
+                               const struct cp_limits *lim, struct cp_container_request *out, cp_error_t *err);
 
 #endif

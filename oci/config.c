@@ -213,6 +213,15 @@ cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_t *e
   return cp_oci_config_parse (buf, len, out, err);
 }
 
+const struct cp_limits *
+cp_oci_config_limits (const struct cp_oci_config *cfg, struct cp_limits *out)
+{
+  if (cfg == NULL)
+    return NULL;
+  *out = (struct cp_limits) { .quota = cfg->quota, .period = cfg->period, .cpus = cfg->cpus, .mems = cfg->mems };
+  return out;
+}
+
 void
 cp_oci_config_free (struct cp_oci_config *cfg)
 {

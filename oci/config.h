@@ -18,7 +18,7 @@
 /* Bound on linux.cgroupsPath (PATH_MAX - 1). */
 #define CP_OCI_PATH_MAX 4095
 /* The CFS period the kernel uses when linux.resources.cpu.period is not set. */
-#define CP_OCI_DEFAULT_CPU_PERIOD 100000
+#define CP_OCI_DEFAULT_CPU_PERIOD CP_DEFAULT_CPU_PERIOD
 
 struct cp_oci_config
 {
@@ -49,6 +49,11 @@ int cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_
 
 /* Parse the text of a config.json (LEN bytes); errors as above. */
 int cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_error_t *err);
+
+/* CFG's limits for cp_annotations_to_request(): linux.resources.cpu's quota,
+ * period, cpus and mems (pointing into CFG).  Returns OUT, or NULL when CFG is
+ * NULL (no config: no limits known). */
+const struct cp_limits *cp_oci_config_limits (const struct cp_oci_config *cfg, struct cp_limits *out);
 
 /* Free what OUT holds (it is left zeroed); a zeroed struct is fine. */
 void cp_oci_config_free (struct cp_oci_config *cfg);

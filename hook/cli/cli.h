@@ -3,11 +3,15 @@
 #define CP_CLI_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <hwloc.h>
 
 #include "error.h"
 #include "placement.h"
 #include "request.h"
+#include "hostconfig.h"
+#include "placer.h"
+#include "sandbox.h"
 
 /* Exit statuses; only main() returns them. */
 enum
@@ -26,6 +30,53 @@ int cp_cmd_hook (int argc, char **argv, cp_error_t *err);
 int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
 int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 int cp_cmd_status (int argc, char **argv, cp_error_t *err);
+
+/* ---- the frame every subcommand shares (frontend.c) ---- */
+
+/* Options more than one subcommand takes, handled by cp_cli_begin(). */
+enum
+{
+  CP_OPT_CONFIG = 0x180,
+  CP_OPT_JSON,
+};
+#define CP_CONFIG_LONG_OPTION { "config", required_argument, NULL, CP_OPT_CONFIG }
+#define CP_JSON_LONG_OPTION { "json", no_argument, NULL, CP_OPT_JSON }
+#define CP_HELP_LONG_OPTION { "help", no_argument, NULL, 'h' }
+
+/* What those options say. */
+struct cp_cli_common
+{
+  const char *config; /* --config PATH (NULL: CP_HOSTCONFIG_DEFAULT_PATH) */
+  bool json;          /* --json */
+  bool help;          /* -h, --help */
+};
+
+/* A subcommand's own option OPT (its value ARG), or an operand (OPT 1: with a
+   "-" SHORTOPTS in order among the options, and every one past "--"), into
+   ARGS: 1 when taken, 0 when not its own (an operand: "unexpected argument"),
+   < 0 for an invalid value (*ERR). */
+typedef int (*cp_cli_option_fn) (int opt, const char *arg, void *args, cp_error_t *err);
+
+/* A subcommand's command line. */
+struct cp_cli_spec
+{
+  const char *name;             /* the subcommand, for error hints */
+  const char *usage;            /* its --help text */
+  const char *shortopts;        /* "+:h" (options before operands) or "-:h" (operands in order) */
+  const struct option *options; /* its long options, the shared ones among them */
+  cp_cli_option_fn option;      /* its own options and operands (NULL: none) */
+};
+
+/* Parse ARGV as SPEC says: --config, --json and --help into *COMMON, the rest
+   through SPEC->option into ARGS; a value missing, an unknown option or an
+   operand nobody takes is an input error naming it.  Returns 1 when the
+   subcommand is to run, 0 when --help was given (its usage is printed on
+   stdout), < 0 on an error. */
+int cp_cli_begin (const struct cp_cli_spec *spec, int argc, char **argv, struct cp_cli_common *common, void *args,
+                  cp_error_t *err);
+
+/* The host config *COMMON names, loaded into *HC, and its log level in effect. */
+int cp_cli_load_config (const struct cp_cli_common *common, struct cp_hostconfig *hc, cp_error_t *err);
 
 /* Request options shared by `plan` and `apply`: --cpus --align --smt --mode --strict. */
 enum
@@ -67,5 +118,21 @@ void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request
 /* The plan for people: CPUs, domains, reason and a map of the machine's LLCs. */
 void cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
                               hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t occupied);
+
+/* ---- around the engine's steps (frontend.c) ---- */
+
+/* Enter the sandbox keeping what SB says, unless HC says `sandbox: false`;
+   logged at debug level (which kind of sandbox). */
+int cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *sb, cp_error_t *err);
+
+/* A placement through the engine's steps (placer.h): open, the sandbox, decide,
+   apply; the ledger is unlocked when it returns.  *PLAN_OUT: the plan applied.
+   The sandbox stays after the call returns. */
+int cp_cli_place (const struct cp_hostconfig *hc, const struct cp_target *target, const struct cp_container_request *creq,
+                  struct cp_plan **plan_out, cp_error_t *err);
+
+/* A release through the engine's steps: open, the sandbox, commit. */
+int cp_cli_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
+                    cp_error_t *err);
 
 #endif

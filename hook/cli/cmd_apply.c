@@ -34,83 +34,84 @@ static const char release_usage[] =
 enum
 {
   OPT_CGROUP = 0x300,
-  OPT_CONFIG,
-  OPT_JSON,
   OPT_MEMS,
 };
 
 struct apply_args
 {
+  struct cp_cli_common c;
   const char *cgroup;
-  const char *config;
-  bool json;
-  bool help;
   bool mems_keep;
   unsigned given; /* bit (opt - CP_OPT_CPUS) for each request option given */
   struct cp_request req;
 };
 
+/* --cgroup, and apply's own: the request options and --mems. */
 static int
-parse_args (int argc, char **argv, bool release, struct apply_args *a, cp_error_t *err)
+apply_option (int opt, const char *arg, void *args, cp_error_t *err)
 {
-  static const struct option apply_options[] = {
-    { "cgroup", required_argument, NULL, OPT_CGROUP },
-    { "config", required_argument, NULL, OPT_CONFIG },
-    { "json", no_argument, NULL, OPT_JSON },
-    { "mems", required_argument, NULL, OPT_MEMS },
-    { "help", no_argument, NULL, 'h' },
-    CP_REQUEST_LONG_OPTIONS,
-    { NULL, 0, NULL, 0 },
-  };
-  static const struct option release_options[] = {
-    { "cgroup", required_argument, NULL, OPT_CGROUP },
-    { "config", required_argument, NULL, OPT_CONFIG },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  const char *cmd = release ? "release" : "apply";
-  optind = 1;
-  opterr = 0;
-  int opt;
-  while ((opt = getopt_long (argc, argv, "+:h", release ? release_options : apply_options, NULL)) != -1)
+  struct apply_args *a = args;
+  int r = cp_cli_request_option (opt, arg, &a->req, err);
+  if (r > 0)
+    a->given |= 1u << (opt - CP_OPT_CPUS);
+  if (r != 0)
+    return r;
+  switch (opt)
     {
-      int r = release ? 0 : cp_cli_request_option (opt, optarg, &a->req, err);
-      if (r < 0)
-        return r;
-      if (r > 0)
-        {
-          a->given |= 1u << (opt - CP_OPT_CPUS);
-          continue;
-        }
-      switch (opt)
-        {
-        case OPT_CGROUP:
-          a->cgroup = optarg;
-          break;
-        case OPT_CONFIG:
-          a->config = optarg;
-          break;
-        case OPT_JSON:
-          a->json = true;
-          break;
-        case OPT_MEMS:
-          if (strcmp (optarg, "keep") != 0 && strcmp (optarg, "local") != 0)
-            return cp_fail_input (err, "--mems: invalid value `%.64s` (expected local|keep)", optarg);
-          a->mems_keep = strcmp (optarg, "keep") == 0;
-          break;
-        case 'h':
-          a->help = true;
-          break;
-        case ':':
-        default:
-          return cp_cli_option_error (opt, argv, cmd, err);
-        }
+    case OPT_CGROUP:
+      a->cgroup = arg;
+      return 1;
+    case OPT_MEMS:
+      if (strcmp (arg, "keep") != 0 && strcmp (arg, "local") != 0)
+        return cp_fail_input (err, "--mems: invalid value `%.64s` (expected local|keep)", arg);
+      a->mems_keep = strcmp (arg, "keep") == 0;
+      return 1;
+    default:
+      return 0;
     }
-  if (optind < argc)
-    return cp_fail_input (err, "`%.64s`: unexpected argument (see `cachepin %s --help`)", argv[optind], cmd);
-  if (!a->help && a->cgroup == NULL)
-    return cp_fail_input (err, "--cgroup: required (see `cachepin %s --help`)", cmd);
-  return 0;
+}
+
+static const struct option apply_options[] = {
+  { "cgroup", required_argument, NULL, OPT_CGROUP },
+  CP_CONFIG_LONG_OPTION,
+  CP_JSON_LONG_OPTION,
+  { "mems", required_argument, NULL, OPT_MEMS },
+  CP_HELP_LONG_OPTION,
+  CP_REQUEST_LONG_OPTIONS,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct option release_options[] = {
+  { "cgroup", required_argument, NULL, OPT_CGROUP },
+  CP_CONFIG_LONG_OPTION,
+  CP_HELP_LONG_OPTION,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cp_cli_spec apply_spec = {
+  .name = "apply",
+  .usage = apply_usage,
+  .shortopts = "+:h",
+  .options = apply_options,
+  .option = apply_option,
+};
+
+static const struct cp_cli_spec release_spec = {
+  .name = "release",
+  .usage = release_usage,
+  .shortopts = "+:h",
+  .options = release_options,
+  .option = apply_option, /* its table has --cgroup alone */
+};
+
+/* The command line, and --cgroup, which both need. */
+static int
+parse_args (const struct cp_cli_spec *spec, int argc, char **argv, struct apply_args *a, cp_error_t *err)
+{
+  int r = cp_cli_begin (spec, argc, argv, &a->c, a, err);
+  if (r > 0 && a->cgroup == NULL)
+    return cp_fail_input (err, "--cgroup: required (see `cachepin %s --help`)", spec->name);
+  return r;
 }
 
 /* Options not given on the command line come from the host config's defaults. */
@@ -154,9 +155,8 @@ static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
   cleanup_cgroup struct cp_cgroup *cg = NULL;
-  if (cp_hostconfig_load (a->config, hc, err) < 0)
+  if (cp_cli_load_config (&a->c, hc, err) < 0)
     return -1;
-  cp_log_set_level (hc->log_level);
   if (cp_cgroup_from_path (a->cgroup, &cg, err) < 0)
     return cp_error_wrap (err, "--cgroup");
 
@@ -168,17 +168,17 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   /* --json names the domains: load the topology for it now, as placing leaves the
      process in its sandbox (no more /sys). */
   __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
-  if (a->json && cp_topocache_load (hc, 0, &topo, err) < 0)
+  if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
   cleanup_plan struct cp_plan *plan = NULL;
-  if (cp_placer_place (hc, &target, &creq, &plan, err) < 0)
+  if (cp_cli_place (hc, &target, &creq, &plan, err) < 0)
     return -1;
   cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
   cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
-  if (a->json)
+  if (a->c.json)
     cp_cli_print_plan_json (topo, &creq.req, plan);
   else
     {
@@ -201,7 +201,7 @@ release_gone (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *
   cleanup_free char *id = apply_id_at (mount, path);
   struct cp_release rel = { .id = id };
   enum cp_release_result result;
-  if (cp_placer_release (hc, &rel, &result, err) < 0)
+  if (cp_cli_release (hc, &rel, &result, err) < 0)
     return -1;
   if (result == CP_RELEASE_NONE)
     return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply` (and no longer exists)", mount,
@@ -226,7 +226,7 @@ run_release (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *e
   cleanup_free char *id = apply_id (cg);
   struct cp_release rel = { .id = id, .widen = cg };
   enum cp_release_result result;
-  if (cp_placer_release (hc, &rel, &result, err) < 0)
+  if (cp_cli_release (hc, &rel, &result, err) < 0)
     return -1;
   if (result == CP_RELEASE_NONE)
     return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);
@@ -243,13 +243,9 @@ cp_cmd_apply (int argc, char **argv, cp_error_t *err)
 {
   struct apply_args a = { 0 };
   cp_request_init (&a.req);
-  if (parse_args (argc, argv, false, &a, err) < 0)
-    return -1;
-  if (a.help)
-    {
-      fputs (apply_usage, stdout);
-      return 0;
-    }
+  int r = parse_args (&apply_spec, argc, argv, &a, err);
+  if (r <= 0)
+    return r;
   cp_log_init ("cachepin", false);
   struct cp_hostconfig hc = { 0 };
   int ret = run_apply (&a, &hc, err);
@@ -261,16 +257,12 @@ int
 cp_cmd_release (int argc, char **argv, cp_error_t *err)
 {
   struct apply_args a = { 0 };
-  if (parse_args (argc, argv, true, &a, err) < 0)
-    return -1;
-  if (a.help)
-    {
-      fputs (release_usage, stdout);
-      return 0;
-    }
+  int r = parse_args (&release_spec, argc, argv, &a, err);
+  if (r <= 0)
+    return r;
   cp_log_init ("cachepin", false);
   struct cp_hostconfig hc = { 0 };
-  int ret = cp_hostconfig_load (a.config, &hc, err);
+  int ret = cp_hostconfig_load (a.c.config, &hc, err);
   if (ret == 0)
     ret = run_release (&a, &hc, err);
   cp_hostconfig_free (&hc);

@@ -24,9 +24,9 @@
 #include "cgroup.h"
 #include "hostconfig.h"
 #include "log.h"
+#include "admission.h"
 #include "placer.h"
 #include "proc.h"
-#include "sched.h"
 
 static const char hook_usage[] =
   "Usage: cachepin hook [--config PATH] [STAGE]   (options may also follow STAGE)\n"
@@ -46,9 +46,9 @@ enum hook_stage
 
 struct hook_args
 {
-  const char *config;
+  struct cp_cli_common c;
   enum hook_stage stage;
-  bool help;
+  bool have_stage;
 };
 
 static int
@@ -63,48 +63,34 @@ parse_stage (const char *s, enum hook_stage *out, cp_error_t *err)
   return 0;
 }
 
+/* The one operand, the stage (options may follow it). */
 static int
-parse_args (int argc, char **argv, struct hook_args *a, cp_error_t *err)
+hook_option (int opt, const char *arg, void *args, cp_error_t *err)
 {
-  static const struct option options[] = {
-    { "config", required_argument, NULL, 'c' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  optind = 1;
-  opterr = 0;
-  int opt;
-  bool have_stage = false;
-  /* "-": operands come back in order as option 1, so that options may follow the
-     stage (`hook createRuntime --config F`, as hook files in the wild write it),
-     whatever POSIXLY_CORRECT says. */
-  while ((opt = getopt_long (argc, argv, "-:h", options, NULL)) != -1)
-    switch (opt)
-      {
-      case 1:
-        if (have_stage)
-          return cp_fail_input (err, "`%.64s`: unexpected argument", optarg);
-        if (parse_stage (optarg, &a->stage, err) < 0)
-          return -1;
-        have_stage = true;
-        break;
-      case 'c':
-        a->config = optarg;
-        break;
-      case 'h':
-        a->help = true;
-        break;
-      case ':':
-      default:
-        return cp_cli_option_error (opt, argv, "hook", err);
-      }
-  /* After "--", the rest are operands. */
-  if (!have_stage && optind < argc && parse_stage (argv[optind++], &a->stage, err) < 0)
+  struct hook_args *a = args;
+  if (opt != 1)
+    return 0;
+  if (a->have_stage)
+    return cp_fail_input (err, "`%.64s`: unexpected argument", arg);
+  if (parse_stage (arg, &a->stage, err) < 0)
     return -1;
-  if (optind < argc)
-    return cp_fail_input (err, "`%.64s`: unexpected argument", argv[optind]);
-  return 0;
+  a->have_stage = true;
+  return 1;
 }
+
+static const struct option hook_options[] = {
+  CP_CONFIG_LONG_OPTION,
+  CP_HELP_LONG_OPTION,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cp_cli_spec hook_spec = {
+  .name = "hook",
+  .usage = hook_usage,
+  .shortopts = "-:h",
+  .options = hook_options,
+  .option = hook_option,
+};
 
 static int
 stage_from_status (const struct cp_oci_state *st, enum hook_stage *out, cp_error_t *err)
@@ -125,25 +111,6 @@ stage_from_status (const struct cp_oci_state *st, enum hook_stage *out, cp_error
     }
 }
 
-/* The failure policy for a container that asked (see the top of this file):
-   returns 0 (let it start unplaced, logged at LEVEL: one line on stderr and in
-   syslog) or -1 (fail it with ERR, which main() prints as the one line on stderr).
-   Callers pass STRICT true for what always fails the container (its annotations
-   are invalid). */
-static int
-allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, enum cp_log_level level,
-               cp_error_t *err)
-{
-  if (strict || hc->on_error == CP_ON_ERROR_DENY)
-    {
-      cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
-      return -1;
-    }
-  cp_log (level, "container %s starts unplaced: %s", id, cp_error_message (*err));
-  cp_error_free (err);
-  return 0;
-}
-
 static void
 log_plan (const char *id, const struct cp_plan *plan, const struct cp_container_request *creq)
 {
@@ -153,160 +120,38 @@ log_plan (const char *id, const struct cp_plan *plan, const struct cp_container_
           creq->mems_keep ? " (kept)" : "", creq->cpus_source, plan->reason);
 }
 
-/* The failure policy's one reclassification of an error (policy/base/error.h): past the
-   annotations nothing is the container's input.  A topology file that does not
-   load, a cgroup whose contents the ledger refuses, are input errors where they
-   are found (someone's input: the admin's, the kernel's text), but for this
-   container they are the host's failures: exit 1 when strict, never the exit 2
-   that tells the user that what the container asked is wrong. */
-static void
-hook_failure_kind (cp_error_t err)
-{
-  if (cp_error_kind (err) == CP_ERR_INPUT)
-    cp_error_reclassify (err, CP_ERR_RUNTIME);
-}
-
-/* Whether ERR is the host running out of something (descriptors, memory, file
-   size or disk): a system failure wherever it happens, never the container's. */
-static bool
-exhausted (cp_error_t err)
-{
-  switch (cp_error_errno (err))
-    {
-    case EMFILE:
-    case ENFILE:
-    case ENOMEM:
-    case EFBIG:
-    case ENOSPC:
-    case EDQUOT:
-      return true;
-    default:
-      return false;
-    }
-}
-
-/* The state names the container's init; never this pid namespace's init, the hook
-   itself or the runtime running it, whose cgroups are not the container's.  The
-   state contradicts itself: the container (which asked) fails. */
-static int
-check_pid (const struct cp_oci_state *st, cp_error_t *err)
-{
-  if (st->pid == 1 || st->pid == getpid () || st->pid == getppid ())
-    return cp_fail_input (err, "state: pid: %d is %s, not a container's init", (int) st->pid,
-                          st->pid == 1 ? "the init of this pid namespace"
-                          : st->pid == getpid () ? "this hook"
-                                                 : "the runtime running this hook");
-  return 0;
-}
-
-/* When config.json names the container's cgroup (an absolute cgroupfs
-   linux.cgroupsPath), the pid's cgroup CG must be that one or below it; else the
-   state and the bundle disagree about the container, and it fails as above. */
-static int
-check_pid_cgroup (const struct cp_oci_state *st, const struct cp_cgroup *cg, const struct cp_oci_config *cfg,
-                  cp_error_t *err)
-{
-  if (cfg == NULL || cfg->cgroupfs_path == NULL || cp_cgroup_path_within (cg->path, cfg->cgroupfs_path))
-    return 0;
-  return cp_fail_input (err,
-                        "state: pid: process %d is in cgroup %s, outside %s, the cgroup config.json's "
-                        "linux.cgroupsPath names",
-                        (int) st->pid, cg->path, cfg->cgroupfs_path);
-}
-
-/* cachepin.io/core-sched=true: a core-scheduling cookie for the container's
-   init, which its threads and everything it starts inherit, so that no task of
-   another container (or of the host) runs on its cores' other hardware threads
-   at the same time.  Made before the sandbox (which allows no prctl).  Where the
-   kernel cannot (no CONFIG_SCHED_CORE, no SMT, not allowed): a warning, and the
-   container starts without it, or a refusal when it is strict.  *GOT says whether
-   it has one. */
-static int
-core_sched_cookie (const struct cp_oci_state *st, bool strict, bool *got, cp_error_t *err)
-{
-  *got = false;
-  if (cp_sched_core_create (st->pid, err) == 0)
-    {
-      *got = true;
-      cp_log (CP_LOG_INFO, "%s: core-scheduling cookie for process %d", st->id, (int) st->pid);
-      return 0;
-    }
-  int e = cp_error_errno (*err);
-  const char *why = e == EINVAL   ? "this kernel has no core scheduling (CONFIG_SCHED_CORE)"
-                    : e == ENODEV ? "this machine has no SMT (or it is off)"
-                                  : NULL;
-  if (strict && why)
-    {
-      cp_error_free (err);
-      return cp_fail_unsatisfiable (err, "cachepin.io/core-sched: %s", why);
-    }
-  if (strict)
-    return -1;
-  cp_log (CP_LOG_WARNING, "%s asks cachepin.io/core-sched, started without it: %s", st->id,
-          why ? why : cp_error_message (*err));
-  cp_error_free (err);
-  return 0;
-}
-
-/* The cgroup found from the pid must hold the container alone (its init and what
-   that started): pinning a cgroup others share would pin them too. */
-static int
-check_cgroup_alone (const struct cp_oci_state *st, const struct cp_cgroup *cg, cp_error_t *err)
-{
-  pid_t foreign = 0;
-  if (cp_cgroup_foreign_process (cg, st->pid, &foreign, err) < 0)
-    return cp_error_wrap (err, "cgroup %s%s", cg->mount, cg->path);
-  if (foreign)
-    return cp_fail_runtime (err,
-                            "cgroup %s%s also holds process %d, which is not the container's (not %d nor one of "
-                            "its descendants); refusing to pin a shared cgroup",
-                            cg->mount, cg->path, (int) foreign, (int) st->pid);
-  return 0;
-}
-
+/* The container's placement, once its annotations say it asked: its request
+   (invalid annotations fail it), admission (engine/admission.h), then the
+   engine's steps. */
 static int
 place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
        const struct cp_oci_config *cfg, cp_error_t *err)
 {
   struct cp_container_request creq;
-  if (cp_annotations_to_request (ann, &hc->defaults, cfg, &creq, err) < 0)
-    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-  if (check_pid (st, err) < 0)
-    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-  /* A rootless runtime runs its hooks in its user namespace: nothing there may
-     write the host's cgroups or /run/cachepin.  Said up front, in one line, rather
-     than as whichever EACCES comes first. */
-  cleanup_free char *rootless = cp_proc_rootless_reason ();
-  if (rootless)
-    {
-      cp_fail_unsatisfiable (err, "rootless: not supported (%s)", rootless);
-      return allow_or_fail (hc, creq.req.strict, st->id, CP_LOG_WARNING, err);
-    }
-
-  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  struct cp_limits limits;
+  if (cp_annotations_to_request (ann, &hc->defaults, cp_oci_config_limits (cfg, &limits), &creq, err) < 0)
+    return cp_admission_refuse (st->id, err);
+  struct cp_admission adm = {
+    .id = st->id,
+    .pid = st->pid,
+    .cgroup = cfg ? cfg->cgroupfs_path : NULL,
+    .creq = &creq,
+  };
+  cleanup_admitted struct cp_admitted in = { 0 };
+  int r = cp_admit (hc, &adm, &in, err);
+  if (r <= 0)
+    return r;
+  struct cp_target target = {
+    .id = st->id,
+    .pid = st->pid,
+    .cgroup = in.cgroup,
+    .cgroup_mount = in.cgroup->mount,
+    .cgroup_path = in.cgroup->path,
+    .core_sched = in.core_sched,
+  };
   cleanup_plan struct cp_plan *plan = NULL;
-  struct cp_target target = { .id = st->id, .pid = st->pid };
-  int ret = cp_cgroup_from_pid (st->pid, &cg, err);
-  if (ret < 0)
-    cp_error_wrap (err, "container process %d", (int) st->pid);
-  else if (check_pid_cgroup (st, cg, cfg, err) < 0)
-    return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
-  else
-    {
-      target.cgroup = cg;
-      target.cgroup_mount = cg->mount;
-      target.cgroup_path = cg->path;
-      ret = check_cgroup_alone (st, cg, err);
-      if (ret == 0 && creq.core_sched)
-        ret = core_sched_cookie (st, creq.req.strict, &target.core_sched, err);
-      if (ret == 0)
-        ret = cp_placer_place (hc, &target, &creq, &plan, err);
-    }
-  if (ret < 0)
-    {
-      hook_failure_kind (*err);
-      return allow_or_fail (hc, creq.req.strict, st->id, CP_LOG_WARNING, err);
-    }
+  if (cp_cli_place (hc, &target, &creq, &plan, err) < 0)
+    return cp_admission_host_failure (hc, creq.req.strict, st->id, err);
   log_plan (st->id, plan, &creq);
   return 0;
 }
@@ -325,7 +170,7 @@ release_cgroup (const struct cp_oci_config *cfg)
 /* The release of ST's entry, only if it is ST's container's: the state's pid when
    it names one (runc's poststop does not: the process is gone), else the cgroup
    config.json's linux.cgroupsPath names (CFG, NULL when the bundle could not be
-   read), tells it from another container of the same id (cp_placer_release()). */
+   read), tells it from another container of the same id (cp_placer_release_commit()). */
 static int
 release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_oci_config *cfg,
          cp_error_t *err)
@@ -338,7 +183,7 @@ release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const st
     }
   struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = release_cgroup (cfg) };
   enum cp_release_result result;
-  if (cp_placer_release (hc, &rel, &result, err) < 0)
+  if (cp_cli_release (hc, &rel, &result, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
       cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
@@ -372,10 +217,9 @@ bundle_exhausted (const struct cp_hostconfig *hc, const struct cp_annotations *a
 {
   struct cp_container_request creq;
   if (cp_annotations_to_request (ann, &hc->defaults, NULL, &creq, err) < 0)
-    return allow_or_fail (hc, true, id, CP_LOG_ERROR, err);
+    return cp_admission_refuse (id, err);
   *err = cp_steal_pointer (why);
-  hook_failure_kind (*err);
-  return allow_or_fail (hc, creq.req.strict, id, CP_LOG_WARNING, err);
+  return cp_admission_host_failure (hc, creq.req.strict, id, err);
 }
 
 /* The host config could not be read: the container fails only if its own
@@ -386,23 +230,19 @@ broken_hostconfig (const struct cp_annotations *ann, const struct cp_oci_config 
 {
   struct cp_container_request creq;
   cp_error_t annotation_err = NULL;
-  if (cp_annotations_to_request (ann, NULL, cfg, &creq, &annotation_err) < 0)
+  struct cp_limits limits;
+  if (cp_annotations_to_request (ann, NULL, cp_oci_config_limits (cfg, &limits), &creq, &annotation_err) < 0)
     {
       /* The annotations are wrong too: that is the error the user needs to see. */
       cp_error_free (err);
       *err = annotation_err;
-      cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
-      return -1;
+      return cp_admission_refuse (id, err);
     }
   /* The host config's error is an input error (exit 2 when strict), but not the
-     container's: without strict it starts, and the admin's mistake is logged as
-     an error (every annotated container on the host is now unplaced). */
-  bool strict = creq.req.strict;
-  struct cp_hostconfig defaults;
-  cp_hostconfig_init (&defaults);
-  int ret = allow_or_fail (&defaults, strict, id, CP_LOG_ERROR, err);
-  cp_hostconfig_free (&defaults);
-  return ret;
+     container's: without strict it starts (the defaults allow), and the admin's
+     mistake is logged as an error (every annotated container on the host is now
+     unplaced). */
+  return cp_admission_allow_or_fail (NULL, creq.req.strict, id, CP_LOG_ERROR, err);
 }
 
 /* For log lines about a state whose id may not be valid. */
@@ -429,9 +269,8 @@ annotations_from_bundle (const struct hook_args *a, struct cp_hostconfig *hc, st
     {
       /* The bundle may be gone by poststop: release regardless, known by the
          state's pid alone. */
-      if (cp_hostconfig_load (a->config, hc, NULL) < 0)
+      if (cp_cli_load_config (&a->c, hc, NULL) < 0)
         return 0;
-      cp_log_set_level (hc->log_level);
       return release (hc, st, NULL, err);
     }
   /* Cannot tell whether it asked.  A container that did not ask is never failed
@@ -480,18 +319,17 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
     {
       if (cp_oci_config_load (st->bundle, cfg, err) == 0)
         have_config = true;
-      else if (exhausted (*err))
+      else if (cp_admission_exhausted (*err))
         no_bundle = cp_steal_pointer (err); /* the host's failure: judged below */
       else
         /* The state says it asked, and its bundle cannot be read (runc read it a
            moment ago): something replaced it; refuse. */
-        return allow_or_fail (hc, true, st->id, CP_LOG_ERROR, err);
+        return cp_admission_refuse (st->id, err);
     }
 
-  if (cp_hostconfig_load (a->config, hc, err) < 0)
+  if (cp_cli_load_config (&a->c, hc, err) < 0)
     return stage == STAGE_RELEASE ? (cp_error_free (err), 0)
                                   : broken_hostconfig (ann, have_config ? cfg : NULL, st->id, err);
-  cp_log_set_level (hc->log_level);
   if (stage == STAGE_RELEASE)
     return release (hc, st, have_config ? cfg : config_for_release (st, cfg), err);
   if (no_bundle)
@@ -503,13 +341,9 @@ int
 cp_cmd_hook (int argc, char **argv, cp_error_t *err)
 {
   struct hook_args a = { 0 };
-  if (parse_args (argc, argv, &a, err) < 0)
-    return -1;
-  if (a.help)
-    {
-      fputs (hook_usage, stdout);
-      return 0;
-    }
+  int r = cp_cli_begin (&hook_spec, argc, argv, &a.c, &a, err);
+  if (r <= 0)
+    return r;
   cp_log_init ("cachepin", true);
   struct cp_hostconfig hc = { 0 };
   struct cp_oci_state st = { 0 };

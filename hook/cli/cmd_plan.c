@@ -23,68 +23,57 @@ enum
   OPT_TOPOLOGY = 0x200,
   OPT_ALLOWED,
   OPT_OCCUPIED,
-  OPT_JSON,
 };
 
 struct plan_args
 {
+  struct cp_cli_common c;
   const char *topology;
   const char *allowed;
   const char *occupied;
-  bool json;
-  bool help;
   struct cp_request req;
 };
 
 static int
-parse_args (int argc, char **argv, struct plan_args *a, cp_error_t *err)
+plan_option (int opt, const char *arg, void *args, cp_error_t *err)
 {
-  static const struct option options[] = {
-    { "topology", required_argument, NULL, OPT_TOPOLOGY },
-    { "allowed", required_argument, NULL, OPT_ALLOWED },
-    { "occupied", required_argument, NULL, OPT_OCCUPIED },
-    { "json", no_argument, NULL, OPT_JSON },
-    { "help", no_argument, NULL, 'h' },
-    CP_REQUEST_LONG_OPTIONS,
-    { NULL, 0, NULL, 0 },
-  };
-  cp_request_init (&a->req);
-  optind = 1;
-  opterr = 0;
-  int opt;
-  while ((opt = getopt_long (argc, argv, "+:h", options, NULL)) != -1)
+  struct plan_args *a = args;
+  int r = cp_cli_request_option (opt, arg, &a->req, err);
+  if (r != 0)
+    return r;
+  switch (opt)
     {
-      int r = cp_cli_request_option (opt, optarg, &a->req, err);
-      if (r < 0)
-        return r;
-      if (r > 0)
-        continue;
-      switch (opt)
-        {
-        case OPT_TOPOLOGY:
-          a->topology = optarg;
-          break;
-        case OPT_ALLOWED:
-          a->allowed = optarg;
-          break;
-        case OPT_OCCUPIED:
-          a->occupied = optarg;
-          break;
-        case OPT_JSON:
-          a->json = true;
-          break;
-        case 'h':
-          a->help = true;
-          break;
-        case ':':
-        default:
-          return cp_cli_option_error (opt, argv, "plan", err);
-        }
+    case OPT_TOPOLOGY:
+      a->topology = arg;
+      return 1;
+    case OPT_ALLOWED:
+      a->allowed = arg;
+      return 1;
+    case OPT_OCCUPIED:
+      a->occupied = arg;
+      return 1;
+    default:
+      return 0;
     }
-  if (optind < argc)
-    return cp_fail_input (err, "`%s`: unexpected argument (see `cachepin plan --help`)", argv[optind]);
-  return 0;
 }
+
+static const struct option plan_options[] = {
+  { "topology", required_argument, NULL, OPT_TOPOLOGY },
+  { "allowed", required_argument, NULL, OPT_ALLOWED },
+  { "occupied", required_argument, NULL, OPT_OCCUPIED },
+  CP_JSON_LONG_OPTION,
+  CP_HELP_LONG_OPTION,
+  CP_REQUEST_LONG_OPTIONS,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cp_cli_spec plan_spec = {
+  .name = "plan",
+  .usage = plan_usage,
+  .shortopts = "+:h",
+  .options = plan_options,
+  .option = plan_option,
+};
 
 /* The allowed set: the option's, checked against what the topology has online. */
 static int
@@ -134,7 +123,7 @@ run_plan (struct plan_args *a, hwloc_bitmap_t allowed, hwloc_bitmap_t occupied, 
     }
   if (ret == 0)
     {
-      if (a->json)
+      if (a->c.json)
         cp_cli_print_plan_json (topo, &a->req, plan);
       else
         cp_cli_print_plan_human (topo, &a->req, plan, allowed, occupied);
@@ -148,13 +137,10 @@ int
 cp_cmd_plan (int argc, char **argv, cp_error_t *err)
 {
   struct plan_args a = { 0 };
-  if (parse_args (argc, argv, &a, err) < 0)
-    return -1;
-  if (a.help)
-    {
-      fputs (plan_usage, stdout);
-      return 0;
-    }
+  cp_request_init (&a.req);
+  int r = cp_cli_begin (&plan_spec, argc, argv, &a.c, &a, err);
+  if (r <= 0)
+    return r;
   hwloc_bitmap_t allowed = cp_bitmap_new (), occupied = cp_bitmap_new ();
   int ret = run_plan (&a, allowed, occupied, err);
   hwloc_bitmap_free (allowed);

@@ -15,16 +15,8 @@
 #include "log.h"
 #include "manager.h"
 #include "proc.h"
-#include "sandbox.h"
 #include "schedctl.h"
 #include "topocache.h"
-
-static void
-cleanup_topo_fn (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
 
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
@@ -137,37 +129,6 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   return open_ledger (hc, RECONCILE_ALL, out, err);
 }
 
-/* Everything is read and the ledger is locked: from here on the run only decides,
- * commits the ledger and writes into CG's hierarchy (NULL: nothing) and reads
- * /proc/PID (0: nothing).  See sandbox.h. */
-static int
-enter_sandbox (const struct cp_hostconfig *hc, const struct cp_ledger *l, const struct cp_cgroup *cg, pid_t pid,
-               const struct cp_managers *mgrs, cp_error_t *err)
-{
-  if (!hc->sandbox)
-    return 0;
-  int bus_fd = -1;
-  if (cp_managers_fd (mgrs, &bus_fd, err) < 0)
-    return -1;
-  struct cp_sandbox sb = {
-    .state_dirfd = cp_ledger_dirfd (l),
-    .cgroup_mountfd = cg ? cg->mountfd : -1,
-    .pid = pid,
-    .bus = bus_fd >= 0,
-    .bus_fd = bus_fd,
-  };
-  int abi = cp_sandbox_enter (&sb, err);
-  if (abi < 0)
-    return -1;
-  if (CP_SANDBOX_SANITIZER_BUILD)
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs only (a sanitizer build: see hook/host/sandbox.h)");
-  else if (abi > 0)
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, Landlock ABI %d, seccomp", abi);
-  else
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, seccomp (this kernel has no Landlock)");
-  return 0;
-}
-
 /* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
  * the host config (`cpus`, `reserved`) or the topology, where they are offline
  * (a CPU taken offline after the topology cache was written, or a captured
@@ -187,15 +148,21 @@ nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hw
                                 offline, topo->source, online);
 }
 
-/* The CPUs and nodes the target may get: what its parent cgroup allows, within
- * the host's hand-out set, minus the reserved CPUs and anything not online, and
- * within the spec's own cpuset when it names one (a bound, never a size: runc
- * `--cpuset-cpus 1` means CPU 1, not "one CPU"). */
+/* The CPUs and nodes the target may get: what its parent cgroup allows (without
+ * a cgroup yet: what the topology allows), within the host's hand-out set, minus
+ * the reserved CPUs and anything not online, and within the spec's own cpuset
+ * when it names one (a bound, never a size: runc `--cpuset-cpus 1` means CPU 1,
+ * not "one CPU"). */
 static int
 target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
                const struct cp_topo *topo, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
 {
-  if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
+  if (t->cgroup == NULL)
+    {
+      hwloc_bitmap_copy (cpus, topo->allowed);
+      hwloc_bitmap_copy (mems, topo->allowed_nodes);
+    }
+  else if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
     return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
   cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
   hwloc_bitmap_and (cpus, cpus, hc->cpus);
@@ -306,7 +273,7 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
 }
 
 int
-cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
@@ -332,13 +299,6 @@ cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_b
   *plan_out = cp_steal_pointer (&plan);
   return 0;
 }
-
-static void
-cleanup_schedctl_fn (struct cp_schedctl *sc)
-{
-  cp_schedctl_close (sc);
-}
-#define cleanup_schedctl __attribute__ ((cleanup (cleanup_schedctl_fn)))
 
 /* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
  * A probe that fails is logged and the switch left alone: the kernel features
@@ -379,64 +339,152 @@ take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *s
   sync_schedctl (sc, l);
 }
 
-int
-cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
-                 const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err)
+/* One run of the engine on the ledger, through its steps: a placement
+   (cp_placer_open() ... cp_placer_apply()) or a release (cp_placer_open_release(),
+   cp_placer_release_commit()). */
+struct cp_placer
 {
-  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
-  cleanup_topo struct cp_topo *topo = NULL;
-  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
-  cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
-  cleanup_bitmap hwloc_bitmap_t kept_mems = NULL;
-  cleanup_ledger struct cp_ledger *l = NULL;
-  cleanup_plan struct cp_plan *plan = NULL;
+  const struct cp_hostconfig *hc;
+  struct cp_target target;                 /* the caller's, with its cgroup's inode */
+  const struct cp_container_request *creq; /* a placement's request; NULL for a release */
+  const struct cp_release *rel;            /* a release's; NULL for a placement */
+  struct cp_schedctl sc;
+  struct cp_topo *topo;
+  hwloc_bitmap_t cpus, mems; /* what the target may get */
+  hwloc_bitmap_t kept_mems;  /* mems=keep: what it has (NULL otherwise) */
+  struct cp_managers mgrs; /* the cgroup's managers (manager.h), attached at open */
+  struct cp_ledger *l;
+  struct cp_plan *plan; /* once decided */
+};
+
+static struct cp_placer *
+placer_new (const struct cp_hostconfig *hc)
+{
+  struct cp_placer *p = cp_xcalloc (1, sizeof *p);
+  p->hc = hc;
+  p->sc = (struct cp_schedctl) { .handle = { .fd = -1 } };
+  return p;
+}
+
+void
+cp_placer_close (struct cp_placer *p)
+{
+  if (p == NULL)
+    return;
+  cp_managers_close (&p->mgrs);
+  cp_plan_free (p->plan);
+  cp_ledger_close (p->l); /* the lock goes with it */
+  cp_schedctl_close (&p->sc);
+  hwloc_bitmap_free (p->kept_mems);
+  hwloc_bitmap_free (p->mems);
+  hwloc_bitmap_free (p->cpus);
+  cp_topo_free (p->topo);
+  free (p);
+}
+
+/* mems=keep: the ledger records what the cgroup has, which is what stays; a
+   cgroup not made yet will inherit what its parent allows (the limits). */
+static int
+read_kept_mems (struct cp_placer *p, cp_error_t *err)
+{
+  const struct cp_target *t = &p->target;
+  p->kept_mems = cp_bitmap_new ();
+  if (t->cgroup == NULL)
+    {
+      hwloc_bitmap_copy (p->kept_mems, p->mems);
+      return 0;
+    }
+  if (cp_cgroup_read_cpuset (t->cgroup, NULL, p->kept_mems, err) < 0)
+    return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+  return 0;
+}
+
+int
+cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
+                const struct cp_container_request *creq, struct cp_placer **out, cp_error_t *err)
+{
+  cleanup_placer struct cp_placer *p = placer_new (hc);
+  p->target = *target;
+  p->creq = creq;
+  p->cpus = cp_bitmap_new ();
+  p->mems = cp_bitmap_new ();
+  struct cp_target *t = &p->target;
+  if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
+    return cp_fail_input (err, "%s: no cgroup to record (cgroup_mount and cgroup_path)", t->id);
 
   /* The cgroup's inode goes into the entry: the same path made again later is
      another cgroup (reconcile, `cachepin release`). */
-  struct cp_target with_ino = *target;
-  const struct cp_target *t = &with_ino;
-  if (cp_cgroup_ino (t->cgroup, &with_ino.cgroup_ino, err) < 0)
+  if (t->cgroup && cp_cgroup_ino (t->cgroup, &t->cgroup_ino, err) < 0)
     return -1;
   /* The other managers of the cgroup (manager.h): the kubelet's warning first, as
      before anything can fail; systemd's bus opened before the lock, so that its
      round trips do not lengthen anyone's wait for it. */
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_PLACE, .cgroup = t->cgroup, .kubelet_state = hc->kubelet_state };
-  cleanup_managers struct cp_managers mgrs;
-  cp_managers_attach (NULL, &mctx, &mgrs);
-  if (cp_topocache_load (hc, 0, &topo, err) < 0)
+  cp_managers_attach (NULL, &mctx, &p->mgrs);
+  if (cp_topocache_load (hc, 0, &p->topo, err) < 0)
     return cp_error_wrap (err, "topology");
-  if (target_limits (hc, t, creq, topo, cpus, mems, err) < 0)
+  if (target_limits (hc, t, creq, p->topo, p->cpus, p->mems, err) < 0)
     return -1;
-  /* mems=keep: the ledger records what the cgroup has, which is what stays. */
-  if (creq->mems_keep)
+  if (creq->mems_keep && read_kept_mems (p, err) < 0)
+    return -1;
+  open_schedctl (hc, &p->sc);
+  if (cp_schedctl_check_request (&p->sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
+    return -1;
+  if (cp_placer_open_ledger (hc, &p->l, err) < 0)
+    return -1;
+  cp_schedctl_ledger_opened (&p->sc, p->l);
+  *out = cp_steal_pointer (&p);
+  return 0;
+}
+
+int
+cp_placer_sandbox (const struct cp_placer *p, struct cp_sandbox *sb, cp_error_t *err)
+{
+  const struct cp_cgroup *cg = p->rel ? p->rel->widen : p->target.cgroup;
+  int bus_fd = -1;
+  if (cp_managers_fd (&p->mgrs, &bus_fd, err) < 0)
+    return -1;
+  *sb = (struct cp_sandbox) {
+    .state_dirfd = cp_ledger_dirfd (p->l),
+    .cgroup_mountfd = cg ? cg->mountfd : -1,
+    .pid = p->rel ? 0 : p->target.pid,
+    .bus = bus_fd >= 0,
+    .bus_fd = bus_fd,
+  };
+  return 0;
+}
+
+int
+cp_placer_decide (struct cp_placer *p, cp_error_t *err)
+{
+  if (cp_placer_decide_in (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, &p->plan, err) == 0)
+    return 0;
+  sync_schedctl (&p->sc, p->l); /* reconcile may have dropped the last container asking */
+  return -1;
+}
+
+struct cp_plan *
+cp_placer_take_plan (struct cp_placer *p)
+{
+  return cp_steal_pointer (&p->plan);
+}
+
+int
+cp_placer_apply (struct cp_placer *p, cp_error_t *err)
+{
+  const struct cp_target *t = &p->target;
+  const struct cp_plan *plan = p->plan;
+  bool mems_keep = p->creq->mems_keep;
+  /* The direct write (cgroupfs), then the others, told after it: it stands
+     whatever they answer.  Without a cgroup no manager is attached for it. */
+  if (cp_managers_apply (&p->mgrs, plan->cpus, mems_keep ? NULL : plan->mems, err) < 0)
     {
-      kept_mems = cp_bitmap_new ();
-      if (cp_cgroup_read_cpuset (t->cgroup, NULL, kept_mems, err) < 0)
+      take_back (p->l, t, &p->sc);
+      if (t->cgroup)
         return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
-    }
-  open_schedctl (hc, &sc);
-  if (cp_schedctl_check_request (&sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
-    return -1;
-  if (cp_placer_open_ledger (hc, &l, err) < 0)
-    return -1;
-  cp_schedctl_ledger_opened (&sc, l);
-  if (enter_sandbox (hc, l, t->cgroup, t->pid, &mgrs, err) < 0)
-    return -1;
-  if (cp_placer_decide (l, topo, cpus, mems, t, creq, kept_mems, &plan, err) < 0)
-    {
-      sync_schedctl (&sc, l); /* reconcile may have dropped the last container asking */
       return -1;
     }
-
-  /* The direct write (cgroupfs), then the others, told after it: it stands
-     whatever they answer. */
-  if (cp_managers_apply (&mgrs, plan->cpus, creq->mems_keep ? NULL : plan->mems, err) < 0)
-    {
-      take_back (l, t, &sc);
-      return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
-    }
-  sync_schedctl (&sc, l);
-  *plan_out = cp_steal_pointer (&plan);
+  sync_schedctl (&p->sc, p->l);
   return 0;
 }
 
@@ -482,20 +530,26 @@ widen_placed (struct cp_managers *mgrs, cp_error_t *err)
 }
 
 int
-cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
-                   cp_error_t *err)
+cp_placer_open_release (const struct cp_hostconfig *hc, const struct cp_release *rel, struct cp_placer **out,
+                        cp_error_t *err)
 {
-  cleanup_schedctl struct cp_schedctl sc = { .handle = { .fd = -1 } };
-  cleanup_ledger struct cp_ledger *l = NULL;
-  open_schedctl (hc, &sc);
+  cleanup_placer struct cp_placer *p = placer_new (hc);
+  p->rel = rel;
+  open_schedctl (hc, &p->sc);
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_RELEASE, .cgroup = rel->widen, .kubelet_state = hc->kubelet_state };
-  cleanup_managers struct cp_managers mgrs;
-  cp_managers_attach (NULL, &mctx, &mgrs);
-  if (open_ledger (hc, RECONCILE_CAS_ASKERS, &l, err) < 0)
+  cp_managers_attach (NULL, &mctx, &p->mgrs);
+  if (open_ledger (hc, RECONCILE_CAS_ASKERS, &p->l, err) < 0)
     return -1;
-  cp_schedctl_ledger_opened (&sc, l);
-  if (enter_sandbox (hc, l, rel->widen, 0, &mgrs, err) < 0)
-    return -1;
+  cp_schedctl_ledger_opened (&p->sc, p->l);
+  *out = cp_steal_pointer (&p);
+  return 0;
+}
+
+int
+cp_placer_release_commit (struct cp_placer *p, enum cp_release_result *result, cp_error_t *err)
+{
+  const struct cp_release *rel = p->rel;
+  struct cp_ledger *l = p->l;
   const struct cp_ledger_entry *e = cp_ledger_find (l, rel->id);
   *result = e ? CP_RELEASE_DONE : CP_RELEASE_NONE;
   cleanup_free char *why = e ? not_its (e, rel) : NULL;
@@ -509,12 +563,12 @@ cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel,
     }
   else if (e && rel->widen && recreated (e, rel->widen))
     *result = CP_RELEASE_RECREATED; /* nobody placed this one: left as it is */
-  else if (e && rel->widen && widen_placed (&mgrs, err) < 0)
+  else if (e && rel->widen && widen_placed (&p->mgrs, err) < 0)
     return -1;
   if (*result != CP_RELEASE_NOT_ITS)
     cp_ledger_remove (l, rel->id);
   if (cp_ledger_commit (l, err) < 0)
-    return cp_error_wrap (err, "ledger %s", hc->state_dir);
-  sync_schedctl (&sc, l);
+    return cp_error_wrap (err, "ledger %s", p->hc->state_dir);
+  sync_schedctl (&p->sc, l);
   return 0;
 }

@@ -1,5 +1,6 @@
-/* cachepin: placing a cgroup and releasing it, with the ledger, shared by
- * `cachepin hook` (containers) and `cachepin apply`/`release` (any cgroup). */
+/* cachepin: placing a cgroup and releasing it, with the ledger, in steps that any
+ * front end calls: `cachepin hook` (containers), `cachepin apply`/`release` (any
+ * cgroup), and a long-running one that decides before the cgroup exists. */
 #ifndef CP_PLACER_H
 #define CP_PLACER_H
 
@@ -11,6 +12,7 @@
 #include "placement.h"
 #include "cgroup.h"
 #include "hostconfig.h"
+#include "sandbox.h"
 
 struct cp_ledger;
 struct cp_topo;
@@ -19,28 +21,70 @@ struct cp_topo;
 struct cp_target
 {
   const char *id;           /* ledger id: the container id, or "apply:<cgroup dir>" */
-  struct cp_cgroup *cgroup; /* its cpuset cgroup, written by cp_placer_place() */
+  struct cp_cgroup *cgroup; /* its cpuset cgroup, written by cp_placer_apply(); NULL: not made
+                               yet (cp_placer_decide() records the placement all the same) */
   const char *cgroup_mount; /* where the ledger says it is: cgroup->mount ... */
-  const char *cgroup_path;  /* ... and cgroup->path */
+  const char *cgroup_path;  /* ... and cgroup->path (required, with or without CGROUP) */
   pid_t pid;                /* its init process, 0 for none (liveness by cgroup only) */
   bool core_sched;          /* it got a core-scheduling cookie (recorded in the ledger) */
   unsigned long long cgroup_ino; /* its cgroup directory's inode, recorded (0: not known);
-                                    cp_placer_place() fills it from CGROUP */
+                                    cp_placer_open() fills it from CGROUP */
 };
 
-/* Place TARGET: compute the plan against the ledger (after dropping entries whose
- * container is gone), record it, then write the cgroup.  Everything is read
- * first (topology, the parent's limits, the ledger, locked); then, unless
- * HC->sandbox is false, the process enters its sandbox (sandbox.h) before it
- * decides and writes: the sandbox stays after the call returns, and allows
- * only writes into the ledger's directory and TARGET's cgroup hierarchy.  The ledger is committed
- * before the cgroup is written, so a kill in between leaves CPUs held for a
- * container that may not use them (freed when it goes) rather than a container
- * on CPUs nobody knows are taken; a failed cgroup write takes the entry back.
- * Errors: CP_ERR_UNSATISFIABLE when the host cannot meet the request, else as
- * they come.  *PLAN_OUT is the plan written. */
-int cp_placer_place (const struct cp_hostconfig *hc, const struct cp_target *target,
-                     const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err);
+/* ---- The engine's steps ------------------------------------------------------------
+ *
+ * A placement: cp_placer_open() reads everything and locks the ledger; the front
+ * end then enters its sandbox (sandbox.h) with what cp_placer_sandbox() says it
+ * must keep, unless the host config says `sandbox: false`; cp_placer_decide()
+ * decides and commits the ledger; cp_placer_apply() writes the cgroup, the kernel
+ * switches and systemd; cp_placer_close() unlocks.  A release: cp_placer_open_release(),
+ * the sandbox, cp_placer_release_commit(), cp_placer_close().
+ *
+ * The crash-safety order: the ledger is committed (decide) before the cgroup is
+ * written (apply), so a kill in between leaves CPUs held for a container that may
+ * not use them (freed when it goes) rather than a container on CPUs nobody knows
+ * are taken; a failed cgroup write takes the entry back.  The ledger stays locked
+ * from open to close, so nothing another run does comes between decide and apply. */
+struct cp_placer;
+
+/* Open a placement of TARGET for CREQ (both must outlive *OUT): the cgroup's inode,
+ * the topology, the target's limits (its parent cgroup's, or without a cgroup the
+ * topology's allowed CPUs and nodes; within the host's hand-out set and the
+ * spec's bounds), mems=keep's nodes, the kernel switches (a strict request for one
+ * this kernel cannot give is refused here), systemd's unit, then the ledger,
+ * locked, with the entries whose container is gone dropped.  Reads only: nothing
+ * of the container's cgroup is written. */
+int cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
+                    const struct cp_container_request *creq, struct cp_placer **out, cp_error_t *err);
+
+/* What the rest of the run (decide and apply, or the release's commit) still
+ * needs, for the front end's cp_sandbox_enter(): the ledger's directory, the
+ * target cgroup's hierarchy, /proc/<pid>, a manager's bus (manager.h: fails when two
+ * managers each want one). */
+int cp_placer_sandbox (const struct cp_placer *p, struct cp_sandbox *sb, cp_error_t *err);
+
+/* Decide: cp_placer_decide_in() with what cp_placer_open() read.  Writes the
+ * ledger only; the container's cgroup is not touched.  Errors:
+ * CP_ERR_UNSATISFIABLE when the host cannot meet the request, else as they come. */
+int cp_placer_decide (struct cp_placer *p, cp_error_t *err);
+
+/* The plan decided (NULL before cp_placer_decide() succeeds), now the caller's. */
+struct cp_plan *cp_placer_take_plan (struct cp_placer *p);
+
+/* Apply the decided plan: the cgroup's cpuset (enabled in its parents, then
+ * written; its entry taken back from the ledger when that fails), the kernel's
+ * cache-aware scheduling switch where the ledger's entries want it, then the
+ * systemd unit (logged, never a failure).  Without a cgroup: the switch alone. */
+int cp_placer_apply (struct cp_placer *p, cp_error_t *err);
+
+/* Unlock the ledger and free P (NULL: nothing). */
+void cp_placer_close (struct cp_placer *p);
+static inline void
+cp_placer_closep (struct cp_placer **p)
+{
+  cp_placer_close (*p);
+}
+#define cleanup_placer __attribute__ ((cleanup (cp_placer_closep)))
 
 /* The ledger, locked, with the entries whose container is gone dropped (logged). */
 int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err);
@@ -50,12 +94,11 @@ int cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **ou
  * TARGET's cgroup or TARGET's id holds another cgroup), then record and commit it (KEPT_MEMS, when not NULL, is
  * recorded as its mems: mems=keep).  On a refusal an earlier entry of the same
  * id is kept as it was (its cgroup still has that placement; the error says so),
- * and only what reconcile dropped is committed.  cp_placer_place() is this plus
- * loading the topology, reading the parent cgroup's limits and writing the cgroup. */
-int cp_placer_decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
-                      hwloc_const_bitmap_t mems, const struct cp_target *target,
-                      const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
-                      struct cp_plan **plan_out, cp_error_t *err);
+ * and only what reconcile dropped is committed. */
+int cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                         hwloc_const_bitmap_t mems, const struct cp_target *target,
+                         const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
+                         struct cp_plan **plan_out, cp_error_t *err);
 
 /* Who asks a release, so that it removes only its own entry: two containers may
  * share an id (two runtimes' state roots), and the placement of the second is
@@ -79,18 +122,24 @@ enum cp_release_result
                           the entry is removed, WIDEN left as it is */
 };
 
+/* Open the release of REL->id (REL must outlive *OUT): the kernel switches,
+ * systemd's unit of REL->widen, the ledger, locked, with only the entries that
+ * asked for cache-aware scheduling reconciled (dropped when gone, their drift
+ * judged: whether the switch goes back is all a release decides; the next
+ * placement reconciles the rest before it hands anything out), and the entries
+ * whose pid no longer exists dropped. */
+int cp_placer_open_release (const struct cp_hostconfig *hc, const struct cp_release *rel, struct cp_placer **out,
+                            cp_error_t *err);
+
 /* Forget REL->id in the ledger, if the entry is REL's: when REL->pid is known, the
  * entry's pid must be it; when REL->cgroup is known, the entry's cgroup must be it
- * or below it (a runtime may put the process in a child).  Only the entries that
- * asked for cache-aware scheduling are reconciled (dropped when gone, their drift
- * judged): whether the switch goes back is all a release decides; the next
- * placement reconciles the rest before it hands anything out.  REL->widen (may be
+ * or below it (a runtime may put the process in a child).  REL->widen (may be
  * NULL): when the entry is there and placed that very cgroup (its inode), the
  * cgroup is widened back to what its parent allows while the ledger is still
  * locked, so that no placement of it can come in between (`cachepin release`); the
- * entry is removed only once that write succeeded. */
-int cp_placer_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
-                       cp_error_t *err);
+ * entry is removed only once that write succeeded.  Then the ledger is committed
+ * and the switch brought where the remaining entries want it. */
+int cp_placer_release_commit (struct cp_placer *p, enum cp_release_result *result, cp_error_t *err);
 
 #ifdef CACHEPIN_FAULT_INJECTION
 /* Test builds only (-DCACHEPIN_FAULT_INJECTION): a function called at the steps
@@ -100,8 +149,8 @@ enum cp_placer_fault_point
 {
   CP_PLACER_FAULT_LOCKED,     /* cp_placer_open_ledger: ledger locked and read, not reconciled */
   CP_PLACER_FAULT_RECONCILED, /* cp_placer_open_ledger: reconciled, nothing written */
-  CP_PLACER_FAULT_RECORDED,   /* cp_placer_decide: entry put in memory, commit not started */
-  CP_PLACER_FAULT_WIDENING,   /* cp_placer_release: about to widen the released cgroup */
+  CP_PLACER_FAULT_RECORDED,   /* cp_placer_decide_in: entry put in memory, commit not started */
+  CP_PLACER_FAULT_WIDENING,   /* cp_placer_release_commit: about to widen the released cgroup */
 };
 typedef void (*cp_placer_fault_fn) (enum cp_placer_fault_point point, void *data);
 void cp_placer_set_fault_hook (cp_placer_fault_fn fn, void *data);

@@ -1,6 +1,6 @@
 /* cachepin: `cachepin status`: what cachepin sees on this host, read-only.
  *
- * cmd_status.c gathers everything into one JSON object (the `--json` output,
+ * cp_status_gather() gathers everything into one JSON object (the `--json` output,
  * whose keys are stable: a part that could not be read keeps its keys, with null
  * values and an "error" string); status_text.c renders that same object for
  * people, so the two outputs cannot disagree.  docs/status.md lists the keys. */
@@ -9,6 +9,14 @@
 
 #include <json-c/json.h>
 #include <stdio.h>
+
+#include "error.h"
+
+/* Everything, read-only and without the ledger's lock, into *OUT, from the host
+ * config at CONFIG (NULL: CP_HOSTCONFIG_DEFAULT_PATH); each part that cannot be
+ * read says so in its own "error" and does not stop the others.  Fails only when
+ * no part could be read at all. */
+int cp_status_gather (const char *config, json_object **out, cp_error_t *err);
 
 /* The status object as text on OUT (one screen for a small host).  Pure: reads
  * STATUS only; a key that is missing or of another type prints as "?". */

@@ -43,8 +43,8 @@ int cp_error_errno (cp_error_t err);
 /* The error's kind (CP_ERR_RUNTIME for no error). */
 enum cp_error_kind cp_error_kind (cp_error_t err);
 
-/* Change the kind of an error after the fact.  One caller only: the hook's
- * failure policy (hook/cli/cmd_hook.c, hook_failure_kind()), which decides whose
+/* Change the kind of an error after the fact.  One caller only: the failure
+ * policy (hook/engine/admission.h, cp_admission_host_kind()), which decides whose
  * fault a failure is from the stage it happened at.  Everything else sets the
  * kind where the error is made. */
 void cp_error_reclassify (cp_error_t err, enum cp_error_kind kind);

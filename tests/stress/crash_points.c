@@ -5,8 +5,9 @@
  * reconciled, entry put) and the ledger's (tmp written, tmp synced, the old
  * ledger.json kept as ledger.json.prev, renamed),
  * plus "done" (the call returned: the hook would write the cgroup next).  A
- * child runs the hook's own calls, cp_placer_open_ledger() + cp_placer_decide()
- * or cp_placer_release(), and raise(SIGKILL)s itself at the chosen step.  Then:
+ * child runs the hook's own calls, cp_placer_open_ledger() + cp_placer_decide_in()
+ * or cp_cli_release() (the release's steps, the sandbox entered between them, as
+ * the hook runs them), and raise(SIGKILL)s itself at the chosen step.  Then:
  *   - ledger.json is byte for byte the old file (killed before the rename) or the
  *     new one (after it), which the child saved when it wrote ledger.json.tmp;
  *     never anything else, never a ledger set aside as corrupt;
@@ -32,6 +33,7 @@
 #include "ledger.h"
 #include "ledger_internal.h"
 #include "log.h"
+#include "cli.h"
 #include "placer.h"
 #include "placement.h"
 #include "util.h"
@@ -61,7 +63,7 @@ enum path
 {
   PATH_FIRST,   /* the first placement ever: no ledger.json yet */
   PATH_PLACE,   /* a placement into a ledger with live and dead entries */
-  PATH_RELEASE, /* cp_placer_release() of a live entry */
+  PATH_RELEASE, /* cp_cli_release() of a live entry */
   PATH_REFUSE,  /* a refused re-placement: decide keeps the earlier entry */
   PATH_COUNT,
 };
@@ -151,7 +153,7 @@ place (const struct scenario *sc, const char *id, pid_t pid, struct cp_request r
   struct cp_plan *plan = NULL;
   if (cp_placer_open_ledger (&sc->hc, &l, err) < 0)
     return -1;
-  int ret = cp_placer_decide (l, sc->topo, sc->topo->allowed, sc->topo->allowed_nodes, &t, &creq, NULL, &plan, err);
+  int ret = cp_placer_decide_in (l, sc->topo, sc->topo->allowed, sc->topo->allowed_nodes, &t, &creq, NULL, &plan, err);
   cp_plan_free (plan);
   cp_ledger_close (l);
   return ret;
@@ -233,7 +235,7 @@ run_child (const struct scenario *sc, enum path path)
   switch (path)
     {
     case PATH_RELEASE:
-      ret = cp_placer_release (&sc->hc, &(struct cp_release){ .id = "c5" }, &result, &err);
+      ret = cp_cli_release (&sc->hc, &(struct cp_release){ .id = "c5" }, &result, &err);
       if (ret == 0 && result != CP_RELEASE_DONE)
         _exit (4);
       break;

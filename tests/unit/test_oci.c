@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "annotations.h"
+#include "bitmap.h"
 #include "config.h"
 #include "json.h"
 #include "state.h"
@@ -734,7 +735,9 @@ test_annotations_request (void **state)
       if (cp_oci_config_parse (c->config, strlen (c->config), &cfg, &err) < 0)
         fail_msg ("%s: config: %s", c->name, cp_error_message (err));
       struct cp_container_request out;
-      int r = cp_annotations_to_request (&cfg.annotations, c->defaults, &cfg, &out, &err);
+      struct cp_limits limits;
+      int r = cp_annotations_to_request (&cfg.annotations, c->defaults, cp_oci_config_limits (&cfg, &limits), &out,
+                                         &err);
       if (c->error)
         {
           tu_check_error (c->name, r, &err, c->error);
@@ -815,6 +818,160 @@ test_annotations_wants_and_sandbox (void **state)
     }
 }
 
+/* cp_annotations_from_map() on the pairs KEYS[i]=VALUES[i] (NULL: JSON's null)
+   gives what cp_annotations_from_json() gives on the object with those members:
+   the same annotations kept, in order, or the same error line. */
+static void
+check_map_like_json (const char *name, const char *const *keys, const char *const *values, size_t n)
+{
+  json_object *obj = json_object_new_object ();
+  for (size_t i = 0; i < n; i++)
+    json_object_object_add (obj, keys[i], values[i] ? json_object_new_string (values[i]) : NULL);
+  struct cp_annotations from_json = { 0 }, from_map = { 0 };
+  cp_error_t ej = NULL, em = NULL;
+  int rj = cp_annotations_from_json (obj, "annotations", &from_json, &ej);
+  int rm = cp_annotations_from_map (keys, values, n, "annotations", &from_map, &em);
+  json_object_put (obj);
+  if (rj != rm)
+    fail_msg ("%s: json %d (%s), map %d (%s)", name, rj, ej ? cp_error_message (ej) : "-", rm,
+              em ? cp_error_message (em) : "-");
+  if (rj < 0)
+    {
+      if (strcmp (cp_error_message (ej), cp_error_message (em)) != 0)
+        fail_msg ("%s:\n json `%s`\n  map `%s`", name, cp_error_message (ej), cp_error_message (em));
+      assert_int_equal (cp_error_kind (ej), CP_ERR_INPUT);
+      assert_int_equal (cp_error_kind (em), CP_ERR_INPUT);
+    }
+  else
+    {
+      if (from_json.n != from_map.n)
+        fail_msg ("%s: json kept %zu, map %zu", name, from_json.n, from_map.n);
+      for (size_t i = 0; i < from_json.n; i++)
+        {
+          assert_string_equal (from_json.items[i].key, from_map.items[i].key);
+          assert_string_equal (from_json.items[i].value, from_map.items[i].value);
+        }
+    }
+  cp_error_free (&ej);
+  cp_error_free (&em);
+  cp_annotations_free (&from_json);
+  cp_annotations_free (&from_map);
+}
+
+#define PAIRS(name, ...)                                                                                   \
+  do                                                                                                       \
+    {                                                                                                      \
+      const char *const kv_[][2] = { __VA_ARGS__ };                                                        \
+      const char *k_[CP_ARRAY_SIZE (kv_)], *v_[CP_ARRAY_SIZE (kv_)];                                       \
+      for (size_t i_ = 0; i_ < CP_ARRAY_SIZE (kv_); i_++)                                                  \
+        {                                                                                                  \
+          k_[i_] = kv_[i_][0];                                                                             \
+          v_[i_] = kv_[i_][1];                                                                             \
+        }                                                                                                  \
+      check_map_like_json (name, k_, v_, CP_ARRAY_SIZE (kv_));                                             \
+    }                                                                                                      \
+  while (0)
+
+static void
+test_annotations_from_map (void **state)
+{
+  (void) state;
+  char long_value[CP_ANNOTATION_VALUE_MAX + 2];
+  memset (long_value, '1', sizeof long_value - 1);
+  long_value[sizeof long_value - 1] = '\0';
+  char long_key[CP_ANNOTATION_KEY_MAX + 16];
+  memset (long_key, 'k', sizeof long_key - 1);
+  long_key[sizeof long_key - 1] = '\0';
+  memcpy (long_key, "cachepin.io/", strlen ("cachepin.io/"));
+  char *max_value = cp_xstrndup (long_value, CP_ANNOTATION_VALUE_MAX);
+
+  /* Kept: ours and the five engine keys (all of them at once), in order;
+     someone else's dropped, even when not a string. */
+  PAIRS ("ours and the engine's", { "cachepin.io/cpus", "2" }, { "example.com/x", "y" },
+         { CP_ANNOTATION_CRIO_NAME, "app" }, { CP_ANNOTATION_CONTAINERD_NAME, "app" },
+         { CP_ANNOTATION_CRIO_TYPE, "container" }, { CP_ANNOTATION_CONTAINERD_TYPE, "container" },
+         { CP_ANNOTATION_DOCKER_TYPE, "container" }, { "cachepin.io/mode.container.app", "shared" },
+         { "example.com/null", NULL });
+  PAIRS ("an engine key's null is not kept", { CP_ANNOTATION_CRIO_NAME, NULL }, { "cachepin.io/cpus", "1" });
+  PAIRS ("none", { "example.com/x", "y" });
+  PAIRS ("an invalid value is kept (the request judges it)", { "cachepin.io/smt", "pe1" });
+  PAIRS ("a value at the bound", { "cachepin.io/align", max_value });
+  /* Refused, with the same line. */
+  PAIRS ("ours null", { "cachepin.io/cpus", NULL });
+  PAIRS ("a value too long", { "cachepin.io/cpus", long_value });
+  PAIRS ("a key too long", { long_key, "1" });
+
+  /* More of ours than accepted. */
+  size_t n = CP_ANNOTATIONS_MAX + 1;
+  char **keys = cp_xcalloc (n, sizeof *keys);
+  const char **values = cp_xcalloc (n, sizeof *values);
+  for (size_t i = 0; i < n; i++)
+    {
+      keys[i] = cp_xasprintf ("cachepin.io/cpus.container.c%zu", i);
+      values[i] = "1";
+    }
+  check_map_like_json ("too many", (const char *const *) keys, values, n);
+  check_map_like_json ("as many as accepted", (const char *const *) keys, values, n - 1);
+  for (size_t i = 0; i < n; i++)
+    free (keys[i]);
+  free (keys);
+  free (values);
+  free (max_value);
+
+  /* A map given as a list of pairs may repeat a key, which a JSON object cannot. */
+  const char *const dk[] = { "cachepin.io/cpus", "cachepin.io/cpus" };
+  const char *const dv[] = { "1", "2" };
+  struct cp_annotations a;
+  cp_error_t err = NULL;
+  tu_check_error ("twice", cp_annotations_from_map (dk, dv, 2, "annotations", &a, &err), &err,
+                  "annotations: cachepin.io/cpus: given twice");
+  cp_error_free (&err);
+}
+
+/* The request from a map's annotations and plain limits: what the same
+   config.json gives. */
+static void
+test_request_from_map_and_limits (void **state)
+{
+  (void) state;
+  static const char config[]
+      = "{\"annotations\":{\"cachepin.io/mode\":\"shared\",\"cachepin.io/smt\":\"cores\"},"
+        "\"linux\":{\"resources\":{\"cpu\":{\"quota\":250000,\"period\":100000,\"cpus\":\"2-7\",\"mems\":\"0\"}}}}";
+  struct cp_oci_config cfg;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_oci_config_parse (config, strlen (config), &cfg, &err), 0);
+  struct cp_limits from_cfg;
+  assert_ptr_equal (cp_oci_config_limits (&cfg, &from_cfg), &from_cfg);
+  assert_null (cp_oci_config_limits (NULL, &from_cfg));
+  cp_oci_config_limits (&cfg, &from_cfg);
+
+  const char *const keys[] = { "cachepin.io/mode", "cachepin.io/smt" };
+  const char *const values[] = { "shared", "cores" };
+  struct cp_annotations a;
+  assert_int_equal (cp_annotations_from_map (keys, values, 2, "annotations", &a, &err), 0);
+  cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("2-7");
+  cleanup_bitmap hwloc_bitmap_t mems = tu_set ("0");
+  struct cp_limits plain = { .quota = 250000, .period = 100000, .cpus = cpus, .mems = mems };
+  struct cp_container_request x, y;
+  assert_int_equal (cp_annotations_to_request (&cfg.annotations, NULL, &from_cfg, &x, &err), 0);
+  assert_int_equal (cp_annotations_to_request (&a, NULL, &plain, &y, &err), 0);
+  assert_int_equal (x.req.cpus, 3);
+  assert_int_equal (y.req.cpus, 3);
+  assert_string_equal (y.cpus_source, CP_CPUS_SOURCE_QUOTA);
+  assert_int_equal (x.req.mode, y.req.mode);
+  assert_int_equal (x.req.smt, CP_SMT_CORES);
+  assert_int_equal (y.req.smt, CP_SMT_CORES);
+  assert_true (hwloc_bitmap_isequal (x.bound_cpus, y.bound_cpus));
+  assert_true (hwloc_bitmap_isequal (x.bound_mems, y.bound_mems));
+  assert_ptr_equal (y.bound_cpus, cpus);
+  /* No period: the kernel's default. */
+  plain.period = 0;
+  assert_int_equal (cp_annotations_to_request (&a, NULL, &plain, &y, &err), 0);
+  assert_int_equal (y.req.cpus, 3);
+  cp_annotations_free (&a);
+  cp_oci_config_free (&cfg);
+}
+
 int
 main (void)
 {
@@ -831,6 +988,8 @@ main (void)
     cmocka_unit_test (test_config_load),
     cmocka_unit_test (test_annotations_request),
     cmocka_unit_test (test_annotations_no_config),
+    cmocka_unit_test (test_annotations_from_map),
+    cmocka_unit_test (test_request_from_map_and_limits),
     cmocka_unit_test (test_annotations_wants_and_sandbox),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);

@@ -198,7 +198,7 @@ attach_logged (const struct cp_cgroup *cg, char **out)
 /* The systemd path is taken (PID 1 "is" systemd, a v2 unit's cgroup) and the
    library cannot be loaded: the same as a bus that cannot be reached, one
    warning line that names the library and no connection, so the placer's
-   direct cgroup write is all there is (as in cp_placer_place()). */
+   direct cgroup write is all there is (as in cp_placer_apply()). */
 static void
 test_attach_without_libsystemd (void **state)
 {

@@ -1,0 +1,339 @@
+/* The engine's calls a front end makes (hook/engine/admission.h, placer.h):
+ * admission's failure policy (strict x on_error), its checks on plain inputs,
+ * and a decision made before the container's cgroup exists, which must write
+ * nothing under the cgroup root. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "bitmap.h"
+#include "cpulist.h"
+#include "util.h"
+#include "admission.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "ledger_store.h"
+#include "log.h"
+#include "placer.h"
+#include "topo.h"
+
+/* ---- the failure policy ----------------------------------------------------------- */
+
+static cp_error_t
+input_error (void)
+{
+  cp_error_t e = NULL;
+  cp_fail_input (&e, "what went wrong");
+  return e;
+}
+
+/* Every cell of strict x on_error (and no host config at all), for the host's
+   failure and the container's own: who fails, and with what kind. */
+static void
+test_policy_matrix (void **state)
+{
+  (void) state;
+  struct cp_hostconfig allow, deny;
+  cp_hostconfig_init (&allow);
+  cp_hostconfig_init (&deny);
+  deny.on_error = CP_ON_ERROR_DENY;
+  static const struct
+  {
+    int hc; /* 0: none (the defaults), 1: on_error=allow, 2: on_error=deny */
+    bool strict;
+    int host_ret; /* cp_admission_host_failure() */
+  } cases[] = {
+    { 0, false, 0 },  { 0, true, -1 }, { 1, false, 0 },
+    { 1, true, -1 },  { 2, false, -1 }, { 2, true, -1 },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      const struct cp_hostconfig *hc = cases[i].hc == 0 ? NULL : cases[i].hc == 1 ? &allow : &deny;
+      /* The host's failure: starts unplaced (the error consumed) or fails as a
+         runtime error, never the input error (exit 2) it was where found. */
+      cp_error_t e = input_error ();
+      int r = cp_admission_host_failure (hc, cases[i].strict, "c", &e);
+      if (r != cases[i].host_ret)
+        fail_msg ("case %zu: host failure returned %d, expected %d", i, r, cases[i].host_ret);
+      if (r == 0)
+        assert_null (e);
+      else
+        {
+          assert_non_null (e);
+          assert_int_equal (cp_error_kind (e), CP_ERR_RUNTIME);
+          assert_string_equal (cp_error_message (e), "what went wrong");
+        }
+      cp_error_free (&e);
+      /* An unsatisfiable request stays one. */
+      cp_fail_unsatisfiable (&e, "no room");
+      r = cp_admission_host_failure (hc, cases[i].strict, "c", &e);
+      assert_int_equal (r, cases[i].host_ret);
+      if (r < 0)
+        assert_int_equal (cp_error_kind (e), CP_ERR_UNSATISFIABLE);
+      cp_error_free (&e);
+      /* The container's own error: fails it whatever strict and on_error say,
+         as the input error it is. */
+      e = input_error ();
+      assert_int_equal (cp_admission_refuse ("c", &e), -1);
+      assert_int_equal (cp_error_kind (e), CP_ERR_INPUT);
+      cp_error_free (&e);
+      /* The primitive, at the level the broken host config uses. */
+      e = input_error ();
+      r = cp_admission_allow_or_fail (hc, cases[i].strict, "c", CP_LOG_ERROR, &e);
+      assert_int_equal (r, cases[i].host_ret);
+      assert_int_equal (r == 0, e == NULL);
+      if (r < 0)
+        assert_int_equal (cp_error_kind (e), CP_ERR_INPUT); /* not reclassified */
+      cp_error_free (&e);
+    }
+  cp_hostconfig_free (&allow);
+  cp_hostconfig_free (&deny);
+}
+
+static void
+test_exhausted (void **state)
+{
+  (void) state;
+  static const int yes[] = { EMFILE, ENFILE, ENOMEM, EFBIG, ENOSPC, EDQUOT };
+  static const int no[] = { 0, EACCES, ENOENT, EIO, EINVAL, ELOOP };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (yes) + CP_ARRAY_SIZE (no); i++)
+    {
+      bool want = i < CP_ARRAY_SIZE (yes);
+      int e = want ? yes[i] : no[i - CP_ARRAY_SIZE (yes)];
+      cp_error_t err = NULL;
+      cp_fail_errno (&err, e, "x");
+      if (cp_admission_exhausted (err) != want)
+        fail_msg ("errno %d: exhausted %d, expected %d", e, !want, want);
+      cp_error_free (&err);
+    }
+}
+
+/* ---- the checks --------------------------------------------------------------------- */
+
+static void
+test_admit_pid (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  tu_check_error ("init", cp_admit_pid (1, &err), &err, "state: pid: 1 is the init of this pid namespace, not a "
+                                                         "container's init");
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  cp_error_free (&err);
+  cleanup_free char *self = cp_xasprintf ("state: pid: %d is this hook, not a container's init", (int) getpid ());
+  tu_check_error ("self", cp_admit_pid (getpid (), &err), &err, self);
+  cp_error_free (&err);
+  cleanup_free char *parent = cp_xasprintf ("state: pid: %d is the runtime running this hook, not a container's init",
+                                            (int) getppid ());
+  if (getppid () != 1)
+    {
+      tu_check_error ("parent", cp_admit_pid (getppid (), &err), &err, parent);
+      cp_error_free (&err);
+    }
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    _exit (0);
+  assert_int_equal (cp_admit_pid (child, &err), 0);
+  waitpid (child, NULL, 0);
+}
+
+static void
+test_admit_pid_cgroup (void **state)
+{
+  (void) state;
+  struct cp_cgroup cg = { .version = 2, .mount = "/sys/fs/cgroup", .path = "/pod/ctr/init", .dirfd = -1,
+                          .mountfd = -1 };
+  cp_error_t err = NULL;
+  assert_int_equal (cp_admit_pid_cgroup (42, &cg, NULL, &err), 0);
+  assert_int_equal (cp_admit_pid_cgroup (42, &cg, "/pod/ctr", &err), 0);
+  assert_int_equal (cp_admit_pid_cgroup (42, &cg, "/pod/ctr/init", &err), 0);
+  tu_check_error ("outside", cp_admit_pid_cgroup (42, &cg, "/pod/ct", &err), &err,
+                  "state: pid: process 42 is in cgroup /pod/ctr/init, outside /pod/ct, the cgroup config.json's "
+                  "linux.cgroupsPath names");
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  cp_error_free (&err);
+}
+
+/* cp_admit() with the pid of this pid namespace's init: refused whatever strict
+   and on_error say (the state contradicts itself), before anything is read. */
+static void
+test_admit_refuses_init (void **state)
+{
+  (void) state;
+  struct cp_hostconfig hc;
+  cp_hostconfig_init (&hc);
+  struct cp_container_request creq = { 0 };
+  cp_request_init (&creq.req);
+  struct cp_admission a = { .id = "c", .pid = 1, .creq = &creq };
+  struct cp_admitted out;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_admit (&hc, &a, &out, &err), -1);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  assert_null (out.cgroup);
+  cp_error_free (&err);
+  cp_hostconfig_free (&hc);
+}
+
+/* ---- decide without a cgroup ----------------------------------------------------------- */
+
+struct fixture
+{
+  char *dir, *state, *cgroot, *kernel;
+  struct cp_hostconfig hc;
+};
+
+static int
+setup (void **state)
+{
+  struct fixture *fx = cp_xmalloc0 (sizeof *fx);
+  fx->dir = cp_xstrdup ("/tmp/cp-engine-XXXXXX");
+  assert_non_null (mkdtemp (fx->dir));
+  fx->state = cp_xasprintf ("%s/state", fx->dir);
+  fx->cgroot = cp_xasprintf ("%s/cgroup", fx->dir);
+  fx->kernel = cp_xasprintf ("%s/kernel", fx->dir);
+  cleanup_free char *cmd = cp_xasprintf ("mkdir -p %s %s/pod %s", fx->state, fx->cgroot, fx->kernel);
+  assert_int_equal (system (cmd), 0);
+  assert_int_equal (chmod (fx->state, 0700), 0);
+  /* What a cgroup root holds: a parent with its cpuset. */
+  cleanup_free char *cpus = cp_xasprintf ("%s/pod/cpuset.cpus", fx->cgroot);
+  tu_write_file (cpus, "0\n", 2);
+  cp_hostconfig_init (&fx->hc);
+  free (fx->hc.state_dir);
+  fx->hc.state_dir = cp_xstrdup (fx->state);
+  free (fx->hc.kernel_root);
+  fx->hc.kernel_root = cp_xstrdup (fx->kernel);
+  free (fx->hc.kubelet_state);
+  fx->hc.kubelet_state = cp_xstrdup ("");
+  cp_log_set_level (CP_LOG_ERROR);
+  *state = fx;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", fx->dir);
+  assert_int_equal (system (cmd), 0);
+  cp_hostconfig_free (&fx->hc);
+  free (fx->dir);
+  free (fx->state);
+  free (fx->cgroot);
+  free (fx->kernel);
+  free (fx);
+  return 0;
+}
+
+/* Every name under DIR with its size and mtime, one line each, sorted. */
+static char *
+tree (const char *dir)
+{
+  cleanup_free char *cmd = cp_xasprintf ("cd %s && find . -printf '%%p %%y %%s %%T@\\n' | sort", dir);
+  FILE *p = popen (cmd, "r");
+  assert_non_null (p);
+  char *buf = NULL;
+  size_t cap = 0, len = 0;
+  char chunk[4096];
+  size_t n;
+  while ((n = fread (chunk, 1, sizeof chunk, p)) > 0)
+    {
+      buf = realloc (buf, cap = len + n + 1);
+      memcpy (buf + len, chunk, n);
+      len += n;
+    }
+  assert_int_equal (pclose (p), 0);
+  if (buf == NULL)
+    return cp_xstrdup ("");
+  buf[len] = '\0';
+  return buf;
+}
+
+/* A front end that decides before the container's cgroup exists (a plugin of
+   the engine at container creation): the decision is recorded in the ledger,
+   within what the topology allows, and nothing under the cgroup root is
+   written, by decide or by apply. */
+static void
+test_decide_without_cgroup (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_free char *before = tree (fx->cgroot);
+  struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  struct cp_target t = { .id = "ctr", .cgroup_mount = fx->cgroot, .cgroup_path = "/pod/ctr" };
+  cp_error_t err = NULL;
+  struct cp_placer *p = NULL;
+  if (cp_placer_open (&fx->hc, &t, &creq, &p, &err) < 0)
+    fail_msg ("open: %s", cp_error_message (err));
+  struct cp_sandbox sb;
+  if (cp_placer_sandbox (p, &sb, &err) < 0)
+    fail_msg ("sandbox: %s", cp_error_message (err));
+  assert_true (sb.state_dirfd >= 0);
+  assert_int_equal (sb.cgroup_mountfd, -1); /* no cgroup to write into */
+  if (cp_placer_decide (p, &err) < 0)
+    fail_msg ("decide: %s", cp_error_message (err));
+  if (cp_placer_apply (p, &err) < 0)
+    fail_msg ("apply: %s", cp_error_message (err));
+  struct cp_plan *plan = cp_placer_take_plan (p);
+  assert_non_null (plan);
+  cp_placer_close (p);
+
+  /* One CPU, one the topology allows. */
+  struct cp_topo *topo = tu_topo ("host");
+  assert_int_equal (hwloc_bitmap_weight (plan->cpus), 1);
+  assert_true (hwloc_bitmap_isincluded (plan->cpus, topo->allowed));
+  cp_topo_free (topo);
+  /* Recorded, for the cgroup the container will have. */
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  const struct cp_ledger_entry *e = cp_ledger_find (l, "ctr");
+  assert_non_null (e);
+  assert_string_equal (e->cgroup_mount, fx->cgroot);
+  assert_string_equal (e->cgroup, "/pod/ctr");
+  assert_true (hwloc_bitmap_isequal (e->cpus, plan->cpus));
+  cp_ledger_close (l);
+  cp_plan_free (plan);
+  /* Nothing written, made or touched under the cgroup root. */
+  cleanup_free char *after = tree (fx->cgroot);
+  assert_string_equal (before, after);
+}
+
+/* Without a cgroup the ledger still needs to know where the container will be. */
+static void
+test_open_needs_cgroup_path (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  struct cp_target t = { .id = "ctr" };
+  cp_error_t err = NULL;
+  struct cp_placer *p = NULL;
+  tu_check_error ("no cgroup path", cp_placer_open (&fx->hc, &t, &creq, &p, &err), &err,
+                  "ctr: no cgroup to record (cgroup_mount and cgroup_path)");
+  assert_null (p);
+  cp_error_free (&err);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_policy_matrix),
+    cmocka_unit_test (test_exhausted),
+    cmocka_unit_test (test_admit_pid),
+    cmocka_unit_test (test_admit_pid_cgroup),
+    cmocka_unit_test (test_admit_refuses_init),
+    cmocka_unit_test_setup_teardown (test_decide_without_cgroup, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
