@@ -144,12 +144,6 @@ apply_id (const struct cp_cgroup *cg)
   return apply_id_at (cg->mount, cg->path);
 }
 
-static void
-topo_freep (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-
 static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -167,7 +161,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
 
   /* --json names the domains: load the topology for it now, as placing leaves the
      process in its sandbox (no more /sys). */
-  __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
+  cleanup_topo struct cp_topo *topo = NULL;
   if (a->json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);

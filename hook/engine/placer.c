@@ -20,13 +20,6 @@
 #include "topocache.h"
 #include "systemd.h"
 
-static void
-cleanup_topo_fn (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
-
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
 static void

@@ -111,7 +111,7 @@ random_entry (unsigned i)
   e.held = hwloc_bitmap_dup (e.cpus);
   if (e.mode == CP_MODE_EXCLUSIVE)
     {
-      tu_cleanup_bitmap hwloc_bitmap_t more = random_set (255, 2);
+      cleanup_bitmap hwloc_bitmap_t more = random_set (255, 2);
       hwloc_bitmap_or (e.held, e.held, more);
     }
   else
