@@ -232,12 +232,7 @@ apply_option (enum option which, const char *value, struct cp_container_request 
     case OPT_STRICT:
       return cp_parse_bool (value, &out->req.strict, err);
     case OPT_MEMS:
-      if (strcmp (value, "local") == 0 || strcmp (value, "keep") == 0)
-        {
-          out->mems_keep = strcmp (value, "keep") == 0;
-          return 0;
-        }
-      return cp_fail_input (err, "invalid value `%.64s` (expected local|keep)", value);
+      return cp_parse_mems (value, &out->mems_keep, err);
     case OPT_SCHED_CACHE:
       if (strcmp (value, "on") == 0 || strcmp (value, "off") == 0)
         {

@@ -94,9 +94,8 @@ parse_args (int argc, char **argv, bool release, struct apply_args *a, cp_error_
           a->json = true;
           break;
         case OPT_MEMS:
-          if (strcmp (optarg, "keep") != 0 && strcmp (optarg, "local") != 0)
-            return cp_fail_input (err, "--mems: invalid value `%.64s` (expected local|keep)", optarg);
-          a->mems_keep = strcmp (optarg, "keep") == 0;
+          if (cp_parse_mems (optarg, &a->mems_keep, err) < 0)
+            return cp_error_wrap (err, "--mems");
           break;
         case 'h':
           a->help = true;
