@@ -1,4 +1,4 @@
-/* The ledger's codec (hook/state/ledger_codec.c) against the json-c reference it
+/* The ledger's codec (hook/state/ledger_codec*.c) against the json-c reference it
  * replaced (tests/support/ledger_codec_dom.c): on generated ledgers and on thousands of
  * corruptions of them, both readers accept the same texts and read them the same
  * way; each writer's text reads back the same through both readers and through
