@@ -5,6 +5,10 @@
 #   bench/hook-latency.sh [--cache] [TOPOLOGY_DIR] [BUILD_DIR]
 #     RUNS=20 LEDGER=1000 OUT=bench/results/hook-latency.md DATA=bench/results/data/hook-latency.tsv
 #     NOTE="a sentence about the machine, put in the results file"
+#     BASE=PATH another cachepin binary (the build before a refactoring, say) timed
+#     in the same rounds, interleaved with this one: each hook variant again as
+#     base-<variant>, the same check run untimed first (it must give the same cpuset),
+#     and a section of ratios this / BASE (issue 20: "behaviour unchanged")
 #     STATE_FS=tmpfs (default) or disk: the state directories on a private tmpfs, as
 #     the default state_dir /run/cachepin is on Debian (/run is a tmpfs there; the
 #     ledger's fsyncs then cost nothing), or on the disk under /tmp (each commit's
@@ -47,6 +51,8 @@ command -v jq >/dev/null || die "no jq"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null || die "cmake failed"
 cmake --build "$BUILD" -j2 --target cachepin bench-floor bench-spawn >/dev/null || die "build failed"
 BIN=$BUILD/cachepin FLOOR=$BUILD/bench/bench-floor SPAWN=$BUILD/bench/bench-spawn
+BASE=${BASE:-}
+[ -z "$BASE" ] || [ -x "$BASE" ] || die "BASE=$BASE: not an executable"
 
 D=$(mktemp -d /tmp/cachepin-bench.XXXXXX)
 TOP="$MNT/cachepin-bench-$$"
@@ -141,7 +147,11 @@ hostcfg () { # NAME TOPOLOGY
 # poststop releases the ledger entry only (the runtime removes the cgroup): give
 # the sleeper's cgroup all CPUs again before each createRuntime, untimed.
 widen () { echo "$ALL" > "$TOP/c/cpuset.cpus"; }
+# ledger.json.prev goes too: with ledger.json missing the hook goes back to it (a
+# lost ledger costs at most its last commit), so an "empty" ledger after a sample
+# with LEDGER entries was the LEDGER entries again.
 reset_ledger () { # NAME ENTRIES
+  rm -f "$D/state/$1/ledger.json.prev"
   if [ "$2" = 0 ]; then rm -f "$D/state/$1/ledger.json"; else cp "$D/ledger-N.json" "$D/state/$1/ledger.json"; fi
 }
 
@@ -158,13 +168,15 @@ sample () { # NAME KIND PATH VARIANT
       "$SPAWN" /dev/null hwloc-calc --input "$path" all > "$D/a" ;;
     sysfs:hwloc-calc)
       HWLOC_FSROOT=$path "$SPAWN" /dev/null hwloc-calc all > "$D/a" ;;
-    *:cold-0|*:cold-N|*:warm-0|*:warm-N)
-      if [ "${var#*-}" = 0 ]; then reset_ledger "$name" 0; else reset_ledger "$name" "$LEDGER"; fi
-      if [ "${var%-*}" = cold ]; then rm -f "$D/state/$name/topology.cache"
-      else cp "$D/cache-$name" "$D/state/$name/topology.cache"; fi
+    *:cold-0|*:cold-N|*:warm-0|*:warm-N|*:base-cold-0|*:base-cold-N|*:base-warm-0|*:base-warm-N)
+      local bin=$BIN cache=cache v=$var
+      if [ "${var#base-}" != "$var" ]; then bin=$BASE cache=base-cache v=${var#base-}; fi
+      if [ "${v#*-}" = 0 ]; then reset_ledger "$name" 0; else reset_ledger "$name" "$LEDGER"; fi
+      if [ "${v%-*}" = cold ]; then rm -f "$D/state/$name/topology.cache"
+      else cp "$D/$cache-$name" "$D/state/$name/topology.cache"; fi
       widen
-      "$SPAWN" "$D/create.json" "$BIN" hook --config "$D/cfg-$name.json" createRuntime > "$D/a"
-      "$SPAWN" "$D/poststop.json" "$BIN" hook --config "$D/cfg-$name.json" poststop > "$D/b" ;;
+      "$SPAWN" "$D/create.json" "$bin" hook --config "$D/cfg-$name.json" createRuntime > "$D/a"
+      "$SPAWN" "$D/poststop.json" "$bin" hook --config "$D/cfg-$name.json" poststop > "$D/b" ;;
     *) die "sample: $kind:$var" ;;
   esac
   read -r ta ma sa < "$D/a"; read -r tb mb sb < "$D/b"
@@ -179,33 +191,39 @@ sample () { # NAME KIND PATH VARIANT
 # runs still load the topology and the ledger, and the table says so.
 printf 'topology\tcommand\twall_us\tfirst_us\tsecond_us\tmaxrss_kb\tstatus\n' > "$D/raw.tsv"
 : > "$D/placed"
-while IFS=$'\t' read -r name kind path; do
-  if [ "$kind" = xml ]; then hostcfg "$name" "$path"; else hostcfg "$name" "sysfs:$path"; fi
-  rm -f "$D/state/$name/topology.cache"
-  for n in 0 "$LEDGER"; do
-    reset_ledger "$name" "$n"
-    widen
-    "$BIN" hook --config "$D/cfg-$name.json" createRuntime < "$D/create.json" 2>"$D/err"
-    rc=$?
-    got=$(cat "$TOP/c/cpuset.cpus")
-    e1=$(jq '.entries | length' "$D/state/$name/ledger.json" 2>/dev/null)
-    "$BIN" hook --config "$D/cfg-$name.json" poststop < "$D/poststop.json" 2>>"$D/err"
-    rc2=$?
-    e2=$(jq '.entries | length' "$D/state/$name/ledger.json" 2>/dev/null)
-    if [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$got" != "$ALL" ] && [ "$e1" = $((n + 1)) ] && [ "$e2" = "$n" ]; then
-      ok=placed
-    elif [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$got" = "$ALL" ] && [ "${e1:-0}" = "$n" ]; then
-      ok="unplaced (none of this host's CPUs $ALL is online in it)"
-    else
-      ok="FAILED (exit $rc/$rc2, cpuset $got, entries $e1 then $e2: $(tr '\n' ' ' < "$D/err" | head -c 200))"
-      echo "hook-latency: $name, $n entries: $ok" >&2
-    fi
-    printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$got" "$ok" >> "$D/placed"
-  done
-  # the cache the first run wrote, for the warm samples; the second run must have used it
-  [ -f "$D/state/$name/topology.cache" ] || die "$name: the hook wrote no topology cache"
-  cp "$D/state/$name/topology.cache" "$D/cache-$name"
-done < "$D/topos"
+: > "$D/base-placed"
+check () { # BIN PLACED CACHE: the check of every input with one binary
+  local BIN=$1 placed=$2 cache=$3
+  while IFS=$'\t' read -r name kind path; do
+    if [ "$kind" = xml ]; then hostcfg "$name" "$path"; else hostcfg "$name" "sysfs:$path"; fi
+    rm -f "$D/state/$name/topology.cache"
+    for n in 0 "$LEDGER"; do
+      reset_ledger "$name" "$n"
+      widen
+      "$BIN" hook --config "$D/cfg-$name.json" createRuntime < "$D/create.json" 2>"$D/err"
+      rc=$?
+      got=$(cat "$TOP/c/cpuset.cpus")
+      e1=$(jq '.entries | length' "$D/state/$name/ledger.json" 2>/dev/null)
+      "$BIN" hook --config "$D/cfg-$name.json" poststop < "$D/poststop.json" 2>>"$D/err"
+      rc2=$?
+      e2=$(jq '.entries | length' "$D/state/$name/ledger.json" 2>/dev/null)
+      if [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$got" != "$ALL" ] && [ "$e1" = $((n + 1)) ] && [ "$e2" = "$n" ]; then
+        ok=placed
+      elif [ "$rc" = 0 ] && [ "$rc2" = 0 ] && [ "$got" = "$ALL" ] && [ "${e1:-0}" = "$n" ]; then
+        ok="unplaced (none of this host's CPUs $ALL is online in it)"
+      else
+        ok="FAILED (exit $rc/$rc2, cpuset $got, entries $e1 then $e2: $(tr '\n' ' ' < "$D/err" | head -c 200))"
+        echo "hook-latency: $name, $n entries: $ok" >&2
+      fi
+      printf '%s\t%s\t%s\t%s\n' "$name" "$n" "$got" "$ok" >> "$placed"
+    done
+    # the cache the first run wrote, for the warm samples; the second run must have used it
+    [ -f "$D/state/$name/topology.cache" ] || die "$name: the hook wrote no topology cache"
+    cp "$D/state/$name/topology.cache" "$D/$cache-$name"
+  done < "$D/topos"
+}
+check "$BIN" "$D/placed" cache
+[ -z "$BASE" ] || check "$BASE" "$D/base-placed" base-cache
 echo "hook-latency: checked ($SECONDS s)" >&2
 
 echo "hook-latency: $(wc -l < "$D/topos") inputs, $RUNS rounds" >&2
@@ -213,6 +231,7 @@ START=$(date +%s)
 for r in $(seq 1 "$RUNS"); do
   while IFS=$'\t' read -r name kind path; do
     vs=(floor hwloc-calc cold-0 cold-N warm-0 warm-N)
+    [ -z "$BASE" ] || vs+=(base-cold-0 base-cold-N base-warm-0 base-warm-N)
     k=${#vs[@]}
     for ((j = 0; j < k; j++)); do sample "$name" "$kind" "$path" "${vs[$(((j + r) % k))]}"; done
   done < "$D/topos"
@@ -318,6 +337,34 @@ range () { # VARIANT-A VARIANT-B: min-max of the ratio of medians over the place
   echo "|---|---|---|---|"
   awk -F'\t' '{printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4}' "$D/placed"
   echo
+  if [ -n "$BASE" ]; then
+    echo "## Against the baseline binary (BASE)"
+    echo
+    echo "BASE = \`$BASE\` (cachepin $("$BASE" --version | awk '{print $2}')), timed in the same rounds as"
+    echo "\`$BIN\`, interleaved. Its untimed check gave the same cpuset and outcome on every input and"
+    echo "ledger: $(cmp -s "$D/placed" "$D/base-placed" && echo yes || echo "**no** (see below)")."
+    echo "Ratios of the medians, this binary / BASE (1.00: the same time):"
+    echo
+    echo "| input | cold-0 | cold-$N | warm-0 | warm-$N |"
+    echo "|---|---|---|---|---|"
+    while IFS=$'\t' read -r name kind path; do
+      printf '| %s |' "$name"
+      for v in cold-0 cold-N warm-0 warm-N; do
+        printf ' %s |' "$(ratio "$(stat "$name" "$v" 3)" "$(stat "$name" "base-$v" 3)")"
+      done
+      echo
+    done < "$D/topos"
+    echo
+    echo "Over the placed inputs, the range of the ratio: cold-0 $(range cold-0 base-cold-0), cold-$N"
+    echo "$(range cold-N base-cold-N), warm-0 $(range warm-0 base-warm-0), warm-$N $(range warm-N base-warm-N)."
+    if ! cmp -s "$D/placed" "$D/base-placed"; then
+      echo
+      echo "The checks that differ (this binary, then BASE):"
+      echo
+      diff "$D/placed" "$D/base-placed" | sed 's/^/    /'
+    fi
+    echo
+  fi
   echo "Samples with a non-zero exit status: $BAD. Raw samples: \`bench/results/data/hook-latency.tsv\`."
 } > "$OUT"
 echo "hook-latency: wrote $OUT" >&2

@@ -1,4 +1,4 @@
-/* Bench: the ledger codec (hook/state/ledger_codec.c) against the json-c reference it
+/* Bench: the ledger codec (hook/state/ledger_codec*.c) against the json-c reference it
  * replaced (tests/support/ledger_codec_dom.c), side by side in one run, on a ledger of
  * ENTRIES entries shaped like the hook's (podman ids and scopes, exclusive and
  * shared entries, a few drifted).

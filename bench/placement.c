@@ -1,7 +1,7 @@
 /* bench-placement: cachepin's placements against what a host would use
  * otherwise, on seeded churn traces over captured and synthetic topologies.
  *
- *   bench-placement [--events N] [--seed S] [--out DIR] TOPOLOGY_DIR...
+ *   bench-placement [--events N] [--seed S] [--out DIR] [--placements FILE] TOPOLOGY_DIR...
  *
  * Every *.xml under each TOPOLOGY_DIR (recursively) and the synthetic topologies
  * below are loaded with cp_topo_load().  One trace per topology (arrivals and
@@ -13,7 +13,11 @@
  *   first-fit       the lowest-numbered free CPUs;
  *   kubelet         the kubelet CPU manager's static policy;
  *   kubelet-uncore  the same with prefer-align-cpus-by-uncorecache.
- * The metrics are defined in docs/benchmarks.md; this file is their reference. */
+ * The metrics are defined in docs/benchmarks.md; this file is their reference.
+ * --placements FILE writes each of cachepin's decisions, one line each (topology,
+ * container, CPUs asked, strict, then cpus, held and mems, or the refusal): two
+ * builds that place alike write the same file (the "behaviour unchanged" check of
+ * a refactoring, docs/benchmarks.md). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <ftw.h>
@@ -26,6 +30,7 @@
 #include <time.h>
 
 #include "baselines.h"
+#include "cpulist.h"
 #include "ledger.h"
 #include "placement.h"
 #include "topo.h"
@@ -371,6 +376,28 @@ empty_ledger (void)
  * BENCH_CACHEPIN_SMT names another (a diagnostic, see docs/benchmarks.md). */
 static enum cp_smt cachepin_smt = CP_SMT_PE0_FIRST;
 
+/* --placements: where each decision is written, or NULL. */
+static FILE *placements;
+
+static void
+log_placement (const struct bm_model *m, const struct event *e, const struct cp_plan *plan, cp_error_t err)
+{
+  if (placements == NULL)
+    return;
+  fprintf (placements, "%s\tc%u\t%u\t%s\t", m->topo->source, e->id, e->n, e->strict ? "strict" : "-");
+  if (plan == NULL)
+    {
+      fprintf (placements, "refused: %s\n", cp_error_message (err));
+      return;
+    }
+  char *cpus = cp_cpulist_format (plan->cpus), *held = cp_cpulist_format (plan->held);
+  char *mems = cp_cpulist_format (plan->mems);
+  fprintf (placements, "%s\t%s\t%s\n", cpus, held, mems);
+  free (cpus);
+  free (held);
+  free (mems);
+}
+
 /* cachepin: the engine and the ledger, as the hook uses them.  0 placed, -1 refused. */
 static int
 place_cachepin (struct runner *r, struct cp_ledger *l, const struct event *e, bool *held)
@@ -396,9 +423,11 @@ place_cachepin (struct runner *r, struct cp_ledger *l, const struct event *e, bo
           fprintf (stderr, "bench-placement: %s: %u CPUs: %s\n", m->topo->source, e->n, cp_error_message (err));
           exit (1);
         }
+      log_placement (m, e, NULL, err);
       cp_error_free (&err);
       return -1;
     }
+  log_placement (m, e, plan, NULL);
   snprintf (id, sizeof id, "c%u", e->id);
   snprintf (cgroup, sizeof cgroup, "/bench/c%u", e->id);
   struct cp_ledger_entry entry = {
@@ -744,7 +773,7 @@ write_markdown (FILE *f, const struct row *rows, size_t n_rows, size_t n_events,
 static void
 usage (void)
 {
-  fprintf (stderr, "usage: bench-placement [--events N] [--seed S] [--out DIR] TOPOLOGY_DIR...\n");
+  fprintf (stderr, "usage: bench-placement [--events N] [--seed S] [--out DIR] [--placements FILE] TOPOLOGY_DIR...\n");
   exit (2);
 }
 
@@ -765,6 +794,15 @@ main (int argc, char **argv)
         seed = strtoull (argv[++i], NULL, 10);
       else if (strcmp (argv[i], "--out") == 0)
         out = argv[++i];
+      else if (strcmp (argv[i], "--placements") == 0)
+        {
+          placements = fopen (argv[++i], "w");
+          if (placements == NULL)
+            {
+              fprintf (stderr, "bench-placement: %s: %s\n", argv[i], strerror (errno));
+              return 1;
+            }
+        }
       else
         usage ();
     }
@@ -843,6 +881,11 @@ main (int argc, char **argv)
     }
   write_markdown (f, rows, n_rows, n_events, seed);
   fclose (f);
+  if (placements != NULL && fclose (placements) != 0)
+    {
+      fprintf (stderr, "bench-placement: --placements: %s\n", strerror (errno));
+      return 1;
+    }
   fprintf (stderr, "wrote %s and %s/*.dat\n", md, datadir);
   return 0;
 }

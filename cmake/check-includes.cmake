@@ -5,6 +5,9 @@
 # listing every wrong arrow: the file, what it includes, from which layer.
 # -DPRETEND=<file relative to the tree>:<header> adds one include to one file, as if
 # written there: the test that the check fails on a wrong arrow (CTest unit.layers-wrong).
+# It also fails on a .c or .h under hook/ longer than CACHEPIN_HOOK_MAX_LINES lines
+# (layers.cmake); -DPRETEND_LINES=<file relative to the tree>:<count> counts one
+# file as COUNT lines: the test that it does (CTest unit.layers-long-file).
 cmake_minimum_required(VERSION 3.16)
 if(NOT SOURCE_DIR)
   message(FATAL_ERROR "usage: cmake -DSOURCE_DIR=<cachepin tree> -P check-includes.cmake")
@@ -54,6 +57,22 @@ foreach(layer ${CACHEPIN_LAYERS})
   endforeach()
 endforeach()
 
+# The length rule: lines as wc -l counts them (newlines).
+file(GLOB_RECURSE hook_files ${SOURCE_DIR}/hook/*.c ${SOURCE_DIR}/hook/*.h)
+foreach(f ${hook_files})
+  file(RELATIVE_PATH rel ${SOURCE_DIR} ${f})
+  if(PRETEND_LINES MATCHES "^${rel}:([0-9]+)$")
+    set(n ${CMAKE_MATCH_1})
+  else()
+    file(READ ${f} text)
+    string(REGEX REPLACE "[^\n]" "" newlines "${text}")
+    string(LENGTH "${newlines}" n)
+  endif()
+  if(n GREATER CACHEPIN_HOOK_MAX_LINES)
+    list(APPEND problems "${rel}: ${n} lines, more than ${CACHEPIN_HOOK_MAX_LINES}: split it along a seam (cmake/layers.cmake)")
+  endif()
+endforeach()
+
 if(checked EQUAL 0)
   message(FATAL_ERROR "check-includes: no file found under ${SOURCE_DIR}: wrong SOURCE_DIR")
 endif()
@@ -63,6 +82,7 @@ if(problems)
     message(NOTICE "${p}")
   endforeach()
   list(LENGTH problems n)
-  message(FATAL_ERROR "check-includes: ${n} wrong include(s): cmake/layers.cmake says which layer may use which (docs/architecture.md)")
+  message(FATAL_ERROR "check-includes: ${n} problem(s): cmake/layers.cmake says which layer may use which and how long a hook/ file may be (docs/architecture.md)")
 endif()
-message(STATUS "check-includes: ${checked} files follow cmake/layers.cmake")
+list(LENGTH hook_files n_hook)
+message(STATUS "check-includes: ${checked} files follow cmake/layers.cmake; none of the ${n_hook} under hook/ is over ${CACHEPIN_HOOK_MAX_LINES} lines")

@@ -219,6 +219,23 @@ static const char *const option_names[OPT_COUNT] = {
   [OPT_SCHED_CACHE] = "sched-cache", [OPT_CORE_SCHED] = "core-sched",
 };
 
+/* The options as an unknown key's error lists them, from the table: "cpus|align|...". */
+static char *
+option_list (void)
+{
+  size_t len = 0;
+  for (int i = 0; i < OPT_COUNT; i++)
+    len += strlen (option_names[i]) + 1;
+  char *list = cp_xmalloc0 (len);
+  for (int i = 0; i < OPT_COUNT; i++)
+    {
+      if (i)
+        strcat (list, "|");
+      strcat (list, option_names[i]);
+    }
+  return list;
+}
+
 /* Split a cachepin.io/ KEY into its option and, for a per-container key, the
  * container's name (*CONTAINER, pointing into KEY; NULL for a pod-wide key). */
 static int
@@ -236,11 +253,13 @@ parse_key (const char *key, enum option *which, const char **container, cp_error
         *which = (enum option) i;
         return 0;
       }
+  if (err == NULL)
+    return -1;
+  cleanup_free char *list = option_list ();
   return cp_fail_input (err,
                         "annotation %s: unknown key (expected " CP_ANNOTATION_PREFIX
-                        "cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX
-                        "<name>)",
-                        key);
+                        "%s, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX "<name>)",
+                        key, list);
 }
 
 /* Does annotation AN apply to the container named NAME (NULL: unnamed)?  1 with
@@ -295,12 +314,7 @@ apply_option (enum option which, const char *value, struct cp_container_request 
     case OPT_STRICT:
       return cp_parse_bool (value, &out->req.strict, err);
     case OPT_MEMS:
-      if (strcmp (value, "local") == 0 || strcmp (value, "keep") == 0)
-        {
-          out->mems_keep = strcmp (value, "keep") == 0;
-          return 0;
-        }
-      return cp_fail_input (err, "invalid value `%.64s` (expected local|keep)", value);
+      return cp_parse_mems (value, &out->mems_keep, err);
     case OPT_SCHED_CACHE:
       if (strcmp (value, "on") == 0 || strcmp (value, "off") == 0)
         {

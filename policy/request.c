@@ -21,6 +21,10 @@ static const char *const mode_names[] = {
   [CP_MODE_EXCLUSIVE] = "exclusive", [CP_MODE_SHARED] = "shared",
 };
 
+static const char *const ask_names[] = {
+  [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off",
+};
+
 void
 cp_request_init (struct cp_request *req)
 {
@@ -93,6 +97,17 @@ cp_parse_bool (const char *s, bool *out, cp_error_t *err)
 }
 
 int
+cp_parse_mems (const char *s, bool *keep, cp_error_t *err)
+{
+  static const char *const names[] = { "local", "keep" };
+  int v;
+  if (parse_enum (s, names, 2, &v, err) < 0)
+    return -1;
+  *keep = v == 1;
+  return 0;
+}
+
+int
 cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err)
 {
   if (*s == '\0')
@@ -132,4 +147,10 @@ const char *
 cp_mode_name (enum cp_mode mode)
 {
   return (unsigned) mode < sizeof mode_names / sizeof *mode_names ? mode_names[mode] : "?";
+}
+
+const char *
+cp_ask_name (enum cp_ask ask)
+{
+  return (unsigned) ask < sizeof ask_names / sizeof *ask_names ? ask_names[ask] : "?";
 }

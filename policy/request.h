@@ -84,6 +84,9 @@ int cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err);
 int cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err);
 int cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err);
 int cp_parse_bool (const char *s, bool *out, cp_error_t *err);
+/* The mems setting (cachepin.io/mems, `cachepin apply --mems`): "local" (false:
+ * the NUMA nodes local to the CPUs) or "keep" (true: cpuset.mems left alone). */
+int cp_parse_mems (const char *s, bool *keep, cp_error_t *err);
 /* A decimal count 1..max, no sign, no leading zero, no spaces. */
 int cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err);
 
@@ -91,6 +94,8 @@ int cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err)
 const char *cp_align_name (enum cp_level level);
 const char *cp_smt_name (enum cp_smt smt);
 const char *cp_mode_name (enum cp_mode mode);
+/* "none", "on", "off": how the ledger and status spell what a container asks. */
+const char *cp_ask_name (enum cp_ask ask);
 /* How a domain of this level is called in human output: "L3", "L2", "NUMA", ... */
 const char *cp_level_label (enum cp_level level);
 

@@ -10,16 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- hwloc cleanup --------------------------------------------------------- */
-
-static void
-cleanup_hwloc_fn (hwloc_topology_t *t)
-{
-  if (*t)
-    hwloc_topology_destroy (*t);
-}
-#define cleanup_hwloc __attribute__ ((cleanup (cleanup_hwloc_fn)))
-
 /* ---- loading --------------------------------------------------------------- */
 
 /* What the model does not read is not built: the L1 and instruction caches (on a
@@ -500,13 +490,6 @@ build_nodes (struct cp_topo *topo, hwloc_topology_t t)
     }
   topo->n_nodes = i;
 }
-
-static void
-cleanup_topo_fn (struct cp_topo **topo)
-{
-  cp_topo_free (*topo);
-}
-#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
 
 int
 cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out, cp_error_t *err)

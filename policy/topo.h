@@ -94,6 +94,23 @@ int cp_topo_from_hwloc (hwloc_topology_t topology, const char *source, struct cp
 
 void cp_topo_free (struct cp_topo *topo);
 
+#define cleanup_topo __attribute__ ((cleanup (cp_topo_freep)))
+static inline void
+cp_topo_freep (struct cp_topo **topo)
+{
+  cp_topo_free (*topo);
+}
+
+/* An hwloc topology being discovered (cp_topo_load(), the topology cache's sysfs
+ * discovery): destroyed unless handed off (NULL). */
+#define cleanup_hwloc __attribute__ ((cleanup (cp_hwloc_topology_destroyp)))
+static inline void
+cp_hwloc_topology_destroyp (hwloc_topology_t *t)
+{
+  if (*t)
+    hwloc_topology_destroy (*t);
+}
+
 /* The core a CPU belongs to, or NULL when the CPU is not online. */
 const struct cp_core *cp_topo_core_of (const struct cp_topo *topo, unsigned cpu);
 

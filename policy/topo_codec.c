@@ -28,13 +28,6 @@ fnv1a (const unsigned char *p, size_t n)
   return h;
 }
 
-static void
-cleanup_topo_fn (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-#define cleanup_topo __attribute__ ((cleanup (cleanup_topo_fn)))
-
 /* ---- encoding ------------------------------------------------------------------ */
 
 struct writer

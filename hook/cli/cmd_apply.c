@@ -62,9 +62,8 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
       a->cgroup = arg;
       return 1;
     case OPT_MEMS:
-      if (strcmp (arg, "keep") != 0 && strcmp (arg, "local") != 0)
-        return cp_fail_input (err, "--mems: invalid value `%.64s` (expected local|keep)", arg);
-      a->mems_keep = strcmp (arg, "keep") == 0;
+      if (cp_parse_mems (arg, &a->mems_keep, err) < 0)
+        return cp_error_wrap (err, "--mems");
       return 1;
     default:
       return 0;
@@ -145,12 +144,6 @@ apply_id (const struct cp_cgroup *cg)
   return apply_id_at (cg->mount, cg->path);
 }
 
-static void
-topo_freep (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-
 static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -167,7 +160,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
 
   /* --json names the domains: load the topology for it now, as placing leaves the
      process in its sandbox (no more /sys). */
-  __attribute__ ((cleanup (topo_freep))) struct cp_topo *topo = NULL;
+  cleanup_topo struct cp_topo *topo = NULL;
   if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);

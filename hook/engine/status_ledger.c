@@ -179,7 +179,7 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const st
   add (o, "held", jcpulist (e->held));
   add (o, "mems", jcpulist (e->mems));
   add (o, "placed_at", json_object_new_int64 (e->placed_at));
-  add (o, "sched_cache", jstr (e->sched_cache == CP_ASK_ON ? "on" : e->sched_cache == CP_ASK_OFF ? "off" : "none"));
+  add (o, "sched_cache", jstr (cp_ask_name (e->sched_cache)));
   add (o, "core_sched", json_object_new_boolean (e->core_sched));
   add (o, "live_cpus", hwloc_bitmap_iszero (live) ? NULL : jcpulist (live));
   add (o, "drifted", json_object_new_boolean (cp_ledger_live_drifted (e, live)));

@@ -1,5 +1,6 @@
 /* cachepin: the ledger model: entries, their rules, the collection, reconcile
- * (see ledger.h).  The text is in ledger_codec.c, the files in ledger_store.c. */
+ * (see ledger.h).  The text is in ledger_codec.c (read) and ledger_codec_write.c
+ * (written), the files in ledger_store.c. */
 #define _GNU_SOURCE
 #include "ledger_internal.h"
 

@@ -1,7 +1,7 @@
 /* cachepin: what the ledger's modules share with each other and with the tests,
- * and nobody else: the ledger's insides (ledger.c the model, ledger_codec.c its
- * text, ledger_store.c its files, ledger_lock.c its lock) and the test-only
- * fault points. */
+ * and nobody else: the ledger's insides (ledger.c the model, ledger_codec.c and
+ * ledger_codec_write.c its text, ledger_store.c its files, ledger_lock.c its lock)
+ * and the test-only fault points. */
 #ifndef CP_LEDGER_INTERNAL_H
 #define CP_LEDGER_INTERNAL_H
 

@@ -26,14 +26,6 @@
 
 /* ---- discovery ------------------------------------------------------------------- */
 
-static void
-cleanup_hwloc_fn (hwloc_topology_t *t)
-{
-  if (*t)
-    hwloc_topology_destroy (*t);
-}
-#define cleanup_hwloc __attribute__ ((cleanup (cleanup_hwloc_fn)))
-
 /* hwloc 2 has no call that sets the Linux backend's fsroot (1.x's
    hwloc_topology_set_fsroot() is gone): its Linux backend reads HWLOC_FSROOT when
    it is instantiated and when it computes the allowed CPUs, both inside

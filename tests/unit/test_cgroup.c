@@ -743,7 +743,7 @@ test_parent_limits_v1 (void **state)
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cp_error_t err = NULL;
   expect_ok (cp_cgroup_from_pid (G.sleeper, &cg, &err), err);
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
+  cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
   expect_ok (cp_cgroup_parent_limits (cg, cpus, mems, &err), err);
   tu_assert_set (cpus, G.parent_cpus);
   tu_assert_set (mems, G.parent_mems);
@@ -757,7 +757,7 @@ static void
 assert_child_cpuset (const struct cp_cgroup *cg, const char *cpus_want, const char *mems_want)
 {
   cp_error_t err = NULL;
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
+  cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
   expect_ok (cp_cgroup_read_cpuset (cg, cpus, mems, &err), err);
   tu_assert_set (cpus, cpus_want);
   tu_assert_set (mems, mems_want);
@@ -777,15 +777,15 @@ test_write_read_v1 (void **state)
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cp_error_t err = NULL;
   expect_ok (cp_cgroup_from_pid (G.sleeper, &cg, &err), err);
-  tu_cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
-  tu_cleanup_bitmap hwloc_bitmap_t mems = tu_set (G.parent_mems);
+  cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
+  cleanup_bitmap hwloc_bitmap_t mems = tu_set (G.parent_mems);
   if (hwloc_bitmap_weight (all) < 2)
     {
       print_message ("SKIP: the parent allows one CPU only (%s)\n", G.parent_cpus);
       skip ();
     }
   /* The last allowed CPU alone ("1" on a 0-1 host), then all of them ("0-1"). */
-  tu_cleanup_bitmap hwloc_bitmap_t one = xset ();
+  cleanup_bitmap hwloc_bitmap_t one = xset ();
   hwloc_bitmap_set (one, (unsigned) hwloc_bitmap_last (all));
   char *one_text = cp_cpulist_format (one);
   expect_ok (cp_cgroup_write_cpuset (cg, one, mems, &err), err);
@@ -806,12 +806,12 @@ test_write_refusals_v1 (void **state)
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cp_error_t err = NULL;
   expect_ok (cp_cgroup_from_pid (G.sleeper, &cg, &err), err);
-  tu_cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
-  tu_cleanup_bitmap hwloc_bitmap_t mems = tu_set (G.parent_mems);
+  cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
+  cleanup_bitmap hwloc_bitmap_t mems = tu_set (G.parent_mems);
   expect_ok (cp_cgroup_write_cpuset (cg, all, mems, &err), err);
 
   /* A CPU beyond the parent's: refused with nothing written. */
-  tu_cleanup_bitmap hwloc_bitmap_t beyond = tu_set (G.parent_cpus);
+  cleanup_bitmap hwloc_bitmap_t beyond = tu_set (G.parent_cpus);
   unsigned extra = (unsigned) hwloc_bitmap_last (all) + 1;
   hwloc_bitmap_zero (beyond);
   hwloc_bitmap_set (beyond, extra);
@@ -822,15 +822,15 @@ test_write_refusals_v1 (void **state)
   assert_child_cpuset (cg, G.parent_cpus, G.parent_mems);
 
   /* Good cpus but a node beyond the parent's: the cpus are not written either. */
-  tu_cleanup_bitmap hwloc_bitmap_t first = xset ();
+  cleanup_bitmap hwloc_bitmap_t first = xset ();
   hwloc_bitmap_set (first, (unsigned) hwloc_bitmap_first (all));
-  tu_cleanup_bitmap hwloc_bitmap_t bad_mems = xset ();
+  cleanup_bitmap hwloc_bitmap_t bad_mems = xset ();
   hwloc_bitmap_set (bad_mems, (unsigned) hwloc_bitmap_last (mems) + 1);
   expect_fail (cp_cgroup_write_cpuset (cg, first, bad_mems, &err), err, CP_ERR_INPUT, "mems");
   assert_child_cpuset (cg, G.parent_cpus, G.parent_mems);
 
   /* Empty sets are never written (an empty v1 cpuset.mems is invalid anyway). */
-  tu_cleanup_bitmap hwloc_bitmap_t empty = xset ();
+  cleanup_bitmap hwloc_bitmap_t empty = xset ();
   expect_fail (cp_cgroup_write_cpuset (cg, empty, mems, &err), err, CP_ERR_INPUT, "empty cpuset.cpus");
   expect_fail (cp_cgroup_write_cpuset (cg, all, empty, &err), err, CP_ERR_INPUT, "empty cpuset.mems");
   expect_fail (cp_cgroup_write_cpuset (cg, NULL, mems, &err), err, CP_ERR_INPUT, "empty cpuset.cpus");
@@ -839,7 +839,7 @@ test_write_refusals_v1 (void **state)
   /* The parent narrowed to one CPU: the other one is now refused. */
   if (hwloc_bitmap_weight (all) >= 2)
     {
-      tu_cleanup_bitmap hwloc_bitmap_t last = xset ();
+      cleanup_bitmap hwloc_bitmap_t last = xset ();
       hwloc_bitmap_set (last, (unsigned) hwloc_bitmap_last (all));
       char *last_text = cp_cpulist_format (last);
       expect_ok (cp_cgroup_write_cpuset (cg, last, NULL, &err), err);
@@ -871,12 +871,12 @@ test_write_fresh_v1 (void **state)
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cp_error_t err = NULL;
   expect_ok (cp_cgroup_from_path (rel, &cg, &err), err);
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
+  cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
   expect_ok (cp_cgroup_read_cpuset (cg, cpus, mems, &err), err);
   tu_assert_set (cpus, "");
   tu_assert_set (mems, "");
-  tu_cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
-  tu_cleanup_bitmap hwloc_bitmap_t nodes = tu_set (G.parent_mems);
+  cleanup_bitmap hwloc_bitmap_t all = tu_set (G.parent_cpus);
+  cleanup_bitmap hwloc_bitmap_t nodes = tu_set (G.parent_mems);
   expect_ok (cp_cgroup_write_cpuset (cg, all, NULL, &err), err);
   expect_ok (cp_cgroup_read_cpuset (cg, cpus, mems, &err), err);
   tu_assert_set (cpus, G.parent_cpus);
@@ -910,7 +910,7 @@ test_from_path_v1 (void **state)
       assert_int_equal (cg->version, 1);
       assert_string_equal (cg->mount, V1_MOUNT);
       assert_string_equal (cg->path, rel_child);
-      tu_cleanup_bitmap hwloc_bitmap_t cpus = xset ();
+      cleanup_bitmap hwloc_bitmap_t cpus = xset ();
       expect_ok (cp_cgroup_read_cpuset (cg, cpus, NULL, &err), err);
     }
 
@@ -1009,7 +1009,7 @@ test_blank_in_name_and_libcgroup (void **state)
   expect_ok (cp_cgroup_from_pid (p, &cg, &err), err);
   char *want = child_path ("a b");
   assert_string_equal (cg->path, want);
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = xset ();
+  cleanup_bitmap hwloc_bitmap_t cpus = xset ();
   expect_ok (cp_cgroup_read_cpuset (cg, cpus, NULL, &err), err);
   tu_assert_set (cpus, G.parent_cpus);
 
@@ -1161,13 +1161,13 @@ test_v2_real (void **state)
   char *msg = cp_xasprintf ("cpuset is not in %s/cgroup.controllers", V2_MOUNT);
   expect_fail (cp_cgroup_enable_cpuset (cg, &err), err, CP_ERR_RUNTIME, msg);
   free (msg);
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
+  cleanup_bitmap hwloc_bitmap_t cpus = xset (), mems = xset ();
   msg = cp_xasprintf ("open %s/a/b/cpuset.cpus.effective: No such file or directory", G.base_v2);
   expect_fail (cp_cgroup_read_cpuset (cg, cpus, mems, &err), err, CP_ERR_RUNTIME, msg);
   free (msg);
   msg = cp_xasprintf ("open %s/a/cpuset.cpus.effective: No such file or directory", G.base_v2);
   expect_fail (cp_cgroup_parent_limits (cg, cpus, mems, &err), err, CP_ERR_RUNTIME, msg);
-  tu_cleanup_bitmap hwloc_bitmap_t one = tu_set ("0");
+  cleanup_bitmap hwloc_bitmap_t one = tu_set ("0");
   expect_fail (cp_cgroup_write_cpuset (cg, one, NULL, &err), err, CP_ERR_RUNTIME, msg);
   free (msg);
   root_sc = read_line (V2_MOUNT "/cgroup.subtree_control");

@@ -1,4 +1,4 @@
-/* The ledger's codec (hook/state/ledger_codec.c) against the json-c reference it
+/* The ledger's codec (hook/state/ledger_codec*.c) against the json-c reference it
  * replaced (tests/support/ledger_codec_dom.c): on generated ledgers and on thousands of
  * corruptions of them, both readers accept the same texts and read them the same
  * way; each writer's text reads back the same through both readers and through
@@ -111,7 +111,7 @@ random_entry (unsigned i)
   e.held = hwloc_bitmap_dup (e.cpus);
   if (e.mode == CP_MODE_EXCLUSIVE)
     {
-      tu_cleanup_bitmap hwloc_bitmap_t more = random_set (255, 2);
+      cleanup_bitmap hwloc_bitmap_t more = random_set (255, 2);
       hwloc_bitmap_or (e.held, e.held, more);
     }
   else

@@ -403,8 +403,8 @@ test_dummy_manager (void **state)
     assert_int_equal (cp_managers_fd (&set, &fd, &err), 0);
     assert_int_equal (fd, 42);
 
-    tu_cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("2-3");
-    tu_cleanup_bitmap hwloc_bitmap_t mems = tu_set ("0");
+    cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("2-3");
+    cleanup_bitmap hwloc_bitmap_t mems = tu_set ("0");
     assert_int_equal (cp_managers_apply (&set, cpus, mems, &err), 0);
     assert_int_equal (d->applied, 1);
     assert_string_equal (d->applied_cpus, "2-3");
@@ -450,7 +450,7 @@ test_dummy_failures (void **state)
   assert_int_equal (set.n, 2);
   struct dummy *d0 = dummy_of ("dummy0"), *d1 = dummy_of ("dummy1");
   d0->fail = true;
-  tu_cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("1");
+  cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("1");
   cp_error_t err = NULL;
   capture_begin ();
   int r = cp_managers_apply (&set, cpus, cpus, &err);

@@ -92,7 +92,7 @@ static void
 test_pe0 (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *amd = tu_topo (AMD);
+  cleanup_topo struct cp_topo *amd = tu_topo (AMD);
   /* Every L3 has 4 free cores; best fit ties go to L3#0.  One thread per core, the
      siblings (N+32) held idle. */
   struct cp_plan *p = place (amd, NULL, NULL, 3, CP_LEVEL_LLC, CP_SMT_PE0);
@@ -120,7 +120,7 @@ test_pe0 (void **state)
   cp_plan_free (p);
 
   /* Adjacent numbering: PE0s are the even CPUs. */
-  tu_cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
   p = place (adj, NULL, NULL, 4, CP_LEVEL_LLC, CP_SMT_PE0);
   expect_plan (p, "0,2,4,6", "0-7", "0", "llc0=0,2,4,6");
   cp_plan_free (p);
@@ -137,7 +137,7 @@ static void
 test_pe0_first_tiers (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *amd = tu_topo (AMD);
+  cleanup_topo struct cp_topo *amd = tu_topo (AMD);
   /* PE0s of the 4 cores first (0-3), then siblings of those cores in core order. */
   struct cp_plan *p = place (amd, NULL, NULL, 6, CP_LEVEL_LLC, CP_SMT_PE0_FIRST);
   expect_plan (p, "0-3,32-33", "0-3,32-33", "0", "llc0=0-3,32-33");
@@ -177,7 +177,7 @@ static void
 test_cores (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *amd = tu_topo (AMD);
+  cleanup_topo struct cp_topo *amd = tu_topo (AMD);
   struct cp_plan *p = place (amd, NULL, NULL, 4, CP_LEVEL_LLC, CP_SMT_CORES);
   expect_plan (p, "0-1,32-33", "0-1,32-33", "0", "llc0=0-1,32-33");
   tu_assert_contains (p->reason, "whole cores");
@@ -205,14 +205,14 @@ test_cores (void **state)
   assert_string_equal (msg, "smt=cores takes whole cores, of 2 threads here: 1 CPUs is not a multiple of 2");
   free (msg);
   /* SMT4 cut by the allowed set to cores of 2 and 4: a multiple of 2 is needed */
-  tu_cleanup_topo struct cp_topo *smt4 = tu_topo ("package:1 core:4 pu:4");
+  cleanup_topo struct cp_topo *smt4 = tu_topo ("package:1 core:4 pu:4");
   r = tu_req (3, CP_LEVEL_LLC, CP_SMT_CORES, EXCL, false);
   msg = tu_place_fail (smt4, "0-1,4-15", NULL, &r, CP_ERR_INPUT);
   assert_string_equal (msg, "smt=cores takes whole cores, of 2 or 4 threads here: 3 CPUs is not a multiple of 2");
   free (msg);
   /* ... and where the widths' gcd divides the count but no set adds up to it:
      cores of 2, 2 and 3 threads make 2, 3, 4, 5, 7, never 6 */
-  tu_cleanup_topo struct cp_topo *smt3 = tu_topo ("package:1 core:3 pu:3");
+  cleanup_topo struct cp_topo *smt3 = tu_topo ("package:1 core:3 pu:3");
   r.cpus = 6;
   msg = tu_place_fail (smt3, "0-1,3-4,6-8", NULL, &r, CP_ERR_INPUT);
   assert_string_equal (msg, "smt=cores takes whole cores, of 2 or 3 threads here: no set of them has exactly 6 CPUs");
@@ -234,7 +234,7 @@ test_cores (void **state)
   expect_plan (p, "1,33", "1,33", "0", "llc0=1,33");
   cp_plan_free (p);
   /* ... and on adjacent numbering with core 0 = {1} only: 4 = cores 1 and 2 */
-  tu_cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
   p = place (adj, "1-31", NULL, 4, CP_LEVEL_LLC, CP_SMT_CORES);
   expect_plan (p, "2-5", "2-5", "0", "llc0=2-5");
   cp_plan_free (p);
@@ -247,7 +247,7 @@ test_cores (void **state)
      {14,15}.  No single L2 makes 3 from whole cores (L2#3 has 2+2); the fewest by
      capacity would be L2#3 alone, which cannot; L3#0's two L2s give only 2+2; L3#1's
      L2#2 + L2#3 give 1+2. */
-  tu_cleanup_topo struct cp_topo *l2t = tu_topo (L2T);
+  cleanup_topo struct cp_topo *l2t = tu_topo (L2T);
   p = place (l2t, "0-7,9-15", "2-3,6-7,10-11", 3, CP_LEVEL_L2, CP_SMT_CORES);
   expect_plan (p, "9,12-13", "9,12-13", "0", "l22=9 l23=12-13");
   cp_plan_free (p);
@@ -263,7 +263,7 @@ static void
 test_any (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
   struct cp_plan *p = place (adj, NULL, NULL, 3, CP_LEVEL_LLC, CP_SMT_ANY);
   expect_plan (p, "0-2", "0-2", "0", "llc0=0-2");
   tu_assert_contains (p->reason, "2 PE0 threads, 1 other threads");
@@ -284,7 +284,7 @@ static void
 test_align_l2 (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (L2T);
+  cleanup_topo struct cp_topo *t = tu_topo (L2T);
   /* pe0-first 2: the first L2's two PE0s */
   struct cp_plan *p = place (t, NULL, NULL, 2, CP_LEVEL_L2, CP_SMT_PE0_FIRST);
   expect_plan (p, "0,2", "0,2", "0", "l20=0,2");
@@ -308,7 +308,7 @@ static void
 test_align_numa (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (NUMA);
+  cleanup_topo struct cp_topo *t = tu_topo (NUMA);
   /* 5 CPUs pe0-first: node 0 (4 cores): PE0s 0,2,4,6 + sibling 1 */
   struct cp_plan *p = place (t, NULL, NULL, 5, CP_LEVEL_NUMA, CP_SMT_PE0_FIRST);
   expect_plan (p, "0-2,4,6", "0-2,4,6", "0", "numa0=0-2,4,6");
@@ -327,7 +327,7 @@ static void
 test_align_package_and_none (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   /* 10 PE0s: a package has 8 cores: both packages, remainder 2 in package 1 */
   struct cp_plan *p = place (t, NULL, NULL, 10, CP_LEVEL_PACKAGE, CP_SMT_PE0);
   expect_plan (p, "0,2,4,6,8,10,12,14,16,18", "0-19", "0", "package0=0,2,4,6,8,10,12,14 package1=16,18");
@@ -354,7 +354,7 @@ static void
 test_best_fit (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   /* L3#0 half used (0-3 held): 2 CPUs fit there and keep empty L3s whole. */
   struct cp_plan *p = place (t, NULL, "0-3", 2, CP_LEVEL_LLC, CP_SMT_ANY);
   expect_plan (p, "4-5", "4-5", "0", "llc0=4-5");
@@ -386,7 +386,7 @@ static void
 test_spill (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *amd = tu_topo (AMD);
+  cleanup_topo struct cp_topo *amd = tu_topo (AMD);
   const char *pkg0 = "0-15,32-47";
   /* Package 0 only; L3#1 has core 4 held (6 free), L3#2 cores 8,9 (4 free), L3#3
      core 12 (6 free).  12 CPUs: L3#0 whole (8), remainder 4 in the smallest that
@@ -407,13 +407,13 @@ test_spill (void **state)
 
   /* Tighter group: package before machine.  ADJ with L3#0 full: 12 CPUs fit in
      two L3s both in package 1 (16-27), or across packages in L3#1+L3#2 (8-19). */
-  tu_cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
   p = place (adj, NULL, "0-7", 12, CP_LEVEL_LLC, CP_SMT_ANY);
   expect_plan (p, "16-27", "16-27", "0", "llc2=16-23 llc3=24-27");
   cp_plan_free (p);
 
   /* NUMA node before package: 6 pe0-first on NUMA: two L3s of node 0 */
-  tu_cleanup_topo struct cp_topo *numa = tu_topo (NUMA);
+  cleanup_topo struct cp_topo *numa = tu_topo (NUMA);
   p = place (numa, NULL, NULL, 6, CP_LEVEL_LLC, CP_SMT_PE0_FIRST);
   expect_plan (p, "0-4,6", "0-4,6", "0", "llc0=0-3 llc1=4,6");
   cp_plan_free (p);
@@ -435,7 +435,7 @@ static void
 test_strict (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   struct cp_request r = tu_req (10, CP_LEVEL_LLC, CP_SMT_ANY, EXCL, true);
   char *msg = tu_place_fail (t, NULL, NULL, &r, CP_ERR_UNSATISFIABLE);
   tu_assert_contains (msg, "cannot place 10 CPUs");
@@ -459,7 +459,7 @@ static void
 test_input_errors (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   struct cp_request r = tu_req (0, CP_LEVEL_LLC, CP_SMT_ANY, EXCL, false);
   char *msg = tu_place_fail (t, NULL, NULL, &r, CP_ERR_INPUT);
   tu_assert_contains (msg, "cpus");
@@ -527,7 +527,7 @@ static void
 test_shared (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   /* nothing used: the whole first L3 */
   struct cp_plan *p = place_shared (t, NULL, NULL, 0, 0, CP_SMT_ANY);
   expect_plan (p, "0-7", "", "0", "llc0=0-7");
@@ -576,7 +576,7 @@ static void
 test_allowed_and_occupied (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (ADJ);
+  cleanup_topo struct cp_topo *t = tu_topo (ADJ);
   /* allowed 1-3,5,8-15: L3#0 offers PE0s 1 (core 0), 2, 5 (core 2), none on core 3;
      held are the cores' allowed threads (4 is not allowed) */
   struct cp_plan *p = place (t, "1-3,5,8-15", NULL, 3, CP_LEVEL_LLC, CP_SMT_PE0);
@@ -603,7 +603,7 @@ static void
 test_determinism (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (AMD);
+  cleanup_topo struct cp_topo *t = tu_topo (AMD);
   static const enum cp_smt smts[] = { CP_SMT_PE0_FIRST, CP_SMT_PE0, CP_SMT_CORES, CP_SMT_ANY };
   for (size_t s = 0; s < CP_ARRAY_SIZE (smts); s++)
     for (unsigned cpus = 2; cpus <= 24; cpus += 2)
@@ -627,7 +627,7 @@ static void
 test_mems (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (NUMA);
+  cleanup_topo struct cp_topo *t = tu_topo (NUMA);
   /* CPUs of nodes 1 and 2 -> mems 1-2 */
   struct cp_plan *p = place (t, "8-23", NULL, 16, CP_LEVEL_LLC, CP_SMT_ANY);
   tu_assert_set (p->mems, "1-2");
@@ -659,7 +659,7 @@ test_mems_fallback_offline_node (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-offline-cpu0-node0.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   free (path);
   /* package 0 = even CPUs 4-20 (one thread per core, no node), node 1 = odd 5-19 */
   struct cp_plan *p = place (t, "4,6,8,10,12,14,16,18,20", NULL, 3, CP_LEVEL_LLC, CP_SMT_PE0);
@@ -686,7 +686,7 @@ test_hybrid_order (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-nvidia-dgx-gb10.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   free (path);
   /* L3#0 = 0-9 (ties with L3#1, lowest index): 5-9 rank 2 before 0-4 rank 0 */
   struct cp_plan *p = place (t, NULL, NULL, 7, CP_LEVEL_LLC, CP_SMT_PE0);
@@ -706,7 +706,7 @@ test_hybrid_cores (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-Intel-RaptorLake-Corei7-1370P.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   free (path);
   /* P-cores {0,1} .. {10,11}, E-cores 12 .. 19 */
   struct cp_request r = tu_req (1, CP_LEVEL_LLC, CP_SMT_CORES, EXCL, false);

@@ -222,6 +222,45 @@ test_count (void **state)
 }
 
 /* Error plumbing the parsers rely on. */
+/* One parser for cachepin.io/mems and `cachepin apply --mems`: the same spellings
+ * and the same refusal (test_oci.c and cli.hostile hold each front end to it). */
+static void
+test_mems (void **state)
+{
+  (void) state;
+  bool keep = true;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_parse_mems ("local", &keep, &err), 0);
+  assert_false (keep);
+  assert_int_equal (cp_parse_mems ("keep", &keep, &err), 0);
+  assert_true (keep);
+  assert_null (err);
+  static const char *const bad[] = { "Keep", "", "remote", "keep ", "local,keep", "1" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
+    {
+      keep = true;
+      int r = cp_parse_mems (bad[i], &keep, &err);
+      if (r == 0)
+        fail_msg ("mems `%s` accepted", bad[i]);
+      assert_true (keep);
+      tu_assert_contains (cp_error_message (err), "(expected local|keep)");
+      check_refusal (r, &err, bad[i]);
+    }
+  assert_int_equal (cp_parse_mems ("remote", &keep, &err), -1);
+  assert_string_equal (cp_error_message (err), "invalid value `remote` (expected local|keep)");
+  cp_error_free (&err);
+}
+
+static void
+test_ask_names (void **state)
+{
+  (void) state;
+  assert_string_equal (cp_ask_name (CP_ASK_NONE), "none");
+  assert_string_equal (cp_ask_name (CP_ASK_ON), "on");
+  assert_string_equal (cp_ask_name (CP_ASK_OFF), "off");
+  assert_string_equal (cp_ask_name ((enum cp_ask) 3), "?");
+}
+
 static void
 test_error_wrap (void **state)
 {
@@ -246,7 +285,8 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_defaults), cmocka_unit_test (test_align), cmocka_unit_test (test_labels),
     cmocka_unit_test (test_smt),      cmocka_unit_test (test_mode),  cmocka_unit_test (test_bool),
-    cmocka_unit_test (test_count),    cmocka_unit_test (test_error_wrap),
+    cmocka_unit_test (test_count),    cmocka_unit_test (test_mems),  cmocka_unit_test (test_ask_names),
+    cmocka_unit_test (test_error_wrap),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

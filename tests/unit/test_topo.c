@@ -118,7 +118,7 @@ static void
 test_amd_sibling_numbering (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:4 core:4 pu:2(indexes=core)");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:4 core:4 pu:2(indexes=core)");
   assert_string_equal (t->source, "synthetic:package:2 l3cache:4 core:4 pu:2(indexes=core)");
   char *cores[32];
   for (unsigned c = 0; c < 32; c++)
@@ -172,7 +172,7 @@ static void
 test_adjacent_numbering (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:2 core:4 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:2 core:4 pu:2");
   char *cores[16];
   for (unsigned c = 0; c < 16; c++)
     cores[c] = cp_xasprintf ("%u-%u", 2 * c, 2 * c + 1);
@@ -202,7 +202,7 @@ static void
 test_smt_off (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:1 l3cache:2 core:4 pu:1");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:1 l3cache:2 core:4 pu:1");
   static const char *const cores[] = { "0", "1", "2", "3", "4", "5", "6", "7" };
   check_cores (t, cores, 8);
   static const char *const l3[] = { "0-3", "4-7" };
@@ -218,7 +218,7 @@ static void
 test_smt4 (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:1 l3cache:2 core:2 pu:4(indexes=core)");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:1 l3cache:2 core:2 pu:4(indexes=core)");
   static const char *const cores[] = { "0,4,8,12", "1,5,9,13", "2,6,10,14", "3,7,11,15" };
   check_cores (t, cores, 4);
   static const char *const l3[] = { "0-1,4-5,8-9,12-13", "2-3,6-7,10-11,14-15" };
@@ -237,7 +237,7 @@ static void
 test_no_l3 (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:1 l2cache:4 core:2 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:1 l2cache:4 core:2 pu:2");
   assert_int_equal (t->llc_depth, 2);
   assert_int_equal (t->l2_depth, 2);
   assert_string_equal (cp_topo_level_label (t, CP_LEVEL_LLC), "L2");
@@ -254,7 +254,7 @@ static void
 test_no_caches (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:2 core:2 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:2 core:2 pu:2");
   assert_int_equal (t->llc_depth, 0);
   assert_int_equal (t->l2_depth, 0);
   assert_string_equal (cp_topo_level_label (t, CP_LEVEL_LLC), "LLC");
@@ -273,7 +273,7 @@ static void
 test_numa (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:2 numa:2 l3cache:2 core:2 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:2 numa:2 l3cache:2 core:2 pu:2");
   static const char *const numa[] = { "0-7", "8-15", "16-23", "24-31" };
   check_domains (t, CP_LEVEL_NUMA, numa, 4, "rrrr");
   check_domain_cores (t, CP_LEVEL_NUMA, 1, (const unsigned[]){ 4, 5, 6, 7 }, 4);
@@ -534,7 +534,7 @@ test_lassen (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("mpibind/coral-lassen.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   hwloc_topology_t topology = hw_load (path);
   /* The XML's complete cpuset has 0-175, but CPUs 0-7 and 88-95 (the first core of
      each socket, kept by the system) have no PU object: they are not online. */
@@ -577,7 +577,7 @@ test_offline_cpu0_node0 (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-offline-cpu0-node0.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   hwloc_topology_t topology = hw_load (path);
   tu_assert_set (t->online, "4-20");
   assert_int_equal (t->n_cores, 17);
@@ -610,7 +610,7 @@ test_strix_point_uneven_l3 (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-AMD-1Ah-Zen5StrixPoint-RyzenAI9HX370.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   hwloc_topology_t topology = hw_load (path);
   check_cores_against_hwloc (t, topology);
   static const char *const l3[] = { "0-3,12-15", "4-11,16-23" };
@@ -645,7 +645,7 @@ test_gb10_kinds (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-nvidia-dgx-gb10.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   hwloc_topology_t topology = hw_load (path);
   check_cores_against_hwloc (t, topology);
   assert_int_equal (t->n_cores, 20);
@@ -676,7 +676,7 @@ test_raptor_lake_kinds (void **state)
   for (size_t f = 0; f < CP_ARRAY_SIZE (files); f++)
     {
       char *path = tu_topology_file_or_skip (files[f]);
-      tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+      cleanup_topo struct cp_topo *t = tu_topo (path);
       hwloc_topology_t topology = hw_load (path);
       check_cores_against_hwloc (t, topology);
       /* 6 P-cores with 2 threads (0-11), 8 E-cores with 1 (12-19) */
@@ -700,7 +700,7 @@ test_skylake_siblings (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-Intel-Skylake-2xXeon6140.xml");
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   hwloc_topology_t topology = hw_load (path);
   check_cores_against_hwloc (t, topology);
   assert_int_equal (t->n_cores, 36);
@@ -747,7 +747,7 @@ test_all_captured_models (void **state)
   for (size_t f = 0; f < CP_ARRAY_SIZE (files); f++)
     {
       char *path = tu_topology_file_or_skip (files[f]);
-      tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+      cleanup_topo struct cp_topo *t = tu_topo (path);
       hwloc_topology_t topology = hw_load (path);
       check_cores_against_hwloc (t, topology);
       check_core_of_pu (t);

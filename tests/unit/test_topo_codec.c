@@ -112,7 +112,7 @@ test_round_trip_synthetic (void **state)
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (sources); i++)
     {
-      tu_cleanup_topo struct cp_topo *t = tu_topo (sources[i]);
+      cleanup_topo struct cp_topo *t = tu_topo (sources[i]);
       round_trip (t);
     }
 }
@@ -127,7 +127,7 @@ round_trip_file (const char *path, const struct stat *st, int type, struct FTW *
   size_t n = strlen (path);
   if (type != FTW_F || n < 4 || strcmp (path + n - 4, ".xml") != 0)
     return 0;
-  tu_cleanup_topo struct cp_topo *t = tu_topo (path);
+  cleanup_topo struct cp_topo *t = tu_topo (path);
   round_trip (t);
   xml_count++;
   return 0;
@@ -179,7 +179,7 @@ static void
 test_truncated (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:4 core:4 pu:2(indexes=core)");
+  cleanup_topo struct cp_topo *t = tu_topo ("package:2 l3cache:4 core:4 pu:2(indexes=core)");
   size_t len;
   cleanup_free char *buf = encode (t, &len);
   for (size_t n = 0; n < len; n++)
@@ -198,7 +198,7 @@ static void
 test_bit_flips (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("pack:2 numa:2 l3cache:2 core:2 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("pack:2 numa:2 l3cache:2 core:2 pu:2");
   size_t len;
   cleanup_free char *buf = encode (t, &len);
   for (size_t i = 0; i < len * 8; i++)
@@ -213,7 +213,7 @@ static void
 test_foreign (void **state)
 {
   (void) state;
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("core:2 pu:2");
+  cleanup_topo struct cp_topo *t = tu_topo ("core:2 pu:2");
   size_t len;
   cleanup_free char *buf = encode (t, &len);
   refused (buf, len, "boot=y\nsource=test", "made for another key");
@@ -298,7 +298,7 @@ test_huge_counts (void **state)
 static void
 refuse_mutated (void (*mutate) (struct cp_topo *), const char *needle)
 {
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("pack:2 numa:2 l3cache:2 core:2 pu:2(indexes=core)");
+  cleanup_topo struct cp_topo *t = tu_topo ("pack:2 numa:2 l3cache:2 core:2 pu:2(indexes=core)");
   mutate (t);
   size_t len;
   cleanup_free char *buf = encode (t, &len);
@@ -348,7 +348,7 @@ test_inconsistent (void **state)
   refuse_mutated (m_domain_overlap, "overlaps another of its level");
   refuse_mutated (m_lost_core, "a domain without cores");
 
-  tu_cleanup_topo struct cp_topo *t = tu_topo ("core:2 pu:1");
+  cleanup_topo struct cp_topo *t = tu_topo ("core:2 pu:1");
   m_source (t);
   char *buf = NULL;
   size_t len;

@@ -863,7 +863,7 @@ test_every_topology (void **state)
       const char *name = files[f] + strlen (dir) + 1;
       struct hw h;
       hw_load (&h, files[f], name);
-      tu_cleanup_topo struct cp_topo *topo = tu_topo (files[f]);
+      cleanup_topo struct cp_topo *topo = tu_topo (files[f]);
       tu_assert_full_load_model (topo, h.topo, name); /* hw_load() loads everything */
       struct stats st = { 0 };
 

@@ -151,19 +151,6 @@ tu_topology_file_or_skip (const char *rel)
 }
 
 void
-tu_bitmap_freep (hwloc_bitmap_t *b)
-{
-  if (*b)
-    hwloc_bitmap_free (*b);
-}
-
-void
-tu_topo_freep (struct cp_topo **t)
-{
-  cp_topo_free (*t);
-}
-
-void
 tu_check_error (const char *name, int r, const cp_error_t *err, const char *expected)
 {
   if (r >= 0)

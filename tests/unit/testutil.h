@@ -10,6 +10,7 @@
 #include <cmocka.h>
 #include <hwloc.h>
 
+#include "bitmap.h"
 #include "error.h"
 #include "placement.h"
 #include "request.h"
@@ -47,12 +48,6 @@ const char *tu_topologies_dir (void);
 /* "$CACHEPIN_TOPOLOGIES/REL" when the file exists (caller frees); otherwise prints
  * why and skips the calling test. */
 char *tu_topology_file_or_skip (const char *rel);
-
-/* Cleanup attribute for hwloc bitmaps and cp_topo in tests. */
-void tu_bitmap_freep (hwloc_bitmap_t *b);
-void tu_topo_freep (struct cp_topo **t);
-#define tu_cleanup_bitmap __attribute__ ((cleanup (tu_bitmap_freep)))
-#define tu_cleanup_topo __attribute__ ((cleanup (tu_topo_freep)))
 
 /* Assert that R is a failure whose message is exactly EXPECTED; NAME labels the case. */
 void tu_check_error (const char *name, int r, const cp_error_t *err, const char *expected);
