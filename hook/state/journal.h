@@ -133,6 +133,8 @@ struct cp_journal_list
 };
 
 void cp_journal_list_free (struct cp_journal_list *l);
+/* A new zeroed record at the end of L, for the caller to fill. */
+struct cp_journal_record *cp_journal_list_push (struct cp_journal_list *l);
 #define cleanup_journal_list __attribute__ ((cleanup (cp_journal_list_freep)))
 static inline void
 cp_journal_list_freep (struct cp_journal_list **l)
