@@ -27,7 +27,17 @@ FILES=()   # relative to the source tree when inside it, as the messages name th
 for f in "$@"; do f=$(realpath "$f"); FILES+=("${f#"$SRC"/}"); done
 
 T=$(mktemp -d /tmp/cachepin-docs.XXXXXX)
-cleanup () { rm -rf "$T"; }
+# What the podman examples leave behind, as they would for a reader: removed again when
+# this run made them (the image and the directory of the docs' local busybox).
+DOCS_IMAGE=localhost/busybox DOCS_DIR=/tmp/bb
+image_was=0 dir_was=0
+command -v podman >/dev/null && [ "$(id -u)" = 0 ] && podman image exists "$DOCS_IMAGE" 2>/dev/null && image_was=1
+[ -e "$DOCS_DIR" ] && dir_was=1
+cleanup () {
+  [ "$image_was" = 1 ] || [ "$(id -u)" != 0 ] || { command -v podman >/dev/null && podman rmi -f "$DOCS_IMAGE" >/dev/null 2>&1; }
+  [ "$dir_was" = 1 ] || rm -rf "$DOCS_DIR"
+  rm -rf "$T"
+}
 trap cleanup EXIT
 mkdir -p "$T/bin" "$T/state" "$T/hooks.d"
 jq -n --arg s "$T/state" '{state_dir: $s, kubelet_state: ""}' > "$T/config.json"
