@@ -39,7 +39,7 @@ cleanup () {
   rm -rf "$T"
 }
 trap cleanup EXIT
-mkdir -p "$T/bin" "$T/state" "$T/hooks.d"
+mkdir -p "$T/bin" "$T/hooks.d"   # (not T/state: cachepin makes it, 0700, or refuses it)
 jq -n --arg s "$T/state" '{state_dir: $s, kubelet_state: ""}' > "$T/config.json"
 
 # The wrapper. A command takes --config when its --help names it (plan may one day).
@@ -63,17 +63,23 @@ for stage in createRuntime poststop; do
     '.hook.path = $p | .hook.args = ["cachepin", "hook", "--config", $c, $s]' \
     "$SRC/deploy/hooks.d/cachepin-$name.json.in" > "$T/hooks.d/cachepin-$name.json"
 done
+# podman (root) asks for RLIMIT_NOFILE and RLIMIT_NPROC 1048576; runc cannot raise a hard
+# limit to it without CAP_SYS_RESOURCE (capability 24): "error setting rlimit type 7".
+capeff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
+low_rlimits=0
+if [ $(( (0x$capeff >> 24) & 1 )) = 0 ]; then
+  for hard in "$(ulimit -Hn)" "$(ulimit -Hu)"; do
+    [ "$hard" = unlimited ] || [ "$hard" -ge 1048576 ] || low_rlimits=1
+  done
+fi
 {
-  # podman (root) asks for RLIMIT_NOFILE 1048576; runc cannot raise the hard limit to it
-  # without CAP_SYS_RESOURCE (capability 24): "error setting rlimit type 7".
-  capeff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
-  if [ $(( (0x$capeff >> 24) & 1 )) = 0 ] && [ "$(ulimit -Hn)" != unlimited ] && [ "$(ulimit -Hn)" -lt 1048576 ]; then
-    echo "docs.blocks: this host: no CAP_SYS_RESOURCE and a hard open-file limit of $(ulimit -Hn):" \
-      "containers.conf gets default_ulimits (docs/troubleshooting.md)"
+  if [ "$low_rlimits" = 1 ]; then
     printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
   fi
   printf '[engine]\nhooks_dir = ["%s"]\n' "$T/hooks.d"
 } > "$T/containers.conf"
+[ "$low_rlimits" = 0 ] || echo "docs.blocks: this host: no CAP_SYS_RESOURCE and hard limits of $(ulimit -Hn) files," \
+  "$(ulimit -Hu) processes: containers.conf gets default_ulimits (docs/troubleshooting.md)"
 export CONTAINERS_CONF="$T/containers.conf"
 
 have () { # have NEED: this host has it
