@@ -10,8 +10,8 @@
 #     each command that takes one and was not given one, so the host config and the ledger
 #     (state_dir T/state) are the test's own, never /etc/cachepin or /run/cachepin;
 #   - podman: CONTAINERS_CONF naming T/hooks.d (the shipped hook files with the built
-#     binary and that config), and, when this host grants fewer open files than podman asks
-#     for and runc cannot raise the limit (no CAP_SYS_RESOURCE), default_ulimits as
+#     binary and that config), and, when this host grants fewer open files or processes
+#     than podman asks for and runc cannot raise the limit (no CAP_SYS_RESOURCE), default_ulimits as
 #     docs/troubleshooting.md says (said on the output when it is so).
 # Blocks that need root, podman, runc or a cpuset hierarchy touch host-global things (real
 # cgroups, podman's store, /tmp/bb): run this under `flock /tmp/cachepin-global.lock`.
