@@ -52,13 +52,13 @@ two_cpus () {
   local all cpus
   all=$(cpuset_cpus "$TOP")
   mapfile -t cpus < <(expand "$all")
-  [ "${#cpus[@]}" -ge 2 ] || skip "$1" "needs 2 CPUs in $TOP (has $all)"
+  [ "${#cpus[@]}" -ge 2 ] || cli_skip "$1" "needs 2 CPUs in $TOP (has $all)"
   FIRST=${cpus[0]} SECOND=${cpus[1]}
   USE="$FIRST-$SECOND"
   [ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
 }
 pin_topology () {
-  command -v lstopo-no-graphics >/dev/null || skip "$1" "no lstopo-no-graphics (hwloc; scripts/deps.sh installs it)"
+  command -v lstopo-no-graphics >/dev/null || cli_skip "$1" "no lstopo-no-graphics (hwloc; scripts/deps.sh installs it)"
   TOPOLOGY="$D/topology.xml"
   lstopo-no-graphics --input "$2" --of xml "$TOPOLOGY" 2>"$D/lstopo.err" && [ -s "$TOPOLOGY" ] ||
     { echo "FAIL: lstopo-no-graphics cannot write the topology '$2': $(cat "$D/lstopo.err")"; exit 1; }

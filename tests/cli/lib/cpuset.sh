@@ -1,16 +1,16 @@
 # Sourced by the CLI tests (tests/cli/*.sh; this directory is not a test itself).
-# skip NAME WHY: say why NAME.sh is skipped and exit 77, which CTest reports as
+# cli_skip NAME WHY: say why NAME.sh is skipped and exit 77, which CTest reports as
 # skipped (SKIP_RETURN_CODE 77), never as passed.
-skip () { echo "$1.sh: skipped: $2"; exit 77; }
+cli_skip () { echo "$1.sh: skipped: $2"; exit 77; }
 # need_cpuset NAME [TOOL...]: skip unless root, each TOOL and a cpuset hierarchy;
 # then MNT, that hierarchy's mount point (find_cpuset_mount).
 need_cpuset () {
   local name=$1 tool
   shift
-  [ "$(id -u)" = 0 ] || skip "$name" "needs root (a real cpuset cgroup)"
-  for tool; do command -v "$tool" >/dev/null || skip "$name" "no $tool (scripts/deps.sh installs it)"; done
+  [ "$(id -u)" = 0 ] || cli_skip "$name" "needs root (a real cpuset cgroup)"
+  for tool; do command -v "$tool" >/dev/null || cli_skip "$name" "no $tool (scripts/deps.sh installs it)"; done
   MNT=$(find_cpuset_mount)
-  [ -n "$MNT" ] || skip "$name" "no cpuset hierarchy"
+  [ -n "$MNT" ] || cli_skip "$name" "no cpuset hierarchy"
 }
 # find_cpuset_mount: print the mount point of the hierarchy holding the cpuset
 # controller (a v1 cpuset hierarchy, or /sys/fs/cgroup on v2, where it enables
