@@ -17,16 +17,22 @@ BIN=$(realpath "${1:?usage: drift.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
 cg_test_setup drift
-ALL=$(cat "$TOP/cpuset.cpus")
+ALL=$(cpuset_cpus "$TOP")
 # Two CPUs are enough: one placed, one drifted to.  Any others are left out of the
 # host's hand-out set, so that "nothing left" is what the checks see.
 two_cpus drift
+# And they are pinned to be two L3s of one core each, whatever the host's shape:
+# a shared request for 1 CPU gets one L3, so that 1 CPU, and its drift onto both
+# is a drift.  Where the host's two CPUs share one L3 (two cores in one L3, or two
+# threads of one core) a shared request gets the whole L3, both CPUs, and the
+# drift the test wrote was no drift at all (issue 20).
+pin_topology drift "pack:1 l3:2 core:1 pu:1(indexes=$FIRST,$SECOND)"
 
 mkdir -p "$D/bundle"
 echo '{"ociVersion": "1.0.2"}' > "$D/bundle/config.json"
 config () { # config [EXTRA-JSON]: the host config, with EXTRA's keys added
   jq -n --arg s "$D/state" --arg c "$USE" --arg k "$D/no-kubelet" --argjson x "${1:-{\}}" \
-    '{state_dir: $s, cpus: $c, log_level: "info", kubelet_state: $k} + $x' > "$D/cfg.json"
+    --arg t "$TOPOLOGY" '{state_dir: $s, cpus: $c, topology: $t, log_level: "info", kubelet_state: $k} + $x' > "$D/cfg.json"
 }
 config
 start () { make_cgroup "$TOP/$1" && start_in "$TOP/$1"; } # start NAME: a cgroup with a sleeper
@@ -104,6 +110,7 @@ poststop a
 hook a "$A" '{"cachepin.io/cpus": "1", "cachepin.io/mode": "shared"}'
 check "a (shared): placed" "$RC" 0
 PLACED_SHARED=$(cat "$TOP/a/cpuset.cpus")
+check "a (shared): the whole of one L3, its one CPU" "$(expand "$PLACED_SHARED" | wc -l)" 1
 echo "$USE" > "$TOP/a/cpuset.cpus"
 "$BIN" status --json --config "$D/cfg.json" > "$D/status.json" 2>/dev/null
 check "status: a (shared) drifted" "$(jq -r '.ledger.entries[] | select(.id == "a") | .drifted' "$D/status.json")" true

@@ -20,10 +20,7 @@ EXPLORE=${HOSTILE_EXPLORE:-}
 PASS=0 FAIL=0
 SLEEPERS=() CGROUPS=()
 
-if [ "$(id -u)" != 0 ]; then echo "skip: needs root"; exit 0; fi
-MNT=""
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "skip: no cpuset hierarchy"; exit 0; }
+need_cpuset hostile_cgroup
 V1=false; [ "$MNT" != /sys/fs/cgroup ] && V1=true
 
 D=$(mktemp -d /tmp/cachepin-hostile-cgroup.XXXXXX)

@@ -14,7 +14,7 @@ BIN=$(realpath "${1:?usage: lost_ledger.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
 cg_test_setup lost_ledger
-ALL=$(cat "$TOP/cpuset.cpus")
+ALL=$(cpuset_cpus "$TOP")
 expand () { # a cpulist, one CPU per line
   local r a b; for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}; seq "$a" "$b"; done
 }

@@ -17,10 +17,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: poststop_storm.sh PATH-TO-cachepin}")
-[ "$(id -u)" = 0 ] || { echo "SKIPPED: needs root (a real cpuset cgroup)"; exit 0; }
-command -v jq >/dev/null || { echo "SKIPPED: no jq"; exit 0; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "SKIPPED: no cpuset hierarchy"; exit 0; }
+need_cpuset poststop_storm jq
 N=12
 
 D=$(mktemp -d /tmp/cachepin-poststop.XXXXXX)

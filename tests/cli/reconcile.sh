@@ -21,11 +21,7 @@ set -u
 BIN=$(realpath "${1:?usage: reconcile.sh PATH-TO-cachepin}")
 . "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
 
-[ "$(id -u)" = 0 ] || { echo "reconcile.sh: skipped: needs root"; exit 77; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "reconcile.sh: skipped: no cpuset hierarchy"; exit 77; }
-command -v jq >/dev/null || { echo "reconcile.sh: skipped: no jq"; exit 77; }
-command -v strace >/dev/null || { echo "reconcile.sh: skipped: no strace"; exit 77; }
+need_cpuset reconcile jq strace
 
 N=120
 D=$(mktemp -d /tmp/cachepin-reconcile.XXXXXX)
@@ -40,8 +36,17 @@ cleanup () {
 trap cleanup EXIT
 make_cgroup "$TOP"
 make_cgroup "$TOP/c"
-mkdir "$TOP/l"
+make_cgroup "$TOP/l"
 for i in $(seq 1 "$N"); do mkdir "$TOP/l/e$i"; done
+# Each entry's cgroup as a placement leaves it: its cpuset.cpus holds the entry's
+# CPU.  On v2 a new cgroup's list is empty (it inherits its parent's), which
+# reconcile rightly reads the careful way (the directory, then the effective
+# list): left empty, the bound below held on v1 only.
+CPU=$(cpuset_cpus "$TOP" | cut -d, -f1 | cut -d- -f1)
+if [ "$MNT" = /sys/fs/cgroup ]; then
+  echo +cpuset > "$TOP/l/cgroup.subtree_control"
+  for i in $(seq 1 "$N"); do echo "$CPU" > "$TOP/l/e$i/cpuset.cpus"; done
+fi
 sleep 600 </dev/null >/dev/null 2>&1 &
 SLEEPER=$!
 echo "$SLEEPER" > "$TOP/c/cgroup.procs"
@@ -52,9 +57,9 @@ echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/b
 jq -n --arg s "$D/state" '{state_dir: $s, log_level: "info"}' > "$D/cfg.json"
 # N shared entries under the cpuset mount, and one under /tmp (not a cgroup fs)
 # (and "asker", gone, which asked for cache-aware scheduling)
-jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" '
+jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" --arg cpu "$CPU" '
   def entry($id; $mount; $cg; $ask): {id: $id, cgroup_mount: $mount, cgroup: $cg, pid: 0, start_time: 0,
-    mode: "shared", cpus: "0", held: "", mems: "0", placed_at: 1, sched_cache: $ask, core_sched: false, drift: ""};
+    mode: "shared", cpus: $cpu, held: "", mems: "0", placed_at: 1, sched_cache: $ask, core_sched: false, drift: ""};
   {version: 3, entries: ([range(1; $n + 1) as $i
       | entry("e" + ($i | tostring); $mnt; $top + "/l/e" + ($i | tostring); "none")]
     + [entry("elsewhere"; $tmp; "/x"; "none"), entry("asker"; $mnt; $top + "/l/gone-asker"; "on")])}' \

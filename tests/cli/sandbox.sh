@@ -11,9 +11,7 @@
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: sandbox.sh PATH-TO-cachepin}")
-[ "$(id -u)" = 0 ] || { echo "SKIPPED: needs root (a real cpuset cgroup)"; exit 0; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "SKIPPED: no cpuset hierarchy"; exit 0; }
+need_cpuset sandbox
 
 sleeper_frame cachepin-sandbox
 BEFORE=$(cat "$CG/cpuset.cpus")

@@ -197,13 +197,6 @@ if [ "$(id -u)" != 0 ]; then echo "status.sh: apply cases skipped: needs root"
 elif ! MNT=$(find_cpuset_mount) || [ -z "$MNT" ]; then echo "status.sh: apply cases skipped: no cpuset hierarchy"
 else
   TOP="$MNT/cachepin-status-$$"
-  make_cgroup () {
-    mkdir "$1"
-    if [ "$MNT" != /sys/fs/cgroup ]; then
-      cat "$(dirname "$1")/cpuset.cpus" >"$1/cpuset.cpus"
-      cat "$(dirname "$1")/cpuset.mems" >"$1/cpuset.mems"
-    fi
-  }
   make_cgroup "$TOP"; make_cgroup "$TOP/a"; make_cgroup "$TOP/b"
   echo "{\"state_dir\": \"$D/state\"}" >"$D/cfg.json"
   "$BIN" apply --config "$D/cfg.json" --cgroup "$TOP/a" --cpus 1 >/dev/null 2>"$D/err" || ko "apply a: $(cat "$D/err")"

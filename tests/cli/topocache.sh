@@ -27,10 +27,7 @@ BIN=$(realpath "${1:?usage: topocache.sh PATH-TO-cachepin}")
 ko () { FAIL=$((FAIL + 1)); echo "FAIL: $1"; [ -s "$D/err" ] && sed 's/^/    stderr: /' "$D/err"; }
 says () { if grep -qF -- "$2" "$D/err"; then ok "$1"; else ko "$1: no line with '$2'"; fi; }
 
-[ "$(id -u)" = 0 ] || { echo "topocache.sh: skipped: needs root"; exit 77; }
-MNT=$(find_cpuset_mount)
-[ -n "$MNT" ] || { echo "topocache.sh: skipped: no cpuset hierarchy"; exit 77; }
-command -v jq >/dev/null || { echo "topocache.sh: skipped: no jq"; exit 77; }
+need_cpuset topocache jq
 
 D=$(mktemp -d /tmp/cachepin-topocache.XXXXXX)
 TOP="$MNT/cachepin-topocache-$$"

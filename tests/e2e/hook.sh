@@ -132,14 +132,16 @@ check "cpus from quota $Q/100000: $WANT CPUs" [ "$(e2e_entry quota | jq -r .cpus
 
 # 10b. The spec's own cpuset is a bound, not a count: `--cpuset-cpus LAST` with
 # cachepin.io/cpus=1 runs on LAST (it ran on CPU 0: placed by the parent's CPUs).
-LAST=$((NCPUS - 1))
+# The host's last CPU by its number, not NCPUS - 1: CPU numbers need not start at 0
+# or be contiguous (a runtime's cgroup on CPUs 2-5, offline CPUs).
+LAST=$(expand "$HOST_CPUS" | tr ' ' '\n' | tail -1)
 e2e_start bound '{"cachepin.io/cpus": "1"}' ".linux.resources.cpu = {\"cpus\": \"$LAST\"}"
 check "spec cpuset $LAST as a bound: starts (rc $E2E_RC)" [ "$E2E_RC" = 0 ]
 check "spec cpuset $LAST as a bound: runs on CPU $LAST" [ "$(cpus_of bound)" = "$LAST" ]
 check "spec cpuset $LAST as a bound: the ledger says $LAST" [ "$(e2e_entry bound | jq -r .cpus)" = "$LAST" ]
 "$RUNTIME" delete -f bound >/dev/null 2>&1
 # A spec cpuset alone gives no count: exclusive mode needs cachepin.io/cpus or a quota.
-e2e_start nocount '{"cachepin.io/align": "llc", "cachepin.io/strict": "true"}' ".linux.resources.cpu = {\"cpus\": \"0-$LAST\"}"
+e2e_start nocount '{"cachepin.io/align": "llc", "cachepin.io/strict": "true"}' ".linux.resources.cpu = {\"cpus\": \"$HOST_CPUS\"}"
 check "spec cpuset without a count: refused (rc $E2E_RC)" [ "$E2E_RC" != 0 ]
 check "spec cpuset without a count: says why" grep -qF "it is not a count" <<< "$E2E_OUT"
 "$RUNTIME" delete -f nocount >/dev/null 2>&1

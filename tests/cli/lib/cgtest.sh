@@ -1,6 +1,6 @@
 # Sourced by the CLI tests that use real cpuset cgroups (after lib/cpuset.sh and
 # lib/check.sh).
-#   cg_test_setup NAME [TOOL...]   skip (exit 0, saying why) unless root, jq, each
+#   cg_test_setup NAME [TOOL...]   skip (exit 77, saying why) unless root, jq, each
 #                                  TOOL and a cpuset hierarchy; then MNT, D (a temp
 #                                  directory), TOP ($MNT/cachepin-NAME-$$, created),
 #                                  and a trap that kills the sleepers (and their
@@ -8,21 +8,23 @@
 #   start_in CGROUP [CMD...]       a process (default: sleep 600) in CGROUP; its pid
 #                                  in REPLY
 #   expand CPULIST                 one CPU per line
-#   two_cpus NAME                  skip (exit 0) unless TOP has 2 CPUs; then FIRST and
+#   two_cpus NAME                  skip (exit 77) unless TOP has 2 CPUs; then FIRST and
 #                                  SECOND, its first two, and USE, them as a cpulist
 #                                  (a host config's `cpus` that leaves the others out,
 #                                  so that "nothing left" is what a test sees whatever
 #                                  the host's size)
+#   pin_topology NAME SYNTHETIC    an hwloc XML file of the synthetic topology (its
+#                                  PU numbers must be the host's, e.g. with
+#                                  pu:1(indexes=$FIRST,$SECOND)) in TOPOLOGY, for
+#                                  the host config's `topology`: the placement a
+#                                  test expects then does not depend on how the
+#                                  host's CPUs share caches and cores; skip
+#                                  without lstopo-no-graphics (hwloc)
 SLEEPERS=()
 cg_test_setup () {
   local name=$1 tool
   shift
-  [ "$(id -u)" = 0 ] || { echo "$name.sh: skipped: needs root"; exit 77; }
-  for tool in jq "$@"; do
-    command -v "$tool" >/dev/null || { echo "$name.sh: skipped: no $tool (scripts/deps.sh installs it)"; exit 77; }
-  done
-  MNT=$(find_cpuset_mount)
-  [ -n "$MNT" ] || { echo "$name.sh: skipped: no cpuset hierarchy"; exit 77; }
+  need_cpuset "$name" jq "$@"
   D=$(mktemp -d "/tmp/cachepin-$name.XXXXXX")
   TOP="$MNT/cachepin-$name-$$"
   trap cg_test_cleanup EXIT
@@ -48,10 +50,16 @@ expand () {
 }
 two_cpus () {
   local all cpus
-  all=$(cat "$TOP/cpuset.cpus")
+  all=$(cpuset_cpus "$TOP")
   mapfile -t cpus < <(expand "$all")
-  if [ "${#cpus[@]}" -lt 2 ]; then echo "$1.sh: skipped: needs 2 CPUs in $TOP (has $all)"; exit 77; fi
+  [ "${#cpus[@]}" -ge 2 ] || cli_skip "$1" "needs 2 CPUs in $TOP (has $all)"
   FIRST=${cpus[0]} SECOND=${cpus[1]}
   USE="$FIRST-$SECOND"
   [ $((SECOND - FIRST)) = 1 ] || USE="$FIRST,$SECOND"
+}
+pin_topology () {
+  command -v lstopo-no-graphics >/dev/null || cli_skip "$1" "no lstopo-no-graphics (hwloc; scripts/deps.sh installs it)"
+  TOPOLOGY="$D/topology.xml"
+  lstopo-no-graphics --input "$2" --of xml "$TOPOLOGY" 2>"$D/lstopo.err" && [ -s "$TOPOLOGY" ] ||
+    { echo "FAIL: lstopo-no-graphics cannot write the topology '$2': $(cat "$D/lstopo.err")"; exit 1; }
 }
