@@ -3,6 +3,8 @@
 #define CP_CLI_H
 
 #include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <hwloc.h>
 
@@ -30,6 +32,11 @@ int cp_cmd_hook (int argc, char **argv, cp_error_t *err);
 int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
 int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 int cp_cmd_status (int argc, char **argv, cp_error_t *err);
+
+/* The status object (cp_status_gather(), status.h) as text on OUT (one screen for
+ * a small host).  Pure: reads STATUS only; a key that is missing or of another
+ * type prints as "?". */
+void cp_status_print_text (json_object *status, FILE *out);
 
 /* ---- the frame every subcommand shares (frontend.c) ---- */
 

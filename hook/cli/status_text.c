@@ -2,7 +2,7 @@
  * text.  Every string is shown through policy/base/text.h's sanitizer: ids, paths and
  * messages come from files others wrote. */
 #define _GNU_SOURCE
-#include "status.h"
+#include "cli.h"
 
 #include <inttypes.h>
 #include <string.h>
@@ -10,6 +10,7 @@
 
 #include "text.h"
 #include "util.h"
+#include "status.h"
 
 static json_object *
 get (json_object *o, const char *key)

@@ -310,7 +310,7 @@ open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
   cleanup_error cp_error_t e = NULL;
   if (cp_schedctl_open (hc, sc, &e) < 0)
     {
-      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched_cas.c */
       cp_schedctl_close (sc);
       *sc = (struct cp_schedctl) { .setting = hc->sched_cache, .handle = { .fd = -1 },
                                    .cas = { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 } };

@@ -78,7 +78,7 @@ probe_late (struct cp_schedctl *sc)
   cleanup_error cp_error_t e = NULL;
   if (probe (sc, &e) < 0)
     {
-      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched.c */
+      cp_log (CP_LOG_WARNING, "%s; left as it is", cp_error_message (e)); /* prefixed by sched_cas.c */
       cp_sched_cas_close (&sc->handle);
       sc->cas = (struct cp_sched_cas) { .avail = CP_SCHED_UNSUPPORTED, .enabled = -1 };
     }

@@ -18,8 +18,4 @@
  * no part could be read at all. */
 int cp_status_gather (const char *config, json_object **out, cp_error_t *err);
 
-/* The status object as text on OUT (one screen for a small host).  Pure: reads
- * STATUS only; a key that is missing or of another type prints as "?". */
-void cp_status_print_text (json_object *status, FILE *out);
-
 #endif

@@ -42,28 +42,6 @@ struct cp_journal
   struct cp_journal_list queue;
 };
 
-/* flock(FD) within TIMEOUT_MS of START_MS, polling (no SIGALRM in a hook), with
- * sub-millisecond naps: a holder keeps it for one commit (a one-shot note) or
- * for the rest of its run (a hook, from before its sandbox), a few ms either way. */
-static int
-poll_flock (int fd, const char *what, unsigned timeout_ms, long long start_ms, cp_error_t *err)
-{
-  for (;;)
-    {
-      if (flock (fd, LOCK_EX | LOCK_NB) == 0)
-        return 0;
-      if (errno == EINTR)
-        continue;
-      if (errno != EWOULDBLOCK)
-        return cp_fail_errno (err, errno, "lock %s", what);
-      long long waited = cp_monotonic_ms () - start_ms;
-      if (waited >= timeout_ms)
-        return cp_fail_runtime (err, "timed out after %lld ms waiting for the lock on %s", waited, what);
-      struct timespec nap = { .tv_sec = 0, .tv_nsec = (500 + getpid () % 500) * 1000L };
-      nanosleep (&nap, NULL);
-    }
-}
-
 /* Set NAME, which is not what it should be (WHY), aside to ASIDE, with the one
  * warning. */
 static int
@@ -92,7 +70,8 @@ not_regular (int dirfd, const char *name, const char **why)
 static int
 take_lock (struct cp_journal *j, unsigned timeout_ms, cp_error_t *err)
 {
-  long long start = cp_monotonic_ms ();
+  struct timespec start;
+  clock_gettime (CLOCK_MONOTONIC, &start);
   cleanup_free char *what = cp_xasprintf ("`%s/%s`", j->dir, CP_JOURNAL_LOCK_FILE);
   /* O_NONBLOCK and O_NOCTTY: a FIFO or a terminal planted here must neither hang
      the run nor become its terminal; a second try after setting aside what was
@@ -108,7 +87,7 @@ take_lock (struct cp_journal *j, unsigned timeout_ms, cp_error_t *err)
       struct stat st;
       if (fd >= 0 && fstat (fd, &st) == 0 && S_ISREG (st.st_mode))
         {
-          if (poll_flock (fd, what, timeout_ms, start, err) < 0)
+          if (cp_ledger_poll_flock (fd, what, timeout_ms, &start, err) < 0)
             return -1;
           j->lockfd = fd;
           fd = -1;

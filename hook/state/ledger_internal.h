@@ -5,6 +5,8 @@
 #ifndef CP_LEDGER_INTERNAL_H
 #define CP_LEDGER_INTERNAL_H
 
+#include <time.h>
+
 #include "ledger.h"
 
 struct cp_ledger
@@ -61,5 +63,11 @@ enum cp_ledger_fault_point
 typedef int (*cp_ledger_fault_fn) (enum cp_ledger_fault_point point, void *data);
 void cp_ledger_set_fault_hook (cp_ledger_fault_fn fn, void *data);
 #endif
+
+/* flock(FD, LOCK_EX) by TIMEOUT_MS after START (CLOCK_MONOTONIC), polling LOCK_NB
+ * with short jittered naps (flock() has no timeout, and SIGALRM would disturb the
+ * rest of a hook).  WHAT names the file in messages.  The ledger's lock and the
+ * journal's (journal.c). */
+int cp_ledger_poll_flock (int fd, const char *what, unsigned timeout_ms, const struct timespec *start, cp_error_t *err);
 
 #endif

@@ -25,8 +25,8 @@ elapsed_ms (const struct timespec *since)
 /* flock(FD, LOCK_EX) by TIMEOUT_MS after START.  flock() has no timeout and
  * SIGALRM would disturb the rest of the hook, so poll LOCK_NB.  WHAT names the
  * file in messages. */
-static int
-poll_flock (int fd, const char *what, unsigned timeout_ms, const struct timespec *start, cp_error_t *err)
+int
+cp_ledger_poll_flock (int fd, const char *what, unsigned timeout_ms, const struct timespec *start, cp_error_t *err)
 {
   /* Poll with short, jittered naps: a hook holds the lock for a few ms, and long
      or synchronized naps leave it idle while dozens of hooks wait (64 hooks at
@@ -162,7 +162,7 @@ lock_file (int dirfd, const char *dir, unsigned timeout_ms, const struct timespe
             return cp_fail_runtime (err, "`%s/%s` is not a regular file, again after it was set aside", dir,
                                     CP_LEDGER_LOCK_FILE);
         }
-      if (fd < 0 || poll_flock (fd, what, timeout_ms, start, err) < 0)
+      if (fd < 0 || cp_ledger_poll_flock (fd, what, timeout_ms, start, err) < 0)
         return -1;
       int same = still_at_path (fd, dirfd, dir, err);
       if (same < 0)
@@ -192,7 +192,7 @@ cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_error_t
   struct timespec start;
   clock_gettime (CLOCK_MONOTONIC, &start);
   cleanup_free char *what = cp_xasprintf ("`%s` (with its %s)", dir, CP_LEDGER_LOCK_FILE);
-  if (poll_flock (dirfd, what, timeout_ms, &start, err) < 0)
+  if (cp_ledger_poll_flock (dirfd, what, timeout_ms, &start, err) < 0)
     return -1;
   int fd = lock_file (dirfd, dir, timeout_ms, &start, err);
   if (fd < 0)
