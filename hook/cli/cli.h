@@ -13,6 +13,7 @@
 #include "request.h"
 #include "hostconfig.h"
 #include "placer.h"
+#include "journal.h"
 #include "sandbox.h"
 
 /* Exit statuses; only main() returns them. */
@@ -132,14 +133,37 @@ void cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_reques
    logged at debug level (which kind of sandbox). */
 int cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *sb, cp_error_t *err);
 
-/* A placement through the engine's steps (placer.h): open, the sandbox, decide,
-   apply; the ledger is unlocked when it returns.  *PLAN_OUT: the plan applied.
-   The sandbox stays after the call returns. */
-int cp_cli_place (const struct cp_hostconfig *hc, const struct cp_target *target, const struct cp_container_request *creq,
-                  struct cp_plan **plan_out, cp_error_t *err);
+/* How a front end judges a placement that failed (the hook:
+   cp_admission_host_failure(), which starts the container unplaced or fails it);
+   NULL: the failure stands (apply). */
+typedef int (*cp_cli_judge_fn) (const struct cp_hostconfig *hc, bool strict, const char *id, cp_error_t *err);
 
-/* A release through the engine's steps: open, the sandbox, commit. */
-int cp_cli_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
-                    cp_error_t *err);
+/* A placement through the engine's steps (placer.h): open, the journal
+   (journal.h, on the ledger's directory, before the sandbox), the sandbox,
+   decide, apply; a failure judged by JUDGE; the decision recorded in the journal
+   as FRONT's; the ledger is unlocked when it returns.  Returns 0 with *PLAN_OUT
+   the plan applied, 1 when JUDGE let the target go unplaced (*PLAN_OUT NULL), < 0
+   on a failure.  The sandbox stays after the call returns. */
+int cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *target,
+                  const struct cp_container_request *creq, cp_cli_judge_fn judge, struct cp_plan **plan_out,
+                  cp_error_t *err);
+
+/* A release through the engine's steps: open, the journal, the sandbox, commit;
+   a release done is recorded as FRONT's. */
+int cp_cli_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
+                    enum cp_release_result *result, cp_error_t *err);
+
+/* ---- the journal of decisions (frontend.c) ----
+
+   One decision per run, recorded where it is made: into the journal the engine's
+   steps opened before the sandbox when there is one, else (a run refused before
+   it opened the ledger, whose lock timed out) with cp_journal_note() in
+   STATE_DIR, never from inside the sandbox (no flock there).  Advisory: a
+   failure is logged once and changes nothing else. */
+void cp_cli_journal (const char *state_dir, const struct cp_journal_record *r);
+
+/* The admission policy's decisions (admission.h) recorded as FRONT's in the
+   journal of HC's state directory (HC must outlive the run). */
+void cp_cli_journal_admissions (const struct cp_hostconfig *hc, enum cp_journal_front front);
 
 #endif

@@ -150,8 +150,9 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     .core_sched = in.core_sched,
   };
   cleanup_plan struct cp_plan *plan = NULL;
-  if (cp_cli_place (hc, &target, &creq, &plan, err) < 0)
-    return cp_admission_host_failure (hc, creq.req.strict, st->id, err);
+  r = cp_cli_place (hc, CP_JOURNAL_HOOK, &target, &creq, cp_admission_host_failure, &plan, err);
+  if (r != 0)
+    return r < 0 ? -1 : 0; /* unplaced (1): logged and recorded by the policy */
   log_plan (st->id, plan, &creq);
   return 0;
 }
@@ -183,7 +184,7 @@ release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const st
     }
   struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = release_cgroup (cfg) };
   enum cp_release_result result;
-  if (cp_cli_release (hc, &rel, &result, err) < 0)
+  if (cp_cli_release (hc, CP_JOURNAL_HOOK, &rel, &result, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
       cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
@@ -348,6 +349,9 @@ cp_cmd_hook (int argc, char **argv, cp_error_t *err)
   struct cp_hostconfig hc = { 0 };
   struct cp_oci_state st = { 0 };
   struct cp_oci_config cfg = { 0 };
+  /* Every decision of the failure policy goes to the journal, with the state
+     directory of HC once it is loaded. */
+  cp_cli_journal_admissions (&hc, CP_JOURNAL_HOOK);
   int ret = run_hook (&a, &hc, &st, &cfg, err);
   cp_oci_config_free (&cfg);
   cp_oci_state_free (&st);

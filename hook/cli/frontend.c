@@ -8,8 +8,20 @@
 #include <stdio.h>
 
 #include "util.h"
+#include "cpulist.h"
 #include "log.h"
 #include "sandbox.h"
+#include "admission.h"
+
+/* The run's journal: open from before the sandbox (it takes its lock then, on
+   the ledger's directory fd, the one the sandbox allows) until the decision is
+   recorded.  A process runs one command, so one is enough. */
+static struct
+{
+  struct cp_journal *open; /* between open and close in cp_cli_place/release */
+  bool sandboxed;          /* past cp_sandbox_enter(): no cp_journal_note() (flock) */
+  bool warned;             /* a failure is logged once */
+} journal;
 
 /* One option or operand: the shared ones, else the subcommand's. */
 static int
@@ -82,6 +94,8 @@ cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *s
   if (!hc->sandbox)
     return 0;
   int abi = cp_sandbox_enter (sb, err);
+  /* Whether or not it failed, what it shut may be shut: no more flock. */
+  journal.sandboxed = true;
   if (abi < 0)
     return -1;
   if (CP_SANDBOX_SANITIZER_BUILD)
@@ -91,6 +105,133 @@ cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *s
   else
     cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, seccomp (this kernel has no Landlock)");
   return 0;
+}
+
+/* ------------------------------------------------------------------ the journal */
+
+
+static void
+journal_warn (const char *what, cp_error_t e)
+{
+  if (!journal.warned)
+    cp_log (CP_LOG_WARNING, "journal: %s, not recorded: %s", what, cp_error_message (e));
+  journal.warned = true;
+}
+
+void
+cp_cli_journal (const char *state_dir, const struct cp_journal_record *r)
+{
+  if (journal.open)
+    {
+      cleanup_error cp_error_t e = NULL;
+      cp_journal_add (journal.open, r);
+      if (cp_journal_commit (journal.open, &e) < 0)
+        journal_warn (r->id, e);
+      return;
+    }
+  if (journal.sandboxed || state_dir == NULL)
+    {
+      /* Its lock was not taken before the sandbox (logged), or no state
+         directory is known (the host config did not load). */
+      cp_log (CP_LOG_DEBUG, "journal: %s %s not recorded", cp_journal_kind_name (r->kind), r->id);
+      return;
+    }
+  cp_journal_note (state_dir, r); /* logs its own failure */
+}
+
+/* The journal on the ledger's directory (P's), before the sandbox; NULL when its
+   lock is busy or it fails (logged once: the decision goes on without it). */
+static struct cp_journal *
+journal_open (const struct cp_hostconfig *hc, const struct cp_placer *p)
+{
+  cleanup_error cp_error_t e = NULL;
+  struct cp_journal *j = NULL;
+  if (cp_journal_open_at (cp_placer_state_dirfd (p), hc->state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
+    {
+      journal_warn ("open", e);
+      return NULL;
+    }
+  journal.open = j;
+  return j;
+}
+
+static void
+journal_closep (struct cp_journal **j)
+{
+  if (*j && journal.open == *j)
+    journal.open = NULL;
+  cp_journal_close (*j);
+}
+#define cleanup_run_journal __attribute__ ((cleanup (journal_closep)))
+
+struct admission_recorder
+{
+  const struct cp_hostconfig *hc;
+  enum cp_journal_front front;
+};
+
+static void
+record_admission (const char *id, bool fails, const char *why, void *data)
+{
+  const struct admission_recorder *a = data;
+  struct cp_journal_record r = {
+    .front = a->front,
+    .kind = fails ? CP_JOURNAL_REFUSED : CP_JOURNAL_UNPLACED,
+    .id = (char *) (id ? id : "?"),
+    .reason = (char *) why,
+  };
+  cp_cli_journal (a->hc->state_dir, &r);
+}
+
+void
+cp_cli_journal_admissions (const struct cp_hostconfig *hc, enum cp_journal_front front)
+{
+  static struct admission_recorder rec;
+  rec = (struct admission_recorder) { .hc = hc, .front = front };
+  cp_admission_set_recorder (record_admission, &rec);
+}
+
+static void
+record_placed (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *t,
+               const struct cp_plan *plan)
+{
+  struct cp_journal_record r = {
+    .front = front,
+    .kind = CP_JOURNAL_PLACED,
+    .id = (char *) t->id,
+    .cgroup = (char *) t->cgroup_path,
+    .cpus = plan->cpus,
+    .mems = plan->mems,
+    .reason = plan->reason,
+  };
+  cp_cli_journal (hc->state_dir, &r);
+}
+
+/* A failure nobody judges (apply's): refused, with its reason. */
+static int
+record_refused (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *t,
+                cp_error_t *err)
+{
+  struct cp_journal_record r = {
+    .front = front,
+    .kind = CP_JOURNAL_REFUSED,
+    .id = (char *) t->id,
+    .cgroup = (char *) t->cgroup_path,
+    .reason = (char *) cp_error_message (*err),
+  };
+  cp_cli_journal (hc->state_dir, &r);
+  return -1;
+}
+
+/* A failure: judged (the judge's policy records it, cp_cli_journal_admissions())
+   or refused.  1: the target goes unplaced. */
+static int
+place_failed (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *t,
+              const struct cp_container_request *creq, cp_cli_judge_fn judge, cp_error_t *err)
+{
+  if (judge == NULL)
+    return record_refused (hc, front, t, err);
+  return judge (hc, creq->req.strict, t->id, err) < 0 ? -1 : 1;
 }
 
 /* Everything is read and the ledger is locked: from here on the run only decides,
@@ -106,23 +247,49 @@ sandbox_placer (const struct cp_hostconfig *hc, const struct cp_placer *p, cp_er
 }
 
 int
-cp_cli_place (const struct cp_hostconfig *hc, const struct cp_target *target, const struct cp_container_request *creq,
-              struct cp_plan **plan_out, cp_error_t *err)
+cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *target,
+              const struct cp_container_request *creq, cp_cli_judge_fn judge, struct cp_plan **plan_out,
+              cp_error_t *err)
 {
+  *plan_out = NULL;
   cleanup_placer struct cp_placer *p = NULL;
-  if (cp_placer_open (hc, target, creq, &p, err) < 0 || sandbox_placer (hc, p, err) < 0
-      || cp_placer_decide (p, err) < 0 || cp_placer_apply (p, err) < 0)
-    return -1;
+  if (cp_placer_open (hc, target, creq, &p, err) < 0)
+    return place_failed (hc, front, target, creq, judge, err);
+  /* Declared after P: closed before it, while the ledger's fd is still open. */
+  cleanup_run_journal struct cp_journal *j = journal_open (hc, p);
+  if (sandbox_placer (hc, p, err) < 0 || cp_placer_decide (p, err) < 0 || cp_placer_apply (p, err) < 0)
+    return place_failed (hc, front, target, creq, judge, err);
   *plan_out = cp_placer_take_plan (p);
+  record_placed (hc, front, target, *plan_out);
   return 0;
 }
 
+static void
+record_released (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
+                 enum cp_release_result result)
+{
+  if (result != CP_RELEASE_DONE && result != CP_RELEASE_RECREATED)
+    return; /* nothing of its was held: no decision */
+  struct cp_journal_record r = {
+    .front = front,
+    .kind = CP_JOURNAL_RELEASED,
+    .id = (char *) rel->id,
+    .cgroup = (char *) (rel->widen ? rel->widen->path : rel->cgroup),
+    .reason = (char *) (result == CP_RELEASE_RECREATED ? "its cgroup was made again since: left as it is" : ""),
+  };
+  cp_cli_journal (hc->state_dir, &r);
+}
+
 int
-cp_cli_release (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
-                cp_error_t *err)
+cp_cli_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
+                enum cp_release_result *result, cp_error_t *err)
 {
   cleanup_placer struct cp_placer *p = NULL;
-  if (cp_placer_open_release (hc, rel, &p, err) < 0 || sandbox_placer (hc, p, err) < 0)
+  if (cp_placer_open_release (hc, rel, &p, err) < 0)
     return -1;
-  return cp_placer_release_commit (p, result, err);
+  cleanup_run_journal struct cp_journal *j = journal_open (hc, p);
+  if (sandbox_placer (hc, p, err) < 0 || cp_placer_release_commit (p, result, err) < 0)
+    return -1;
+  record_released (hc, front, rel, *result);
+  return 0;
 }

@@ -357,6 +357,77 @@ print_kubelet (FILE *out, json_object *k)
     fprintf (out, "%-12sCPU manager policy %s (%s)\n", "kubelet", S (k, "policy"), S (k, "state_file"));
 }
 
+/* ---- recent: the journal's last decisions, one line of at most RECENT_COLS each ---- */
+
+#define RECENT_COLS 80
+/* The header and this many records: about ten lines. */
+#define RECENT_LINES 9
+
+/* ID as podman and crictl print a container's: its first 12 characters; for
+   "apply:<cgroup>", the end of the cgroup, which tells cgroups apart. */
+static void
+short_id (const char *id, char *buf, size_t size)
+{
+  size_t n = strlen (id);
+  if (strncmp (id, "apply:", 6) == 0 && n > 6 + 12)
+    snprintf (buf, size, "~%s", id + n - 11);
+  else
+    snprintf (buf, size, "%.12s", id);
+}
+
+/* LINE cut to RECENT_COLS bytes at a character boundary (sanitized text: UTF-8). */
+static void
+cut_line (char *line)
+{
+  size_t n = strlen (line);
+  if (n <= RECENT_COLS)
+    return;
+  n = RECENT_COLS;
+  while (n > 0 && ((unsigned char) line[n] & 0xC0) == 0x80)
+    n--;
+  line[n] = '\0';
+}
+
+static void
+print_record (FILE *out, json_object *r)
+{
+  char when[32] = "?", id[16], line[TEXT_MAX + 256];
+  time_t t = (time_t) num (r, "time");
+  struct tm tm;
+  if (gmtime_r (&t, &tm))
+    strftime (when, sizeof when, "%m-%d %H:%M:%S", &tm);
+  short_id (S (r, "id"), id, sizeof id);
+  const char *kind = S (r, "kind"), *cpus = S (r, "cpus"), *reason = S (r, "reason");
+  int n = snprintf (line, sizeof line, "  %s %-7s %-8s %-12s", when, S (r, "front"), kind, id);
+  if (n > 0 && (size_t) n < sizeof line && *cpus)
+    n += snprintf (line + n, sizeof line - n, " cpus %s:", cpus);
+  if (n > 0 && (size_t) n < sizeof line)
+    snprintf (line + n, sizeof line - n, " %s", *reason ? reason : "-");
+  cut_line (line);
+  fprintf (out, "%s\n", line);
+}
+
+static void
+print_recent (FILE *out, json_object *status)
+{
+  json_object *recent = get (status, "recent");
+  if (!json_object_is_type (recent, json_type_array))
+    {
+      fprintf (out, "%-12s%s\n", "recent", S (status, "recent_error"));
+      return;
+    }
+  size_t n = json_object_array_length (recent);
+  if (n == 0)
+    {
+      fprintf (out, "%-12sno decisions in the journal\n", "recent");
+      return;
+    }
+  size_t from = n > RECENT_LINES ? n - RECENT_LINES : 0;
+  fprintf (out, "%-12sthe last %zu %s (UTC), oldest first\n", "recent", n - from, plural ((int64_t) (n - from), "decision", "decisions"));
+  for (size_t i = from; i < n; i++)
+    print_record (out, json_object_array_get_idx (recent, i));
+}
+
 void
 cp_status_print_text (json_object *status, FILE *out)
 {
@@ -364,6 +435,7 @@ cp_status_print_text (json_object *status, FILE *out)
   print_cgroup (out, get (status, "cgroup"));
   print_topology (out, topo);
   print_ledger (out, get (status, "ledger"), is_null (topo, "llc_label") ? "LLC" : S (topo, "llc_label"));
+  print_recent (out, status);
   print_features (out, get (status, "features"));
   print_kubelet (out, get (status, "kubelet"));
   print_config (out, get (status, "config"));

@@ -8,11 +8,24 @@
 #include "proc.h"
 #include "sched.h"
 
+static cp_admission_recorder_fn recorder;
+static void *recorder_data;
+
+void
+cp_admission_set_recorder (cp_admission_recorder_fn fn, void *data)
+{
+  recorder = fn;
+  recorder_data = data;
+}
+
 int
 cp_admission_allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, enum cp_log_level level,
                             cp_error_t *err)
 {
-  if (strict || (hc && hc->on_error == CP_ON_ERROR_DENY))
+  bool fails = strict || (hc && hc->on_error == CP_ON_ERROR_DENY);
+  if (recorder)
+    recorder (id, fails, cp_error_message (*err), recorder_data);
+  if (fails)
     {
       cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));
       return -1;

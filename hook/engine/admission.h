@@ -38,6 +38,13 @@
 int cp_admission_allow_or_fail (const struct cp_hostconfig *hc, bool strict, const char *id, enum cp_log_level level,
                                 cp_error_t *err);
 
+/* Who is told each decision the policy makes (a front end's journal: the engine
+ * does not write it): FN (NULL: nobody) with the container's ID, whether it FAILS
+ * (false: it starts unplaced) and WHY; called before the policy logs and before
+ * ERR is freed.  One per process, set by the front end before it admits. */
+typedef void (*cp_admission_recorder_fn) (const char *id, bool fails, const char *why, void *data);
+void cp_admission_set_recorder (cp_admission_recorder_fn fn, void *data);
+
 /* The container's own error (invalid annotations, a state that contradicts
  * itself): always -1, ERR logged to syslog as an error. */
 int cp_admission_refuse (const char *id, cp_error_t *err);

@@ -455,6 +455,12 @@ cp_placer_sandbox (const struct cp_placer *p, struct cp_sandbox *sb, cp_error_t 
 }
 
 int
+cp_placer_state_dirfd (const struct cp_placer *p)
+{
+  return cp_ledger_dirfd (p->l);
+}
+
+int
 cp_placer_decide (struct cp_placer *p, cp_error_t *err)
 {
   if (cp_placer_decide_in (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, &p->plan, err) == 0)

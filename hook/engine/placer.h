@@ -63,6 +63,10 @@ int cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *targ
  * managers each want one). */
 int cp_placer_sandbox (const struct cp_placer *p, struct cp_sandbox *sb, cp_error_t *err);
 
+/* The ledger's directory fd (the one the sandbox keeps), P's until it closes:
+ * for the front end's journal (journal.h), opened on it before the sandbox. */
+int cp_placer_state_dirfd (const struct cp_placer *p);
+
 /* Decide: cp_placer_decide_in() with what cp_placer_open() read.  Writes the
  * ledger only; the container's cgroup is not touched.  Errors:
  * CP_ERR_UNSATISFIABLE when the host cannot meet the request, else as they come. */

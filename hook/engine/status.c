@@ -9,6 +9,7 @@
 #include "log.h"
 #include "status_internal.h"
 #include "topocache.h"
+#include "journal.h"
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -71,6 +72,51 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "kubelet_state", jstr (hc->kubelet_state));
   add (o, "error", NULL);
   return o;
+}
+
+/* ------------------------------------------------------------------ the journal */
+
+static json_object *
+record_json (const struct cp_journal_record *r)
+{
+  json_object *o = json_object_new_object ();
+  add (o, "time", json_object_new_int64 (r->time));
+  add (o, "front", jstr (cp_journal_front_name (r->front)));
+  add (o, "kind", jstr (cp_journal_kind_name (r->kind)));
+  add (o, "id", jstr (r->id));
+  add (o, "name", jstr (r->name ? r->name : ""));
+  add (o, "cgroup", jstr (r->cgroup ? r->cgroup : ""));
+  add (o, "cpus", r->cpus ? jcpulist (r->cpus) : jstr (""));
+  add (o, "mems", r->mems ? jcpulist (r->mems) : jstr (""));
+  add (o, "reason", jstr (r->reason ? r->reason : ""));
+  return o;
+}
+
+/* The journal's last CP_STATUS_RECENT records into ROOT's "recent" (oldest first),
+   read without its lock; "recent_error" says why they are not there (null then). */
+static void
+recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config)
+{
+  cleanup_error cp_error_t e = NULL;
+  struct cp_journal_list *l = NULL;
+  if (!have_config)
+    {
+      add (root, "recent", NULL);
+      add (root, "recent_error", jstr ("the host configuration could not be read: no state directory"));
+      return;
+    }
+  if (cp_journal_read (hc->state_dir, CP_STATUS_RECENT, &l, &e) < 0)
+    {
+      add (root, "recent", NULL);
+      add (root, "recent_error", jstr (cp_error_message (e)));
+      return;
+    }
+  json_object *a = json_object_new_array ();
+  for (size_t i = 0; i < l->n; i++)
+    json_object_array_add (a, record_json (&l->records[i]));
+  cp_journal_list_free (l);
+  add (root, "recent", a);
+  add (root, "recent_error", NULL);
 }
 
 /* ------------------------------------------------------------------ the command */
@@ -140,6 +186,7 @@ cp_status_gather (const char *config, json_object **out, cp_error_t *err)
   /* Each manager's part (manager.h): the kubelet's today. */
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_STATUS, .kubelet_state = hc.kubelet_state };
   cp_managers_status (NULL, &mctx, root);
+  recent_part (root, &hc, have_config);
   add (root, "config", config_part (config ? config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
   cp_topo_free (topo);
   cp_hostconfig_free (&hc);

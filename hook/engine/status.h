@@ -16,6 +16,9 @@
  * config at CONFIG (NULL: CP_HOSTCONFIG_DEFAULT_PATH); each part that cannot be
  * read says so in its own "error" and does not stop the others.  Fails only when
  * no part could be read at all. */
+/* How many of the journal's records "recent" shows (hook/state/journal.h). */
+#define CP_STATUS_RECENT 10
+
 int cp_status_gather (const char *config, json_object **out, cp_error_t *err);
 
 #endif

@@ -235,7 +235,7 @@ run_child (const struct scenario *sc, enum path path)
   switch (path)
     {
     case PATH_RELEASE:
-      ret = cp_cli_release (&sc->hc, &(struct cp_release){ .id = "c5" }, &result, &err);
+      ret = cp_cli_release (&sc->hc, CP_JOURNAL_HOOK, &(struct cp_release){ .id = "c5" }, &result, &err);
       if (ret == 0 && result != CP_RELEASE_DONE)
         _exit (4);
       break;

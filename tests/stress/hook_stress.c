@@ -207,7 +207,7 @@ run_release (struct slot *s, const struct cp_hostconfig *hc)
   enum cp_release_result result;
   enum cp_release_result want = s->kind == JOB_RELEASE ? CP_RELEASE_DONE : CP_RELEASE_NOT_ITS;
   long long t0 = st_now_us ();
-  int r = cp_cli_release (hc, &rel, &result, &err);
+  int r = cp_cli_release (hc, CP_JOURNAL_HOOK, &rel, &result, &err);
   s->wait_us = st_now_us () - t0;
   if (r < 0)
     slot_fail (s, "release", &err);
