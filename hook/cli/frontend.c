@@ -6,12 +6,14 @@
 #include "cli.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "util.h"
 #include "cpulist.h"
 #include "log.h"
 #include "sandbox.h"
 #include "admission.h"
+#include "events.h"
 
 /* The run's journal: open from before the sandbox (it takes its lock then, on
    the ledger's directory fd, the one the sandbox allows) until the decision is
@@ -20,7 +22,10 @@ static struct
 {
   struct cp_journal *open; /* between open and close in cp_cli_place/release */
   bool sandboxed;          /* past cp_sandbox_enter(): no cp_journal_note() (flock) */
-  bool warned;             /* a failure is logged once */
+  bool warned;             /* a failure is logged once, and the journal not tried again */
+  enum cp_journal_front front; /* who decides in this run */
+  struct cp_journal_list pending; /* the engine's events (events.h) seen before it was open */
+  bool queued;             /* records added to OPEN and not yet committed */
 } journal;
 
 /* One option or operand: the shared ones, else the subcommand's. */
@@ -118,25 +123,88 @@ journal_warn (const char *what, cp_error_t e)
   journal.warned = true;
 }
 
+/* The events seen before the journal was open, into J's queue. */
+static void
+add_pending (struct cp_journal *j)
+{
+  for (size_t i = 0; i < journal.pending.n; i++)
+    {
+      cp_journal_add (j, &journal.pending.records[i]);
+      cp_journal_record_clear (&journal.pending.records[i]);
+    }
+  journal.queued |= journal.pending.n > 0;
+  free (journal.pending.records);
+  journal.pending = (struct cp_journal_list) { 0 };
+}
+
+static void
+commit_queued (struct cp_journal *j, const char *what)
+{
+  cleanup_error cp_error_t e = NULL;
+  if (journal.queued && cp_journal_commit (j, &e) < 0)
+    journal_warn (what, e);
+  journal.queued = false;
+}
+
 void
 cp_cli_journal (const char *state_dir, const struct cp_journal_record *r)
 {
   if (journal.open)
     {
-      cleanup_error cp_error_t e = NULL;
       cp_journal_add (journal.open, r);
-      if (cp_journal_commit (journal.open, &e) < 0)
-        journal_warn (r->id, e);
+      journal.queued = true;
+      commit_queued (journal.open, r->id);
       return;
     }
-  if (journal.sandboxed || state_dir == NULL)
+  if (journal.sandboxed || journal.warned || state_dir == NULL)
     {
-      /* Its lock was not taken before the sandbox (logged), or no state
-         directory is known (the host config did not load). */
+      /* No flock in the sandbox; a journal that failed is not waited for twice;
+         no state directory is known (the host config did not load). */
       cp_log (CP_LOG_DEBUG, "journal: %s %s not recorded", cp_journal_kind_name (r->kind), r->id);
       return;
     }
-  cp_journal_note (state_dir, r); /* logs its own failure */
+  /* A run that never opened the ledger (refused before it, its lock timed out). */
+  cleanup_journal struct cp_journal *j = NULL;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_journal_open (state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
+    {
+      journal_warn (r->id, e);
+      return;
+    }
+  add_pending (j);
+  cp_journal_add (j, r);
+  journal.queued = true;
+  commit_queued (j, r->id);
+}
+
+/* The engine's events (events.h): queued, committed with the run's decision. */
+static void
+record_event (const struct cp_event *ev, void *data)
+{
+  (void) data;
+  struct cp_journal_record r = {
+    .front = journal.front,
+    .kind = ev->kind == CP_EVENT_DRIFT ? CP_JOURNAL_DRIFT : CP_JOURNAL_SWITCH,
+    .id = (char *) ev->id,
+    .cgroup = (char *) ev->cgroup,
+    .cpus = (hwloc_bitmap_t) ev->cpus,
+    .reason = (char *) ev->what,
+  };
+  if (journal.open)
+    {
+      cp_journal_add (journal.open, &r);
+      journal.queued = true;
+    }
+  else if (!journal.sandboxed)
+    cp_journal_record_clean (&r, cp_journal_list_push (&journal.pending));
+}
+
+/* Whose decisions this run records, and the engine's events with them. */
+static void
+journal_begin (enum cp_journal_front front)
+{
+  journal.front = front;
+  cp_events_set_observer (record_event, NULL);
 }
 
 /* The journal on the ledger's directory (P's), before the sandbox; NULL when its
@@ -146,19 +214,27 @@ journal_open (const struct cp_hostconfig *hc, const struct cp_placer *p)
 {
   cleanup_error cp_error_t e = NULL;
   struct cp_journal *j = NULL;
-  if (cp_journal_open_at (cp_placer_state_dirfd (p), hc->state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
+  if (journal.warned
+      || cp_journal_open_at (cp_placer_state_dirfd (p), hc->state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
     {
-      journal_warn ("open", e);
+      if (e)
+        journal_warn ("open", e);
       return NULL;
     }
+  add_pending (j);
   journal.open = j;
   return j;
 }
 
+/* What is still queued (events of a run that recorded no decision) committed,
+   then the lock released: before the ledger's fd closes. */
 static void
 journal_closep (struct cp_journal **j)
 {
-  if (*j && journal.open == *j)
+  if (*j == NULL)
+    return;
+  commit_queued (*j, "events");
+  if (journal.open == *j)
     journal.open = NULL;
   cp_journal_close (*j);
 }
@@ -188,6 +264,7 @@ cp_cli_journal_admissions (const struct cp_hostconfig *hc, enum cp_journal_front
 {
   static struct admission_recorder rec;
   rec = (struct admission_recorder) { .hc = hc, .front = front };
+  journal_begin (front);
   cp_admission_set_recorder (record_admission, &rec);
 }
 
@@ -252,6 +329,7 @@ cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const
               cp_error_t *err)
 {
   *plan_out = NULL;
+  journal_begin (front);
   cleanup_placer struct cp_placer *p = NULL;
   if (cp_placer_open (hc, target, creq, &p, err) < 0)
     return place_failed (hc, front, target, creq, judge, err);
@@ -284,6 +362,7 @@ int
 cp_cli_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
                 enum cp_release_result *result, cp_error_t *err)
 {
+  journal_begin (front);
   cleanup_placer struct cp_placer *p = NULL;
   if (cp_placer_open_release (hc, rel, &p, err) < 0)
     return -1;

@@ -16,6 +16,7 @@
 #include "manager.h"
 #include "proc.h"
 #include "schedctl.h"
+#include "events.h"
 #include "topocache.h"
 
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
@@ -43,6 +44,9 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
     {
       cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
               e->cgroup_mount, e->cgroup, placed);
+      cleanup_free char *back = cp_xasprintf ("back on the CPUs cachepin placed it on (%s)", placed);
+      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup,
+                                          .cpus = e->cpus, .what = back });
       return;
     }
   bool exclusive = e->mode == CP_MODE_EXCLUSIVE;
@@ -60,6 +64,10 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
           hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", withheld,
           exclusive ? "are withheld from other containers" : "count in its shared load", kept,
           exclusive ? "held" : "used", now);
+  cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; CPUs %s withheld until "
+                                          "it is released", now, placed, withheld);
+  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup, .cpus = e->drift,
+                                      .what = what });
 }
 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened

@@ -2,6 +2,7 @@
  * ledger (see schedctl.h). */
 #define _GNU_SOURCE
 #include "schedctl.h"
+#include "events.h"
 
 #include <errno.h>
 #include <string.h>
@@ -192,8 +193,11 @@ cp_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l, cp_error_t *err)
       cleanup_free char *why = NULL;
       if (cp_sched_cas_write (&sc->handle, step.target, &ch, err) < 0)
         return cp_error_wrap (err, CP_SCHED_CAS_PREFIX);
-      cp_log (CP_LOG_INFO, "cache-aware scheduling (%s): %s -> %s (%s)", sc->handle.name, on_off (ch.before),
-              on_off (ch.after), why_text (sc->setting, askers, step.target, &why));
+      cleanup_free char *what = cp_xasprintf ("cache-aware scheduling (%s): %s -> %s (%s)", sc->handle.name,
+                                              on_off (ch.before), on_off (ch.after),
+                                              why_text (sc->setting, askers, step.target, &why));
+      cp_log (CP_LOG_INFO, "%s", what);
+      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_SWITCH, .id = "kernel", .what = what });
       sc->cas.enabled = ch.after;
       FAULT (CP_SCHEDCTL_FAULT_WRITTEN);
     }

@@ -115,6 +115,24 @@ check "release: kind" "$(last kind)" released
 check "release: front" "$(last front)" release
 reset_cpuset
 
+echo "== drift: another manager moves a placed container"
+ALLOWED=$(cpuset_cpus "$CG")
+if [ "$(count "$ALLOWED")" -ge 2 ]; then
+  hook createRuntime jt-drift '"cachepin.io/cpus": "1"'
+  PLACED=$(held jt-drift)
+  OTHER=$(for c in $(tr ',' ' ' <<<"$ALLOWED"); do a=${c%-*}; b=${c#*-}; seq "$a" "$b"; done | grep -vx "$PLACED" | head -1)
+  echo "$OTHER" >"$CG/cpuset.cpus" # as `runc update --cpuset-cpus` would
+  # The next run reconciles the ledger and sees it (its own placement is not the point).
+  "$BIN" apply --config "$D/cfg.json" --cgroup "$CG" --cpus 1 >/dev/null 2>&1
+  status_json
+  DRIFT=$(jq -r '[.recent[] | select(.kind == "drift" and .id == "jt-drift")][-1] | "\(.cpus) \(.reason != "")"' "$D/status.json")
+  check "drift: recorded with the CPUs it runs on now" "$DRIFT" "$OTHER true"
+  hook poststop jt-drift '"cachepin.io/cpus": "1"'
+  reset_cpuset
+else
+  echo "drift: skipped, the cgroup allows one CPU ($ALLOWED)"
+fi
+
 echo "== the text: a recent part of at most 10 lines of 80 columns"
 "$BIN" status --config "$D/cfg.json" >"$D/status.txt" 2>&1
 awk '/^recent/ {r = 1} r && !/^recent/ && !/^  / {r = 0} r' "$D/status.txt" >"$D/recent.txt"
