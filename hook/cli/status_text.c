@@ -395,10 +395,11 @@ print_record (FILE *out, json_object *r)
   time_t t = (time_t) num (r, "time");
   struct tm tm;
   if (gmtime_r (&t, &tm))
-    strftime (when, sizeof when, "%m-%d %H:%M:%S", &tm);
+    strftime (when, sizeof when, "%m-%d %H:%M", &tm);
   short_id (S (r, "id"), id, sizeof id);
   const char *kind = S (r, "kind"), *cpus = S (r, "cpus"), *reason = S (r, "reason");
-  int n = snprintf (line, sizeof line, "  %s %-7s %-8s %-12s", when, S (r, "front"), kind, id);
+  /* The front (hook, apply, release) is in --json: the width goes to the reason. */
+  int n = snprintf (line, sizeof line, "  %s %-8s %-12s", when, kind, id);
   if (n > 0 && (size_t) n < sizeof line && *cpus)
     n += snprintf (line + n, sizeof line - n, " cpus %s:", cpus);
   if (n > 0 && (size_t) n < sizeof line)
@@ -423,7 +424,8 @@ print_recent (FILE *out, json_object *status)
       return;
     }
   size_t from = n > RECENT_LINES ? n - RECENT_LINES : 0;
-  fprintf (out, "%-12sthe last %zu %s (UTC), oldest first\n", "recent", n - from, plural ((int64_t) (n - from), "decision", "decisions"));
+  fprintf (out, "%-12sthe last %zu %s (UTC, oldest first; in full: status --json)\n", "recent", n - from,
+           plural ((int64_t) (n - from), "decision", "decisions"));
   for (size_t i = from; i < n; i++)
     print_record (out, json_object_array_get_idx (recent, i));
 }
