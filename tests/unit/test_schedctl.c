@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hostconfig.h"
+#include "events.h"
 #include "ledger.h"
 #include "schedctl.h"
 #include "bitmap.h"
@@ -255,6 +256,40 @@ test_idempotent (void **state)
   struct stat st;
   assert_int_equal (stat (fx->switch_path, &st), 0);
   assert_int_equal (st.st_mtim.tv_sec, 1000000000);
+}
+
+/* Each write of the switch is told to the events observer (events.h: the CLI's
+ * journal keeps it), once, with the line the log has; a run that writes nothing
+ * tells nothing. */
+static int switch_events;
+static char switch_what[256];
+
+static void
+count_switch (const struct cp_event *ev, void *data)
+{
+  (void) data;
+  if (ev->kind != CP_EVENT_SWITCH)
+    return;
+  switch_events++;
+  snprintf (switch_what, sizeof switch_what, "%s", ev->what);
+}
+
+static void
+test_switch_event (void **state)
+{
+  struct fixture *fx = *state;
+  switch_events = 0;
+  cp_events_set_observer (count_switch, NULL);
+  run (fx, "a", CP_ASK_ON, NULL);
+  assert_int_equal (switch_events, 1);
+  assert_non_null (strstr (switch_what, "off -> on"));
+  run (fx, "b", CP_ASK_ON, NULL); /* already on: nothing written */
+  assert_int_equal (switch_events, 1);
+  run (fx, NULL, CP_ASK_NONE, "a");
+  run (fx, NULL, CP_ASK_NONE, "b");
+  assert_int_equal (switch_events, 2);
+  assert_non_null (strstr (switch_what, "on -> off"));
+  cp_events_set_observer (NULL, NULL);
 }
 
 /* leave: never written, even with containers asking; but a value an earlier
@@ -522,6 +557,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_on_demand_refcount, setup, teardown),
     cmocka_unit_test_setup_teardown (test_on_demand_found_on, setup, teardown),
     cmocka_unit_test_setup_teardown (test_idempotent, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_switch_event, setup, teardown),
     cmocka_unit_test_setup_teardown (test_leave, setup, teardown),
     cmocka_unit_test_setup_teardown (test_leave_no_probe, setup, teardown),
     cmocka_unit_test_setup_teardown (test_always_never, setup, teardown),
