@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "util.h"
 #include "cpulist.h"
@@ -118,8 +119,10 @@ cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *s
 static void
 journal_warn (const char *what, cp_error_t e)
 {
+  /* Syslog only: the journal is advisory, and the runtime shows the user the
+     decision's own line on stderr, one line (tests/cli/limits.sh, hostile.sh). */
   if (!journal.warned)
-    cp_log (CP_LOG_WARNING, "journal: %s, not recorded: %s", what, cp_error_message (e));
+    cp_log_syslog (CP_LOG_WARNING, "journal: %s, not recorded: %s", what, cp_error_message (e));
   journal.warned = true;
 }
 
@@ -163,7 +166,15 @@ cp_cli_journal (const char *state_dir, const struct cp_journal_record *r)
       cp_log (CP_LOG_DEBUG, "journal: %s %s not recorded", cp_journal_kind_name (r->kind), r->id);
       return;
     }
-  /* A run that never opened the ledger (refused before it, its lock timed out). */
+  /* A run that never opened the ledger (refused before it, its lock timed out).
+     It never makes the state directory: a run that wrote nothing else (a refused
+     rootless hook, a broken host) leaves nothing behind. */
+  struct stat st;
+  if (stat (state_dir, &st) < 0 || !S_ISDIR (st.st_mode))
+    {
+      cp_log (CP_LOG_DEBUG, "journal: %s %s not recorded (no state directory)", cp_journal_kind_name (r->kind), r->id);
+      return;
+    }
   cleanup_journal struct cp_journal *j = NULL;
   cleanup_error cp_error_t e = NULL;
   if (cp_journal_open (state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
