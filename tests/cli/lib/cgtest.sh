@@ -33,7 +33,8 @@ cg_test_setup () {
 cg_test_cleanup () {
   local p cg
   for p in "${SLEEPERS[@]}"; do pkill -P "$p" 2>/dev/null; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  for cg in "$TOP"/*/ "$TOP"; do [ -d "$cg" ] && rmdir "$cg" 2>/dev/null; done
+  # Deepest first: a test may nest (messages.sh: p/svc).
+  [ -d "$TOP" ] && find "$TOP" -depth -type d -exec rmdir {} + 2>/dev/null
   rm -rf "$D"
 }
 start_in () {
