@@ -290,7 +290,8 @@ cp_journal_commit (struct cp_journal *j, cp_error_t *err)
   if (all == NULL)
     all = cp_xmalloc0 (sizeof *all);
   all->records = cp_xrealloc (all->records, (all->n + queue.n + 1) * sizeof *all->records);
-  memcpy (all->records + all->n, queue.records, queue.n * sizeof *queue.records);
+  if (queue.n > 0) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
+    memcpy (all->records + all->n, queue.records, queue.n * sizeof *queue.records);
   all->n += queue.n;
   free (queue.records);
   if (r < 0)
