@@ -248,7 +248,7 @@ record_from_json (json_object *obj, struct cp_journal_record *r, cp_error_t *err
     return -1;
   json_object *t;
   int64_t time;
-  size_t front, kind;
+  size_t front = 0, kind = 0; /* get_name() sets them; GCC -O3 cannot see it */
   if (member (obj, "time", &t, err) < 0 || cp_json_int (t, "`time`", 0, CP_JOURNAL_MAX_TIME, &time, err) < 0
       || get_name (obj, "front", front_names, CP_JOURNAL_N_FRONTS, &front, err) < 0
       || get_name (obj, "kind", kind_names, CP_JOURNAL_N_KINDS, &kind, err) < 0)
