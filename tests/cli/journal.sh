@@ -180,7 +180,7 @@ reset_cpuset
 
 echo "== a busy journal costs a record, never the decision (250 ms at most; its warning goes to syslog only, the runtime shows one line)"
 if command -v flock >/dev/null; then
-  flock "$D/state/journal.lock" sleep 5 &
+  flock "$D/state/journal.lock" sleep 30 </dev/null >/dev/null 2>&1 &
   HOLDER=$!
   sleep 0.3
   T0=$(date +%s%N)
@@ -189,9 +189,10 @@ if command -v flock >/dev/null; then
   check "busy: exit" "$RC" 0
   [ -n "$(held jt-busy)" ] && ok "busy: placed" || bad "busy: not placed: $(cat "$D/err")"
   check "busy: no journal line on stderr (syslog only)" "$(grep -c 'journal' "$D/err")" 0
-  # The lock's wait (250 ms) and a hook's run; far below the 5 s the holder keeps it.
-  [ "$MS" -lt 2000 ] && ok "busy: the hook took $MS ms" || bad "busy: the hook took $MS ms"
-  kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
+  # The lock's wait (250 ms) and a hook's run, not the 30 s the holder keeps it
+  # (loose: a sanitizer build on a loaded machine is slow, and speed is bench/'s).
+  [ "$MS" -lt 15000 ] && ok "busy: the hook took $MS ms" || bad "busy: the hook took $MS ms"
+  kill $(cat "/proc/$HOLDER/task/$HOLDER/children" 2>/dev/null) "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
   hook poststop jt-busy '"cachepin.io/cpus": "1"'
   reset_cpuset
 fi

@@ -712,14 +712,17 @@ test_lock_busy (void **state)
   long long t0 = cp_monotonic_ms ();
   assert_true (cp_journal_open (t->state, 50, &j, &err) < 0);
   long long took = cp_monotonic_ms () - t0;
-  assert_true (took >= 50 && took < 2000);
+  /* At least the limit: it waited.  The upper bound only tells a wait that ends
+     from one that never does; sanitizers on a loaded 2-CPU machine have taken
+     more than 2 s here, so it is loose, and speed is bench/'s business. */
+  assert_true (took >= 50 && took < 60000);
   tu_assert_contains (cp_error_message (err), "timed out");
 
   struct warn_case w = { t->state };
   t0 = cp_monotonic_ms ();
   cleanup_free char *log = capture_stderr (note_c, &w);
   took = cp_monotonic_ms () - t0;
-  assert_true (took < CP_JOURNAL_LOCK_TIMEOUT_MS + 2000);
+  assert_true (took >= CP_JOURNAL_LOCK_TIMEOUT_MS && took < 60000);
   assert_int_equal (count (log, "warning"), 1);
   tu_assert_contains (log, "unplaced c");
   close (fd);
