@@ -13,11 +13,17 @@
 #define _GNU_SOURCE
 #include "placement.h"
 #include "bitmap.h"
+#include "cpulist.h"
+#include "text.h"
 #include "util.h"
 
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Counts in messages: "1 CPU", "2 CPUs". */
+#define CPUS(n) cp_plural ((n), "CPU", "CPUs")
+#define THREADS(n) cp_plural ((n), "thread", "threads")
 
 /* ---- the tie-break order ------------------------------------------------------------ */
 
@@ -298,10 +304,20 @@ check_core_widths (const struct view *v, unsigned need, cp_error_t *err)
     return 0;
   cleanup_free char *text = widths_text (widths, n_widths);
   if (need % g != 0)
-    return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: %u CPUs is not a multiple of %u", text,
-                          need, g);
-  return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: no set of them has exactly %u CPUs",
-                        text, need);
+    return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: %u %s is not a multiple of %u", text,
+                          need, CPUS (need), g);
+  return cp_fail_input (err, "smt=cores takes whole cores, of %s threads here: no set of them has exactly %u %s",
+                        text, need, CPUS (need));
+}
+
+char *
+cp_place_too_many (const char *what, unsigned want, hwloc_const_bitmap_t limit, const char *by, const char *detail)
+{
+  unsigned n = (unsigned) hwloc_bitmap_weight (limit);
+  cleanup_free char *list = cp_cpulist_format (limit);
+  cleanup_free char *where = detail ? cp_xstrdup (detail) : *list ? cp_xasprintf ("%s %s", CPUS (n), list)
+                                                                   : cp_xstrdup ("none");
+  return cp_xasprintf ("%s: %u is more than the %u %s %s (%s)", what, want, n, CPUS (n), by, where);
 }
 
 /* Malformed requests are input errors; requests this host cannot meet, however
@@ -315,7 +331,10 @@ validate (const struct view *v, cp_error_t *err)
   if (allowed == 0)
     return cp_fail_unsatisfiable (err, "no allowed CPU is online in this topology");
   if (v->req->cpus > allowed)
-    return cp_fail_unsatisfiable (err, "cpus: %u is more than the %u allowed CPUs", v->req->cpus, allowed);
+    {
+      cleanup_free char *msg = cp_place_too_many ("cpus", v->req->cpus, v->allowed, "allowed", NULL);
+      return cp_fail_unsatisfiable (err, "%s", msg);
+    }
   if (v->req->mode == CP_MODE_EXCLUSIVE && v->req->smt == CP_SMT_CORES)
     return check_core_widths (v, v->req->cpus, err);
   return 0;
@@ -800,8 +819,8 @@ choose_domains (struct view *v, unsigned need, struct choice *out, cp_error_t *e
   unsigned big = largest_domain (v);
   if (req->strict || v->level == CP_LEVEL_MACHINE)
     return cp_fail_unsatisfiable (err,
-                                  "cannot place %u CPUs (smt=%s) inside one %s: the most any has free is %u (%s#%u)%s",
-                                  need, cp_smt_name (req->smt), label, v->cap[big], label, big,
+                                  "cannot place %u %s (smt=%s) inside one %s: the most any has free is %u (%s#%u)%s",
+                                  need, CPUS (need), cp_smt_name (req->smt), label, v->cap[big], label, big,
                                   req->strict ? " and the request is strict" : "");
   if (choose_spill (v, need, out))
     return 0;
@@ -811,11 +830,13 @@ choose_domains (struct view *v, unsigned need, struct choice *out, cp_error_t *e
     total += v->cap[d];
   if (total >= need) /* smt=cores: enough threads, but no exact set of whole cores */
     return cp_fail_unsatisfiable (err,
-                                  "cannot place %u CPUs (smt=%s, mode=%s): no set of wholly free cores has exactly "
-                                  "%u CPUs (%lu CPUs are free in whole cores)",
-                                  need, cp_smt_name (req->smt), cp_mode_name (req->mode), need, total);
-  return cp_fail_unsatisfiable (err, "cannot place %u CPUs (smt=%s, mode=%s): only %lu usable CPUs are free", need,
-                                cp_smt_name (req->smt), cp_mode_name (req->mode), total);
+                                  "cannot place %u %s (smt=%s, mode=%s): no set of wholly free cores has exactly "
+                                  "%u %s (%lu %s free in whole cores)",
+                                  need, CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), need, CPUS (need),
+                                  total, cp_plural (total, "CPU is", "CPUs are"));
+  return cp_fail_unsatisfiable (err, "cannot place %u %s (smt=%s, mode=%s): only %lu usable %s free", need,
+                                CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), total,
+                                cp_plural (total, "CPU is", "CPUs are"));
 }
 
 /* ---- the plan ------------------------------------------------------------------------- */
@@ -910,8 +931,8 @@ fill_plan (struct view *v, const struct choice *ch, unsigned need, struct cp_pla
   mark_only (v, ch->doms, ch->n);
   unsigned got = fill (v, need, plan->cpus, plan->held);
   if (got != need)
-    return cp_fail_unsatisfiable (err, "cannot place %u CPUs with smt=%s: only %u whole cores' worth fit exactly", need,
-                                  cp_smt_name (v->req->smt), got);
+    return cp_fail_unsatisfiable (err, "cannot place %u %s with smt=%s: only %u whole cores' worth fit exactly", need,
+                                  CPUS (need), cp_smt_name (v->req->smt), got);
   return 0;
 }
 
@@ -925,13 +946,14 @@ smt_summary (const struct view *v, const struct cp_plan *plan, char *buf, size_t
   switch (v->req->smt)
     {
     case CP_SMT_PE0:
-      snprintf (buf, len, "one PE0 thread on each of %u cores, their siblings held idle", pe0s);
+      snprintf (buf, len, "one PE0 thread on each of %u %s, %s held idle", pe0s, cp_plural (pe0s, "core", "cores"),
+                cp_plural (pe0s, "its siblings", "their siblings"));
       break;
     case CP_SMT_CORES:
       snprintf (buf, len, "whole cores");
       break;
     default:
-      snprintf (buf, len, "%u PE0 threads, %u other threads", pe0s, total - pe0s);
+      snprintf (buf, len, "%u PE0 %s, %u other %s", pe0s, THREADS (pe0s), total - pe0s, THREADS (total - pe0s));
       break;
     }
   return buf;
@@ -954,7 +976,8 @@ explain (const struct view *v, const struct choice *ch, const struct cp_plan *pl
   else if (shared)
     why = cp_xasprintf ("the least loaded %s with room for %u", label, need);
   else
-    why = cp_xasprintf ("best fit: %u of its %u usable CPUs free before", need, v->cap[ch->doms[0]]);
+    why = cp_xasprintf ("best fit: %u of its %u usable %s free before", need, v->cap[ch->doms[0]],
+                        CPUS (v->cap[ch->doms[0]]));
 
   cleanup_free char *where = NULL;
   if (plan->n_domains == 1)
@@ -962,8 +985,9 @@ explain (const struct view *v, const struct choice *ch, const struct cp_plan *pl
   else
     where = cp_xasprintf ("%zu %ss", plan->n_domains, label);
   char smt[128];
-  return cp_xasprintf ("%s %u CPUs on %s (%s); %s", shared ? "shared:" : "exclusive:",
-                       (unsigned) hwloc_bitmap_weight (plan->cpus), where, why, smt_summary (v, plan, smt, sizeof smt));
+  unsigned n = (unsigned) hwloc_bitmap_weight (plan->cpus);
+  return cp_xasprintf ("%s %u %s on %s (%s); %s", shared ? "shared:" : "exclusive:", n, CPUS (n), where, why,
+                       smt_summary (v, plan, smt, sizeof smt));
 }
 
 int

@@ -58,6 +58,17 @@ int cp_place (const struct cp_topo *topo, hwloc_const_bitmap_t allowed, hwloc_co
 
 void cp_plan_free (struct cp_plan *plan);
 
+/* The refusal of a request for WANT CPUs (WHAT: the option or key that asked)
+ * where only the CPUs of LIMIT may be given, saying what set that limit: BY
+ * completes "the 1 CPU ..." ("the parent cgroup /x allows"), DETAIL is where it
+ * can be read ("cpuset.cpus.effective: 1"; NULL: the CPUs of LIMIT).  One line,
+ * newly allocated:
+ *   "--cpus: 2 is more than the 1 CPU the parent cgroup /x allows (cpuset.cpus.effective: 1)".
+ * The same words from every command, so that a user sees one refusal, which
+ * exits as unsatisfiable (CP_ERR_UNSATISFIABLE) wherever it is made. */
+char *cp_place_too_many (const char *what, unsigned want, hwloc_const_bitmap_t limit, const char *by,
+                         const char *detail);
+
 #define cleanup_plan __attribute__ ((cleanup (cp_plan_freep)))
 static inline void
 cp_plan_freep (struct cp_plan **p)

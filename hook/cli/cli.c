@@ -41,6 +41,15 @@ cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_erro
 }
 
 int
+cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allowed, const char *by, cp_error_t *err)
+{
+  if (req->cpus <= (unsigned) hwloc_bitmap_weight (allowed))
+    return 0;
+  cleanup_free char *msg = cp_place_too_many ("--cpus", req->cpus, allowed, by, NULL);
+  return cp_fail_unsatisfiable (err, "%s", msg);
+}
+
+int
 cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err)
 {
   if (opt == ':')

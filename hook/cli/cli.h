@@ -113,6 +113,11 @@ enum
 /* Apply one request option; returns 1 when OPT was one, 0 when not, < 0 on a bad value. */
 int cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_error_t *err);
 
+/* --cpus against the ALLOWED CPUs, BY what allows them ("--allowed gives"): more
+   is unsatisfiable (exit 3 from every command, as apply's refusal: placer_limits.c),
+   in the same words (cp_place_too_many()). */
+int cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allowed, const char *by, cp_error_t *err);
+
 /* The error for what getopt_long returned that no case took: ':' (a value is
    missing) or an unknown option.  CMD names the subcommand for the help hint. */
 int cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err);

@@ -178,7 +178,14 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
       /* The directory's name is the caller's text (policy/base/text.h). */
       cleanup_free char *where = cp_xasprintf ("%s%s", cg->mount, cg->path);
       cp_text_sanitize (where);
-      printf ("%s: cpus %s mems %s\n%s\n", where, cpus, mems, plan->reason);
+      /* "CPU 1 (1 CPU)": the list and the count, never a bare number that reads
+         as either; --json has the machine-readable form. */
+      unsigned n_cpus = (unsigned) hwloc_bitmap_weight (plan->cpus);
+      unsigned n_mems = (unsigned) hwloc_bitmap_weight (plan->mems);
+      cleanup_free char *memory = a->mems_keep ? cp_xstrdup ("memory nodes kept as they were")
+                                               : cp_xasprintf ("memory %s %s", cp_plural (n_mems, "node", "nodes"), mems);
+      printf ("placed %s on %s %s (%u %s), %s\n%s\n", where, cp_plural (n_cpus, "CPU", "CPUs"), cpus, n_cpus,
+              cp_plural (n_cpus, "CPU", "CPUs"), memory, plan->reason);
     }
   return 0;
 }

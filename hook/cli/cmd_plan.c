@@ -112,8 +112,8 @@ run_plan (struct plan_args *a, hwloc_bitmap_t allowed, hwloc_bitmap_t occupied, 
   unsigned n_allowed = (unsigned) hwloc_bitmap_weight (allowed);
   if (ret == 0 && a->req.mode == CP_MODE_EXCLUSIVE && a->req.cpus == 0)
     ret = cp_fail_input (err, "--cpus: required in exclusive mode (1..%u)", n_allowed);
-  if (ret == 0 && a->req.cpus > n_allowed)
-    ret = cp_fail_input (err, "--cpus: %u is more than the %u allowed CPUs", a->req.cpus, n_allowed);
+  if (ret == 0)
+    ret = cp_cli_check_count (&a->req, allowed, a->allowed ? "--allowed gives" : "the topology allows", err);
 
   struct cp_plan *plan = NULL;
   if (ret == 0)

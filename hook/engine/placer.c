@@ -11,6 +11,7 @@
 #include "topo.h"
 #include "util.h"
 #include "fault.h"
+#include "placer_limits.h"
 #include "ledger.h"
 #include "log.h"
 #include "manager.h"
@@ -137,70 +138,6 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   return open_ledger (hc, RECONCILE_ALL, out, err);
 }
 
-/* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
- * the host config (`cpus`, `reserved`) or the topology, where they are offline
- * (a CPU taken offline after the topology cache was written, or a captured
- * topology with offline CPUs).  CPUS: the parent's CPUs the config hands out. */
-static int
-nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hwloc_const_bitmap_t cpus,
-                     cp_error_t *err)
-{
-  cleanup_free char *parent_list = cp_cpulist_format (parent);
-  if (hwloc_bitmap_iszero (cpus))
-    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs (%s) are all outside the "
-                                       "configured `cpus` or inside `reserved`", parent_list);
-  cleanup_free char *offline = cp_cpulist_format (cpus);
-  cleanup_free char *online = cp_cpulist_format (topo->online);
-  return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs that the host config hands "
-                                     "out (%s) are all offline (topology `%s` has CPUs %s online)",
-                                offline, topo->source, online);
-}
-
-/* The CPUs and nodes the target may get: what its parent cgroup allows (without
- * a cgroup yet: what the topology allows), within the host's hand-out set, minus
- * the reserved CPUs and anything not online, and within the spec's own cpuset
- * when it names one (a bound, never a size: runc `--cpuset-cpus 1` means CPU 1,
- * not "one CPU"). */
-static int
-target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
-               const struct cp_topo *topo, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
-{
-  if (t->cgroup == NULL)
-    {
-      hwloc_bitmap_copy (cpus, topo->allowed);
-      hwloc_bitmap_copy (mems, topo->allowed_nodes);
-    }
-  else if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
-    return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
-  cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
-  hwloc_bitmap_and (cpus, cpus, hc->cpus);
-  hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
-  if (!hwloc_bitmap_intersects (cpus, topo->online))
-    return nothing_to_hand_out (topo, parent, cpus, err);
-  hwloc_bitmap_and (cpus, cpus, topo->online);
-  if (creq->bound_cpus)
-    {
-      hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
-      if (hwloc_bitmap_iszero (cpus))
-        {
-          cleanup_free char *spec = cp_cpulist_format (creq->bound_cpus);
-          return cp_fail_unsatisfiable (err, "linux.resources.cpu.cpus `%s`: none of them is a CPU the parent "
-                                             "cgroup allows and the host hands out", spec);
-        }
-    }
-  if (creq->bound_mems)
-    {
-      hwloc_bitmap_and (mems, mems, creq->bound_mems);
-      if (hwloc_bitmap_iszero (mems))
-        {
-          cleanup_free char *spec = cp_cpulist_format (creq->bound_mems);
-          return cp_fail_unsatisfiable (err, "linux.resources.cpu.mems `%s`: none of them is a node the parent "
-                                             "cgroup allows", spec);
-        }
-    }
-  return 0;
-}
-
 static int
 record (struct cp_ledger *l, const struct cp_target *t, const struct cp_container_request *creq,
         const struct cp_plan *plan, hwloc_const_bitmap_t mems, cp_error_t *err)
@@ -280,18 +217,27 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
                        "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
 }
 
-int
-cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
-                  hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
-                  hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
+/* cp_placer_decide_in(), with TOO_MANY (when not NULL) the refusal of a
+   request for more CPUs than CPUS holds, naming what set the limit, in place of
+   cp_place()'s, which knows only the count. */
+static int
+decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
+        const struct cp_target *t, const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
+        const char *too_many, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
   if (check_target_unclaimed (l, t, err) < 0)
     return -1;
-  struct cp_ledger_usage usage;
-  cp_ledger_usage (l, t->id, &usage);
-  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
-  cp_ledger_usage_release (&usage);
+  int ret;
+  if (too_many)
+    ret = cp_fail_unsatisfiable (err, "%s", too_many);
+  else
+    {
+      struct cp_ledger_usage usage;
+      cp_ledger_usage (l, t->id, &usage);
+      ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
+      cp_ledger_usage_release (&usage);
+    }
   if (ret < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it
@@ -306,6 +252,14 @@ cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_cons
     return cp_error_wrap (err, "ledger");
   *plan_out = cp_steal_pointer (&plan);
   return 0;
+}
+
+int
+cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                  hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                  hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
+{
+  return decide (l, topo, cpus, mems, t, creq, kept_mems, NULL, plan_out, err);
 }
 
 /* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
@@ -363,6 +317,7 @@ struct cp_placer
   struct cp_managers mgrs; /* the cgroup's managers (manager.h), attached at open */
   struct cp_ledger *l;
   struct cp_plan *plan; /* once decided */
+  char *too_many;       /* the refusal of a request for more CPUs than cpus holds (NULL: it fits) */
 };
 
 static struct cp_placer *
@@ -387,6 +342,7 @@ cp_placer_close (struct cp_placer *p)
   hwloc_bitmap_free (p->mems);
   hwloc_bitmap_free (p->cpus);
   cp_topo_free (p->topo);
+  free (p->too_many);
   free (p);
 }
 
@@ -431,7 +387,7 @@ cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
   cp_managers_attach (NULL, &mctx, &p->mgrs);
   if (cp_topocache_load (hc, 0, &p->topo, err) < 0)
     return cp_error_wrap (err, "topology");
-  if (target_limits (hc, t, creq, p->topo, p->cpus, p->mems, err) < 0)
+  if (cp_placer_target_limits (hc, t, creq, p->topo, p->cpus, p->mems, &p->too_many, err) < 0)
     return -1;
   if (creq->mems_keep && read_kept_mems (p, err) < 0)
     return -1;
@@ -471,7 +427,7 @@ cp_placer_state_dirfd (const struct cp_placer *p)
 int
 cp_placer_decide (struct cp_placer *p, cp_error_t *err)
 {
-  if (cp_placer_decide_in (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, &p->plan, err) == 0)
+  if (decide (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->plan, err) == 0)
     return 0;
   sync_schedctl (&p->sc, p->l); /* reconcile may have dropped the last container asking */
   return -1;

@@ -83,3 +83,66 @@ cp_text_sanitize (char *s)
     }
   u[out] = '\0';
 }
+
+const char *
+cp_plural (unsigned long n, const char *one, const char *many)
+{
+  return n == 1 ? one : many;
+}
+
+/* Names are short (commands, options, values): longer text is no typo of one. */
+#define DISTANCE_MAX_LEN 64
+
+unsigned
+cp_text_distance (const char *a, const char *b, unsigned limit)
+{
+  size_t la = strlen (a), lb = strlen (b);
+  if (la > DISTANCE_MAX_LEN || lb > DISTANCE_MAX_LEN)
+    return limit + 1;
+  if ((la > lb ? la - lb : lb - la) > limit)
+    return limit + 1;
+  /* Three rows of the table: i - 2, i - 1 and i. */
+  unsigned rows[3][DISTANCE_MAX_LEN + 1];
+  for (size_t j = 0; j <= lb; j++)
+    rows[0][j] = (unsigned) j;
+  for (size_t i = 1; i <= la; i++)
+    {
+      unsigned *two = rows[(i + 1) % 3], *prev = rows[(i + 2) % 3], *cur = rows[i % 3];
+      cur[0] = (unsigned) i;
+      for (size_t j = 1; j <= lb; j++)
+        {
+          unsigned cost = a[i - 1] != b[j - 1];
+          unsigned d = prev[j] + 1;
+          if (cur[j - 1] + 1 < d)
+            d = cur[j - 1] + 1;
+          if (prev[j - 1] + cost < d)
+            d = prev[j - 1] + cost;
+          if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && two[j - 2] + 1 < d)
+            d = two[j - 2] + 1;
+          cur[j] = d;
+        }
+    }
+  unsigned d = rows[la % 3][lb];
+  return d > limit ? limit + 1 : d;
+}
+
+const char *
+cp_text_closest (const char *s, const char *const *names, size_t n)
+{
+  size_t len = strlen (s);
+  unsigned limit = len > 2 ? 2 : (unsigned) len - (len > 0);
+  const char *best = NULL;
+  unsigned best_d = limit + 1;
+  bool tie = false;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (names[i] == NULL)
+        continue;
+      unsigned d = cp_text_distance (s, names[i], limit);
+      if (d < best_d)
+        best = names[i], best_d = d, tie = false;
+      else if (d == best_d && d <= limit)
+        tie = true;
+    }
+  return best && !tie ? best : NULL;
+}

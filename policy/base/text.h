@@ -25,4 +25,18 @@ bool cp_text_valid (const char *s, size_t len);
  * lengthens S. */
 void cp_text_sanitize (char *s);
 
+/* ONE when N is 1, else MANY: "%u %s", n, cp_plural (n, "CPU", "CPUs").  Every
+ * count a message prints goes through it, so that no line says "1 CPUs". */
+const char *cp_plural (unsigned long n, const char *one, const char *many);
+
+/* The optimal-string-alignment distance between A and B (insertions, deletions,
+ * substitutions and swaps of two neighbours, each 1), as far as LIMIT: a result
+ * above LIMIT is LIMIT + 1.  For "did you mean": `plam` is 1 from `plan`. */
+unsigned cp_text_distance (const char *a, const char *b, unsigned limit);
+
+/* Of the NAMES (N of them, NULL entries skipped), the one closest to S, at a
+ * distance of at most 2 and less than S's length (so that `x` suggests nothing);
+ * NULL when none is that close, or when two are equally close. */
+const char *cp_text_closest (const char *s, const char *const *names, size_t n);
+
 #endif

@@ -64,7 +64,7 @@ echo "$OTHER" > "$TOP/a/cpuset.cpus"      # what runc update --cpuset-cpus OTHER
 start b; B=$REPLY
 hook b "$B" "$STRICT"
 check "b (strict, 1 CPU): refused as unsatisfiable, the drifted CPU is not handed out" "$RC" 3
-contains "b: the refusal says nothing is free" "$D/err" "cannot place 1 CPUs"
+contains "b: the refusal says nothing is free" "$D/err" "cannot place 1 CPU"
 check "b: its cgroup is untouched" "$(cat "$TOP/b/cpuset.cpus")" "$(cat "$TOP/cpuset.cpus")"
 contains "the drift is logged, naming the container, its cgroup, what it runs on and what was placed" "$D/err" \
   "drift: a (cgroup $TOP/a): its cpuset.cpus is $OTHER, not the $PLACED cachepin placed"

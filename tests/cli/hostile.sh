@@ -293,7 +293,15 @@ T "cpus with a newline"                  2 'cachepin hook: annotation cachepin.i
 T "cpus with an escaped NUL"             2 'cachepin hook: state: annotations: cachepin.io/cpus: contains a NUL character' - in_cpus '1\u0000'
 T "cpus empty"                           2 'cachepin hook: annotation cachepin.io/cpus: invalid value ``: expected a number from 1 to 8192' - in_cpus ''
 T "cpus of 100000 bytes"                 2 'cachepin hook: state: annotations: cachepin.io/cpus: longer than 256 bytes' - in_huge_value
-T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the $(cat "$MNT/cpuset.effective_cpus" "$MNT/cpuset.cpus.effective" 2>/dev/null | head -1 | awk -F, '{n=0; for (i=1;i<=NF;i++) {split($i,r,"-"); n += (r[2]==""?1:r[2]-r[1]+1)} print n}') allowed CPUs" root in_cpus '64'
+# The limit is named: the target's parent cgroup, and the file it was read from.
+if $ROOT; then
+  PARENT_CG=$(dirname "$CG") PARENT_FILE=cpuset.effective_cpus
+  [ "$MNT" = /sys/fs/cgroup ] && PARENT_FILE=cpuset.cpus.effective
+  PARENT_CPUS=$(cat "$PARENT_CG/$PARENT_FILE")
+  PARENT_N=$(awk -F, '{n=0; for (i=1;i<=NF;i++) {split($i,r,"-"); n += (r[2]==""?1:r[2]-r[1]+1)} print n}' <<<"$PARENT_CPUS")
+  PARENT_WORD=CPUs; [ "$PARENT_N" = 1 ] && PARENT_WORD=CPU
+fi
+T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the ${PARENT_N:-} ${PARENT_WORD:-} the parent cgroup ${PARENT_CG:-} allows (${PARENT_FILE:-}: ${PARENT_CPUS:-})" root in_cpus '64'
 T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
 T "unknown key of 2000 bytes"            2 'cachepin hook: state: annotations: key `cachepin.io/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` longer than 1024 bytes' - in_huge_key
 T "5000 foreign annotations, none ours"  0 '' - in_many_annotations

@@ -53,7 +53,13 @@ expect_usage_error () {
 expect_usage_error "--cpus 0" "--cpus" plan --topology "$SYN" --cpus 0
 expect_usage_error "--cpus 99999" "--cpus" plan --topology "$SYN" --cpus 99999
 expect_usage_error "--cpus abc" "--cpus" plan --topology "$SYN" --cpus abc
-expect_usage_error "--cpus 33 (more than allowed)" "--cpus" plan --topology "$SYN" --cpus 33
+# more than allowed is a request the host cannot meet: exit 3, as from apply (tests/cli/messages.sh)
+run plan --topology "$SYN" --cpus 33
+if [ "$rc" -eq 3 ] && [ ! -s "$TMP/out" ] && [ "$(cat "$TMP/err")" = "cachepin plan: --cpus: 33 is more than the 32 CPUs the topology allows (CPUs 0-31)" ]; then
+  ok "--cpus 33 (more than allowed) -> exit 3: $(cat "$TMP/err")"
+else
+  bad "--cpus 33 (more than allowed): exit $rc, expected 3: $(cat "$TMP/out" "$TMP/err")"
+fi
 expect_usage_error "--cpus missing in exclusive mode" "--cpus" plan --topology "$SYN"
 expect_usage_error "--align foo" "--align" plan --topology "$SYN" --cpus 2 --align foo
 expect_usage_error "--smt bar" "--smt" plan --topology "$SYN" --cpus 2 --smt bar
@@ -103,7 +109,7 @@ fi
 # smt=cores takes whole cores: on SMT2 an odd count can never be met, whatever is
 # free; that is the request's fault (exit 2, naming the option and the width), not
 # the host's capacity (it said "only 32 usable CPUs are free", exit 3).
-expect_usage_error "--smt cores --cpus 1 on SMT2" "smt=cores takes whole cores, of 2 threads here: 1 CPUs is not a multiple of 2" \
+expect_usage_error "--smt cores --cpus 1 on SMT2" "smt=cores takes whole cores, of 2 threads here: 1 CPU is not a multiple of 2" \
   plan --topology "$SYN" --cpus 1 --smt cores
 expect_usage_error "--smt cores --cpus 3 on SMT2, strict" "is not a multiple of 2" \
   plan --topology "$SYN" --cpus 3 --smt cores --strict
@@ -116,7 +122,7 @@ else
 fi
 # ... and when that one core is held, it is the capacity that fails: exit 3
 run plan --topology "$SYN" --cpus 1 --smt cores --allowed 1-31 --occupied 1
-if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "cannot place 1 CPUs (smt=cores" "$TMP/err"; then
+if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q "cannot place 1 CPU (smt=cores" "$TMP/err"; then
   ok "--smt cores --cpus 1, the 1-thread core held -> exit 3: $(cat "$TMP/err")"
 else
   bad "--smt cores --cpus 1, the 1-thread core held: exit $rc, $(cat "$TMP/out" "$TMP/err")"

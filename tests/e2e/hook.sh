@@ -70,7 +70,7 @@ fi
 SUM=$(ledger_sum)
 e2e_run strict '{"cachepin.io/cpus": "1", "cachepin.io/strict": "true"}' "true"
 check "strict, host full: container refused (rc $E2E_RC)" [ "$E2E_RC" != 0 ]
-check "strict, host full: the hook says why" grep -q "cachepin hook: .*cannot place 1 CPUs" <<< "$E2E_OUT"
+check "strict, host full: the hook says why" grep -q "cachepin hook: .*cannot place 1 CPU" <<< "$E2E_OUT"
 check "strict, host full: ledger unchanged" [ "$(ledger_sum)" = "$SUM" ]
 
 # 5. The same without strict: starts unplaced, with the runtime's CPUs.

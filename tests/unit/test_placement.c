@@ -202,7 +202,7 @@ test_cores (void **state)
   r.strict = true;
   r.cpus = 1;
   msg = tu_place_fail (amd, NULL, "0-31", &r, CP_ERR_INPUT);
-  assert_string_equal (msg, "smt=cores takes whole cores, of 2 threads here: 1 CPUs is not a multiple of 2");
+  assert_string_equal (msg, "smt=cores takes whole cores, of 2 threads here: 1 CPU is not a multiple of 2");
   free (msg);
   /* SMT4 cut by the allowed set to cores of 2 and 4: a multiple of 2 is needed */
   cleanup_topo struct cp_topo *smt4 = tu_topo ("package:1 core:4 pu:4");
@@ -226,7 +226,7 @@ test_cores (void **state)
      1 CPU fits on core 0 alone, which someone holds. */
   r = tu_req (1, CP_LEVEL_LLC, CP_SMT_CORES, EXCL, false);
   msg = tu_place_fail (amd, "0-31,33-63", "0", &r, CP_ERR_UNSATISFIABLE);
-  tu_assert_contains (msg, "cannot place 1 CPUs");
+  tu_assert_contains (msg, "cannot place 1 CPU");
   free (msg);
   /* Cores of 1 and 2 allowed threads: 2 CPUs are the 2-thread core 1 {1,33}, not
      core 0's lone allowed thread 0 plus nothing (a greedy pass would stop at 1). */
@@ -266,7 +266,8 @@ test_any (void **state)
   cleanup_topo struct cp_topo *adj = tu_topo (ADJ);
   struct cp_plan *p = place (adj, NULL, NULL, 3, CP_LEVEL_LLC, CP_SMT_ANY);
   expect_plan (p, "0-2", "0-2", "0", "llc0=0-2");
-  tu_assert_contains (p->reason, "2 PE0 threads, 1 other threads");
+  tu_assert_contains (p->reason, "2 PE0 threads, 1 other thread");
+  tu_assert_contains (p->reason, "exclusive: 3 CPUs on");
   cp_plan_free (p);
   /* threads in core order, held ones skipped: 0 held -> 1,2,3 */
   p = place (adj, NULL, "0", 3, CP_LEVEL_LLC, CP_SMT_ANY);
@@ -470,12 +471,12 @@ test_input_errors (void **state)
      the kind after the fact). */
   r.cpus = 33;
   msg = tu_place_fail (t, NULL, NULL, &r, CP_ERR_UNSATISFIABLE);
-  tu_assert_contains (msg, "33 is more than the 32 allowed CPUs");
+  tu_assert_contains (msg, "33 is more than the 32 CPUs allowed (CPUs 0-31)");
   free (msg);
   /* more than allowed, not than online */
   r.cpus = 5;
   msg = tu_place_fail (t, "0-3", NULL, &r, CP_ERR_UNSATISFIABLE);
-  tu_assert_contains (msg, "5 is more than the 4 allowed CPUs");
+  tu_assert_contains (msg, "5 is more than the 4 CPUs allowed (CPUs 0-3)");
   free (msg);
   /* shared mode too */
   r.mode = SHARED;
@@ -491,6 +492,14 @@ test_input_errors (void **state)
   r.cpus = 8;
   msg = tu_place_fail (t, NULL, "0-27", &r, CP_ERR_UNSATISFIABLE);
   tu_assert_contains (msg, "only 4 usable CPUs are free");
+  free (msg);
+  /* one: the singular, in the refusal and in the count */
+  r.cpus = 2;
+  msg = tu_place_fail (t, "0", NULL, &r, CP_ERR_UNSATISFIABLE);
+  tu_assert_contains (msg, "2 is more than the 1 CPU allowed (CPU 0)");
+  free (msg);
+  msg = tu_place_fail (t, "0-1", "1", &r, CP_ERR_UNSATISFIABLE);
+  tu_assert_contains (msg, "only 1 usable CPU is free");
   free (msg);
   /* pe0: 16 cores, 17 PE0s cannot be had */
   r = tu_req (17, CP_LEVEL_LLC, CP_SMT_PE0, EXCL, false);
@@ -720,11 +729,11 @@ test_hybrid_cores (void **state)
   cp_plan_free (p);
   r.cpus = 1;
   char *msg = tu_place_fail (t, NULL, "12-19", &r, CP_ERR_UNSATISFIABLE);
-  tu_assert_contains (msg, "cannot place 1 CPUs (smt=cores");
+  tu_assert_contains (msg, "cannot place 1 CPU (smt=cores");
   free (msg);
   /* the P-cores alone: 2 threads each, so an odd count is malformed there */
   msg = tu_place_fail (t, "0-11", NULL, &r, CP_ERR_INPUT);
-  assert_string_equal (msg, "smt=cores takes whole cores, of 2 threads here: 1 CPUs is not a multiple of 2");
+  assert_string_equal (msg, "smt=cores takes whole cores, of 2 threads here: 1 CPU is not a multiple of 2");
   free (msg);
 }
 
