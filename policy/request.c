@@ -1,6 +1,7 @@
 #include "request.h"
 
 #include <string.h>
+#include <strings.h>
 
 static const char *const align_names[CP_LEVEL_COUNT] = {
   [CP_LEVEL_L2] = "l2", [CP_LEVEL_LLC] = "llc", [CP_LEVEL_NUMA] = "numa",
@@ -34,13 +35,22 @@ cp_request_init (struct cp_request *req)
   req->mode = CP_MODE_EXCLUSIVE;
 }
 
+/* How parse_enum() compares: the values a user types (align, smt, mode, mems)
+   in any case, since every output prints "L3#0" and "PE0"; true/false exactly,
+   as JSON spells them. */
+enum match
+{
+  MATCH_EXACT,
+  MATCH_ANY_CASE,
+};
+
 /* Looks S up in NAMES; the error lists what is accepted. */
 static int
-parse_enum (const char *s, const char *const *names, int n, int *out, cp_error_t *err)
+parse_enum (const char *s, const char *const *names, int n, enum match how, int *out, cp_error_t *err)
 {
   *out = 0; /* defined on failure too: GCC -O3 cannot tell that no caller reads it then */
   for (int i = 0; i < n; i++)
-    if (names[i] && strcmp (s, names[i]) == 0)
+    if (names[i] && (how == MATCH_ANY_CASE ? strcasecmp (s, names[i]) : strcmp (s, names[i])) == 0)
       {
         *out = i;
         return 0;
@@ -59,7 +69,14 @@ int
 cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err)
 {
   int v;
-  if (parse_enum (s, align_names, CP_LEVEL_COUNT, &v, err) < 0)
+  /* The LLC is what outputs call "L3" (cp_topo_level_label()): the name they
+     show is a name the user may type. */
+  if (strcasecmp (s, "l3") == 0)
+    {
+      *out = CP_LEVEL_LLC;
+      return 0;
+    }
+  if (parse_enum (s, align_names, CP_LEVEL_COUNT, MATCH_ANY_CASE, &v, err) < 0)
     return -1;
   *out = (enum cp_level) v;
   return 0;
@@ -69,7 +86,7 @@ int
 cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err)
 {
   int v;
-  if (parse_enum (s, smt_names, (int) (sizeof smt_names / sizeof *smt_names), &v, err) < 0)
+  if (parse_enum (s, smt_names, (int) (sizeof smt_names / sizeof *smt_names), MATCH_ANY_CASE, &v, err) < 0)
     return -1;
   *out = (enum cp_smt) v;
   return 0;
@@ -79,7 +96,7 @@ int
 cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err)
 {
   int v;
-  if (parse_enum (s, mode_names, (int) (sizeof mode_names / sizeof *mode_names), &v, err) < 0)
+  if (parse_enum (s, mode_names, (int) (sizeof mode_names / sizeof *mode_names), MATCH_ANY_CASE, &v, err) < 0)
     return -1;
   *out = (enum cp_mode) v;
   return 0;
@@ -90,7 +107,7 @@ cp_parse_bool (const char *s, bool *out, cp_error_t *err)
 {
   static const char *const names[] = { "false", "true" };
   int v;
-  if (parse_enum (s, names, 2, &v, err) < 0)
+  if (parse_enum (s, names, 2, MATCH_EXACT, &v, err) < 0)
     return -1;
   *out = v == 1;
   return 0;
@@ -101,7 +118,7 @@ cp_parse_mems (const char *s, bool *keep, cp_error_t *err)
 {
   static const char *const names[] = { "local", "keep" };
   int v;
-  if (parse_enum (s, names, 2, &v, err) < 0)
+  if (parse_enum (s, names, 2, MATCH_ANY_CASE, &v, err) < 0)
     return -1;
   *keep = v == 1;
   return 0;

@@ -78,8 +78,11 @@ struct cp_container_request
 /* Defaults: cpus unset, align=llc, smt=pe0-first, mode=exclusive, strict=false. */
 void cp_request_init (struct cp_request *req);
 
-/* Each parser accepts exactly the documented spellings and fails with an input
- * error naming the value; the caller wraps it with the field's name. */
+/* Each parser accepts the documented spellings and fails with an input error
+ * naming the value; the caller wraps it with the field's name.  The CLI options,
+ * the annotations and the host config's defaults all parse with these, so they
+ * accept the same: align, smt, mode and mems in any case ("L3", "PE0"), align
+ * `l3` as `llc` (outputs call the LLC "L3"); bool exactly `true` or `false`. */
 int cp_parse_align (const char *s, enum cp_level *out, cp_error_t *err);
 int cp_parse_smt (const char *s, enum cp_smt *out, cp_error_t *err);
 int cp_parse_mode (const char *s, enum cp_mode *out, cp_error_t *err);

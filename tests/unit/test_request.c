@@ -56,7 +56,24 @@ test_align (void **state)
       assert_int_equal (v, ok[i].v);
       assert_string_equal (cp_align_name (v), ok[i].s); /* the name parses back */
     }
-  static const char *const bad[] = { "LLC", "", "llc ", " llc", "L2", "l3", "machine", "NUMA", "pkg", "llc\n", "nonee" };
+  /* Any case, and l3 for llc: outputs say "L3#0" and "NUMA". */
+  static const struct
+  {
+    const char *s;
+    enum cp_level v;
+  } spelled[] = {
+    { "LLC", CP_LEVEL_LLC }, { "L2", CP_LEVEL_L2 },   { "l3", CP_LEVEL_LLC },     { "L3", CP_LEVEL_LLC },
+    { "NUMA", CP_LEVEL_NUMA }, { "Package", CP_LEVEL_PACKAGE }, { "None", CP_LEVEL_MACHINE },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (spelled); i++)
+    {
+      enum cp_level v = CP_LEVEL_COUNT;
+      cp_error_t err = NULL;
+      if (cp_parse_align (spelled[i].s, &v, &err) != 0)
+        fail_msg ("align `%s` refused: %s", spelled[i].s, cp_error_message (err));
+      assert_int_equal (v, spelled[i].v);
+    }
+  static const char *const bad[] = { "", "llc ", " llc", "l4", "l3 ", "machine", "pkg", "llc\n", "nonee", "l\xc4\xb1" "c" };
   for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
     {
       enum cp_level v = CP_LEVEL_L2;
@@ -106,7 +123,15 @@ test_smt (void **state)
       assert_int_equal (v, ok[i].v);
       assert_string_equal (cp_smt_name (v), ok[i].s);
     }
-  static const char *const bad[] = { "pe0 ", "PE0", "", "pe0first", "pe0_first", "core", "all", "0", "bar" };
+  /* Any case: outputs say "PE0". */
+  enum cp_smt any_case = CP_SMT_ANY;
+  cp_error_t case_err = NULL;
+  assert_int_equal (cp_parse_smt ("PE0", &any_case, &case_err), 0);
+  assert_int_equal (any_case, CP_SMT_PE0);
+  assert_int_equal (cp_parse_smt ("PE0-First", &any_case, &case_err), 0);
+  assert_int_equal (any_case, CP_SMT_PE0_FIRST);
+  assert_null (case_err);
+  static const char *const bad[] = { "pe0 ", "", "pe0first", "pe0_first", "core", "all", "0", "bar" };
   for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
     {
       enum cp_smt v = CP_SMT_ANY;
@@ -135,7 +160,11 @@ test_mode (void **state)
   assert_string_equal (cp_mode_name (CP_MODE_EXCLUSIVE), "exclusive");
   assert_string_equal (cp_mode_name (CP_MODE_SHARED), "shared");
   assert_string_equal (cp_mode_name ((enum cp_mode) 5), "?");
-  static const char *const bad[] = { "Shared", "", "excl", "shared ", "baz", "0" };
+  assert_int_equal (cp_parse_mode ("Shared", &v, &err), 0); /* any case */
+  assert_int_equal (v, CP_MODE_SHARED);
+  assert_int_equal (cp_parse_mode ("EXCLUSIVE", &v, &err), 0);
+  assert_int_equal (v, CP_MODE_EXCLUSIVE);
+  static const char *const bad[] = { "", "excl", "shared ", "baz", "0" };
   for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
     {
       v = CP_MODE_SHARED;
@@ -235,7 +264,11 @@ test_mems (void **state)
   assert_int_equal (cp_parse_mems ("keep", &keep, &err), 0);
   assert_true (keep);
   assert_null (err);
-  static const char *const bad[] = { "Keep", "", "remote", "keep ", "local,keep", "1" };
+  assert_int_equal (cp_parse_mems ("Keep", &keep, &err), 0); /* any case */
+  assert_true (keep);
+  assert_int_equal (cp_parse_mems ("LOCAL", &keep, &err), 0);
+  assert_false (keep);
+  static const char *const bad[] = { "", "remote", "keep ", "local,keep", "1" };
   for (size_t i = 0; i < CP_ARRAY_SIZE (bad); i++)
     {
       keep = true;
