@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpulist.h"
+#include "text.h"
 #include "util.h"
 
 int
@@ -49,9 +50,27 @@ cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allowed, 
   return cp_fail_unsatisfiable (err, "%s", msg);
 }
 
-int
-cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err)
+/* The long option of SPEC closest to the mistyped WORD ("--algin=l3": `align`),
+   or NULL (cp_text_closest()). */
+static const char *
+closest_option (const struct cp_cli_spec *spec, const char *word)
 {
+  if (strncmp (word, "--", 2) != 0)
+    return NULL;
+  cleanup_free char *name = cp_xstrndup (word + 2, strcspn (word + 2, "="));
+  size_t n = 0;
+  while (spec->options[n].name)
+    n++;
+  cleanup_free const char **names = cp_xcalloc (n ? n : 1, sizeof *names);
+  for (size_t i = 0; i < n; i++)
+    names[i] = spec->options[i].name;
+  return cp_text_closest (name, names, n);
+}
+
+int
+cp_cli_option_error (int opt, char **argv, const struct cp_cli_spec *spec, cp_error_t *err)
+{
+  const char *cmd = spec->name;
   if (opt == ':')
     return cp_fail_input (err, "%s: a value is required", argv[optind - 1]);
   /* An unknown short option inside a cluster ("-qz") leaves optind on its word,
@@ -62,7 +81,11 @@ cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err)
          the message shows that one byte (as '?': policy/base/text.h). */
       return cp_fail_input (err, "-%c: unknown option (see `cachepin %s --help`)", (unsigned char) optopt, cmd);
     }
-  return cp_fail_input (err, "%s: unknown option (see `cachepin %s --help`)", argv[optind - 1], cmd);
+  const char *word = argv[optind - 1];
+  const char *near = closest_option (spec, word);
+  if (near)
+    return cp_fail_input (err, "%s: unknown option (did you mean `--%s`? see `cachepin %s --help`)", word, near, cmd);
+  return cp_fail_input (err, "%s: unknown option (see `cachepin %s --help`)", word, cmd);
 }
 
 int

@@ -75,6 +75,12 @@ struct cp_cli_spec
   cp_cli_option_fn option;      /* its own options and operands (NULL: none) */
 };
 
+/* The error for what getopt_long returned that no case took: ':' (a value is
+   missing) or an unknown option, with the closest of SPEC's long options when
+   one is near (`--algin`: "did you mean `--align`?"); SPEC names the subcommand
+   for the help hint. */
+int cp_cli_option_error (int opt, char **argv, const struct cp_cli_spec *spec, cp_error_t *err);
+
 /* Parse ARGV as SPEC says: --config, --json and --help into *COMMON, the rest
    through SPEC->option into ARGS; a value missing, an unknown option or an
    operand nobody takes is an input error naming it.  Returns 1 when the
@@ -118,9 +124,7 @@ int cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_
    in the same words (cp_place_too_many()). */
 int cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allowed, const char *by, cp_error_t *err);
 
-/* The error for what getopt_long returned that no case took: ':' (a value is
-   missing) or an unknown option.  CMD names the subcommand for the help hint. */
-int cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err);
+
 
 /* A strict cpulist option value, wrapped with the option's name. */
 int cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp_error_t *err);

@@ -47,7 +47,7 @@ take_option (const struct cp_cli_spec *spec, int opt, char **argv, struct cp_cli
       return 1;
     case ':':
     case '?':
-      return cp_cli_option_error (opt, argv, spec->name, err);
+      return cp_cli_option_error (opt, argv, spec, err);
     default:
       break;
     }
@@ -56,7 +56,7 @@ take_option (const struct cp_cli_spec *spec, int opt, char **argv, struct cp_cli
     return r;
   if (opt == 1)
     return cp_fail_input (err, "`%.64s`: unexpected argument (see `cachepin %s --help`)", optarg, spec->name);
-  return cp_cli_option_error (opt, argv, spec->name, err);
+  return cp_cli_option_error (opt, argv, spec, err);
 }
 
 int

@@ -92,6 +92,18 @@ usage (FILE *out)
                 "  --version  the version\n");
 }
 
+/* The command (or --help, --version) closest to the mistyped WORD, or NULL. */
+static const char *
+closest_command (const char *word)
+{
+  const char *names[CP_ARRAY_SIZE (commands) + 2];
+  for (size_t i = 0; i < CP_ARRAY_SIZE (commands); i++)
+    names[i] = commands[i].name;
+  names[CP_ARRAY_SIZE (commands)] = "--help";
+  names[CP_ARRAY_SIZE (commands) + 1] = "--version";
+  return cp_text_closest (word, names, CP_ARRAY_SIZE (names));
+}
+
 static int
 exit_status (cp_error_t e)
 {
@@ -149,6 +161,10 @@ main (int argc, char **argv)
   /* The caller's text, shown as a terminal or a log cannot misread it. */
   cleanup_free char *name = cp_xasprintf ("%.64s", argv[1]);
   cp_text_sanitize (name);
-  fprintf (stderr, "cachepin: `%s`: unknown command (see `cachepin --help`)\n", name);
+  const char *near = closest_command (argv[1]);
+  if (near)
+    fprintf (stderr, "cachepin: unknown command `%s` (did you mean `%s`?)\n", name, near);
+  else
+    fprintf (stderr, "cachepin: unknown command `%s` (see `cachepin --help`)\n", name);
   return CP_EXIT_USAGE;
 }
