@@ -9,7 +9,9 @@
  * status_ledger.c) and rendered for people by status_text.c. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "hostconfig.h"
@@ -37,6 +39,20 @@ static const struct cp_cli_spec status_spec = {
   .options = status_options,
 };
 
+/* Status reads what it can and reports each part it could not in that part;
+   when one of those is a permission refused to a user who is not root, one
+   line on stderr says what to do about it (the output stays as it is). */
+static void
+hint_root (json_object *status)
+{
+  if (geteuid () == 0)
+    return;
+  const char *text = json_object_to_json_string_ext (status, JSON_C_TO_STRING_PLAIN);
+  if (strstr (text, strerror (EACCES)) || strstr (text, strerror (EPERM)))
+    fprintf (stderr, "cachepin status: some parts could not be read (%s): run as root to see them\n",
+             strerror (EACCES));
+}
+
 int
 cp_cmd_status (int argc, char **argv, cp_error_t *err)
 {
@@ -51,6 +67,7 @@ cp_cmd_status (int argc, char **argv, cp_error_t *err)
     puts (json_object_to_json_string_ext (status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
   else
     cp_status_print_text (status, stdout);
+  hint_root (status);
   json_object_put (status);
   return 0;
 }

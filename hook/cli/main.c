@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "text.h"
@@ -24,14 +25,18 @@ struct command
      command changes nothing. */
   const char *done;
   bool scrub_env; /* see scrub_environment() */
+  /* Works on root's files (the state directory, the ledger, cgroups): a
+     permission refused to another user is told to run it as root. */
+  bool as_root;
 };
 
 static const struct command commands[] = {
-  { "plan", cp_cmd_plan, "compute a placement for a request and print it (writes nothing)", NULL, false },
-  { "hook", cp_cmd_hook, "run as an OCI hook (createRuntime/prestart: place; poststop: release)", NULL, true },
-  { "apply", cp_cmd_apply, "place a cgroup no runtime manages, and record it", "the placement was made", true },
-  { "release", cp_cmd_release, "forget a cgroup placed with apply", "the release was made", true },
-  { "status", cp_cmd_status, "show the topology, the ledger, kernel features, the config (writes nothing)", NULL, true },
+  { "plan", cp_cmd_plan, "compute a placement for a request and print it (writes nothing)", NULL, false, false },
+  { "hook", cp_cmd_hook, "run as an OCI hook (createRuntime/prestart: place; poststop: release)", NULL, true, true },
+  { "apply", cp_cmd_apply, "place a cgroup no runtime manages, and record it", "the placement was made", true, true },
+  { "release", cp_cmd_release, "forget a cgroup placed with apply", "the release was made", true, true },
+  { "status", cp_cmd_status, "show the topology, the ledger, kernel features, the config (writes nothing)", NULL, true,
+    true },
 };
 
 /* The commands that run as root, change the ledger and cgroups, and hold the
@@ -119,6 +124,19 @@ exit_status (cp_error_t e)
     }
 }
 
+/* What to add to the error line of CMD: " (run as root)" when the system
+   refused a permission (EACCES, EPERM) to a user who is not root, for the
+   commands that work on root's files; the cause is then who runs it, which
+   "Permission denied" alone does not say. */
+static const char *
+root_hint (const struct command *cmd, cp_error_t e)
+{
+  int n = cp_error_errno (e);
+  if (!cmd->as_root || geteuid () == 0 || (n != EACCES && n != EPERM))
+    return "";
+  return " (run as root)";
+}
+
 int
 main (int argc, char **argv)
 {
@@ -153,7 +171,7 @@ main (int argc, char **argv)
         cp_error_t err = NULL;
         if (commands[i].fn (argc - 1, argv + 1, &err) == 0)
           return check_stdout (&commands[i]);
-        fprintf (stderr, "cachepin %s: %s\n", commands[i].name, cp_error_message (err));
+        fprintf (stderr, "cachepin %s: %s%s\n", commands[i].name, cp_error_message (err), root_hint (&commands[i], err));
         int status = exit_status (err);
         cp_error_free (&err);
         return status;

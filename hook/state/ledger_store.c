@@ -56,8 +56,8 @@ open_state_dir (const char *state_dir, cp_error_t *err)
   if (fstat (fd, &st) < 0)
     return cp_fail_errno (err, errno, "stat state directory `%s`", path);
   if (st.st_uid != geteuid ())
-    return cp_fail_runtime (err, "state directory `%s` is owned by uid %u, not %u; refusing it", path,
-                            (unsigned) st.st_uid, (unsigned) geteuid ());
+    return cp_fail_runtime (err, "state directory `%s` is owned by uid %u, not %u; refusing it%s", path,
+                            (unsigned) st.st_uid, (unsigned) geteuid (), st.st_uid == 0 ? " (run as root)" : "");
   if (!cp_ledger_dir_mode_ok (st.st_mode))
     return cp_fail_runtime (err,
                             "state directory `%s` has mode %04o, open to group or others: not one cachepin made for "
