@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Messages a user would misread (issue 18, item 9), against the real binary ($1)
+# Messages a user would misread (issue 18, item 9; issue 21, item 4), against the real binary ($1)
 # and real cpuset cgroups (root, jq, hwloc's lstopo-no-graphics, a cpuset
 # hierarchy).  The drift line and `status`'s LLC holders are checked in drift.sh
 # and status.sh; here:
@@ -96,5 +96,149 @@ else
   apply
   check "captured: refused" "$RC" 3
   contains "captured: says offline" "$D/err" "$OFFLINE (topology \`$CAPTURED\` has CPUs 4-20 online)"
+fi
+# ---------------------------------------------------------------- issue 21, item 4
+config '{}'
+PARENT_FILE=cpuset.effective_cpus
+[ "$MNT" = /sys/fs/cgroup ] && PARENT_FILE=cpuset.cpus.effective
+ALL=$(cpuset_cpus "$TOP")
+NALL=$(expand "$ALL" | wc -l)
+cpu_word () { if [ "$1" = 1 ]; then echo CPU; else echo CPUs; fi; }
+run () { "$BIN" "$@" >"$D/out" 2>"$D/err"; RC=$?; }
+make_cgroup "$TOP/q"   # all of TOP's CPUs
+
+echo "== counts: 1 CPU, 2 CPUs"
+run plan --topology "pack:1 l3:1 core:2 pu:2" --cpus 1 --smt pe0
+check "plan 1: exit" "$RC" 0
+contains "plan 1: \"1 CPU on\"" "$D/out" "exclusive: 1 CPU on L3#0 (best fit: 1 of its 2 usable CPUs free before); one PE0 thread on each of 1 core, its siblings held idle"
+run plan --topology "pack:1 l3:1 core:2 pu:2" --cpus 3 --smt any
+contains "plan 3: \"1 other thread\"" "$D/out" "3 CPUs on L3#0 (best fit: 3 of its 4 usable CPUs free before); 2 PE0 threads, 1 other thread"
+run plan --topology "pack:1 l3:2 core:1 pu:1" --cpus 2 --occupied 1
+check "plan, 1 free: exit 3" "$RC" 3
+contains "plan, 1 free: \"only 1 usable CPU is free\"" "$D/err" "cannot place 2 CPUs (smt=pe0-first, mode=exclusive): only 1 usable CPU is free"
+lacks "plan: no \"1 CPUs\"" "$D/err" "1 CPUs"
+run apply --config "$D/cfg.json" --cgroup "$TOP/p/svc" --cpus 1
+check "apply 1: exit" "$RC" 0
+check "apply 1: says the CPU, the count and the node" "$(head -1 "$D/out")" \
+  "placed $TOP/p/svc on CPU $FIRST (1 CPU), memory node $(cat "$TOP/p/svc/cpuset.mems")"
+lacks "apply 1: no \"1 CPUs\"" "$D/out" "1 CPUs"
+run release --config "$D/cfg.json" --cgroup "$TOP/p/svc"
+check "release: exit" "$RC" 0
+
+echo "== more than allowed: the limit named"
+run apply --config "$D/cfg.json" --cgroup "$TOP/p/svc" --cpus 2
+check "parent allows 1: exit 3" "$RC" 3
+check "parent allows 1: the parent cgroup and its file named" "$(cat "$D/err")" \
+  "cachepin apply: --cpus: 2 is more than the 1 CPU the parent cgroup $TOP/p allows ($PARENT_FILE: $FIRST)"
+run plan --topology "pack:1 l3:1 core:4 pu:1" --cpus 3 --allowed 1-2
+check "plan --allowed: exit 3" "$RC" 3
+check "plan --allowed: named" "$(cat "$D/err")" "cachepin plan: --cpus: 3 is more than the 2 CPUs --allowed gives (CPUs 1-2)"
+if [ "$NALL" -ge 2 ]; then
+  config "{\"reserved\": \"$FIRST\"}"
+  LEFT=$((NALL - 1))
+  run apply --config "$D/cfg.json" --cgroup "$TOP/q" --cpus "$NALL"
+  check "reserved leaves fewer: exit 3" "$RC" 3
+  contains "reserved leaves fewer: the host config named" "$D/err" \
+    "cachepin apply: --cpus: $NALL is more than the $LEFT $(cpu_word "$LEFT") left by the host config's \`cpus\` and \`reserved\`"
+  lacks "reserved leaves fewer: not the parent" "$D/err" "parent cgroup"
+  config '{}'
+else
+  echo "messages.sh: the host config case skipped: $TOP has 1 CPU ($ALL)"
+fi
+
+echo "== one request that cannot fit: exit 3 from plan, apply and a strict hook"
+MORE=$((NALL + 1))
+run plan --cpus "$MORE" --allowed "$ALL"
+check "plan --cpus $MORE: exit 3" "$RC" 3
+run apply --config "$D/cfg.json" --cgroup "$TOP/q" --cpus "$MORE"
+check "apply --cpus $MORE: exit 3" "$RC" 3
+contains "apply --cpus $MORE: says more than allowed" "$D/err" "--cpus: $MORE is more than the $NALL $(cpu_word "$NALL") the parent cgroup $TOP allows"
+check "apply --cpus $MORE: the cgroup untouched" "$(cpuset_cpus "$TOP/q")" "$ALL"
+start_in "$TOP/q"
+jq -cn --argjson pid "$REPLY" --arg b "$D/bundle" --arg n "$MORE" \
+  '{"ociVersion": "1.0.2", "id": "big", "status": "creating", "pid": $pid, "bundle": $b,
+    "annotations": {"cachepin.io/cpus": $n, "cachepin.io/strict": "true"}}' \
+  | "$BIN" hook --config "$D/cfg.json" createRuntime 2>"$D/err"
+check "hook strict cpus=$MORE: exit 3" "$?" 3
+contains "hook strict: the same words" "$D/err" "cpus: $MORE is more than the $NALL $(cpu_word "$NALL") the parent cgroup $TOP allows"
+
+echo "== --align L3 and the annotation's L3"
+run plan --topology "pack:1 l3:2 core:2 pu:1" --cpus 1 --align L3 --json
+check "plan --align L3: exit 0" "$RC" 0
+check "plan --align L3: is llc" "$(jq -r .align "$D/out")" llc
+run plan --topology "pack:1 l3:2 core:2 pu:1" --cpus 1 --align NUMA --smt PE0 --mode Exclusive --json
+check "plan --align NUMA --smt PE0: exit 0" "$RC" 0
+check "plan --align NUMA --smt PE0: parsed" "$(jq -r '.align + " " + .smt' "$D/out")" "numa pe0"
+run plan --topology "pack:1 l3:2 core:2 pu:1" --cpus 1 --align L4
+check "plan --align L4: still refused" "$RC" 2
+run apply --config "$D/cfg.json" --cgroup "$TOP/p/svc" --cpus 1 --align L3
+check "apply --align L3: exit 0" "$RC" 0
+run release --config "$D/cfg.json" --cgroup "$TOP/p/svc"
+make_cgroup "$TOP/p/l3"   # svc holds the first hook case's process: a container's cgroup is its own
+start_in "$TOP/p/l3"
+jq -cn --argjson pid "$REPLY" --arg b "$D/bundle" \
+  '{"ociVersion": "1.0.2", "id": "l3", "status": "creating", "pid": $pid, "bundle": $b,
+    "annotations": {"cachepin.io/cpus": "1", "cachepin.io/align": "L3", "cachepin.io/strict": "true"}}' \
+  | "$BIN" hook --config "$D/cfg.json" createRuntime 2>"$D/err"
+check "hook align=L3: exit 0" "$?" 0
+lacks "hook align=L3: no warning" "$D/err" "warning"
+check "hook align=L3: placed" "$(jq -r '.entries[] | select(.id == "l3") | .cpus' "$D/state/ledger.json")" "$FIRST"
+
+echo "== did you mean"
+run plam
+check "plam: exit 2" "$RC" 2
+check "plam: suggests plan" "$(cat "$D/err")" "cachepin: unknown command \`plam\` (did you mean \`plan\`?)"
+run frobnicate
+check "frobnicate: no guess" "$(cat "$D/err")" "cachepin: unknown command \`frobnicate\` (see \`cachepin --help\`)"
+run plan --algin l3 --cpus 1
+check "--algin: exit 2" "$RC" 2
+check "--algin: suggests --align" "$(cat "$D/err")" \
+  "cachepin plan: --algin: unknown option (did you mean \`--align\`? see \`cachepin plan --help\`)"
+run apply --cgruop "$TOP/q" --cpus 1
+check "--cgruop: suggests --cgroup" "$(cat "$D/err")" \
+  "cachepin apply: --cgruop: unknown option (did you mean \`--cgroup\`? see \`cachepin apply --help\`)"
+
+echo "== not root: say so"
+if ! command -v setpriv >/dev/null; then
+  echo "messages.sh: the non-root cases skipped: no setpriv"
+elif ! setpriv --reuid 65534 --regid 65534 --clear-groups test -x "$BIN"; then
+  echo "messages.sh: the non-root cases skipped: uid 65534 cannot run $BIN"
+else
+  nobody () { setpriv --reuid 65534 --regid 65534 --clear-groups "$BIN" "$@" >"$D/out" 2>"$D/err"; RC=$?; }
+  NR=$(mktemp -d /tmp/cachepin-messages-nr.XXXXXX)
+  chmod 755 "$NR"
+  mkdir -m 700 "$NR/state"            # root's, as /run/cachepin is
+  jq -n --arg s "$NR/state" --arg k "$D/no-kubelet" '{state_dir: $s, kubelet_state: $k}' > "$NR/cfg.json"
+  mkdir -m 777 "$NR/open"             # one the user may make its own state directory in
+  jq -n --arg s "$NR/open/state" --arg k "$D/no-kubelet" '{state_dir: $s, kubelet_state: $k}' > "$NR/own.json"
+  chmod 644 "$NR/cfg.json" "$NR/own.json"
+  nobody apply --config "$NR/cfg.json" --cgroup "$TOP/q" --cpus 1
+  check "apply, root's state directory: exit 1" "$RC" 1
+  check "apply, root's state directory: run as root" "$(cat "$D/err")" \
+    "cachepin apply: ledger $NR/state: open state directory \`$NR/state\`: Permission denied (run as root)"
+  nobody apply --config "$NR/own.json" --cgroup "$TOP/q" --cpus 1
+  check "apply, root's cgroup: exit 1" "$RC" 1
+  contains "apply, root's cgroup: Permission denied" "$D/err" "Permission denied"
+  contains "apply, root's cgroup: run as root" "$D/err" "(run as root)"
+  check "apply, root's cgroup: one line" "$(wc -l < "$D/err")" 1
+  nobody release --config "$NR/cfg.json" --cgroup "$TOP/q"
+  check "release: run as root" "$(cat "$D/err")" \
+    "cachepin release: ledger $NR/state: open state directory \`$NR/state\`: Permission denied (run as root)"
+  nobody status --config "$NR/cfg.json"
+  check "status: exit 0 (it shows what it can)" "$RC" 0
+  check "status: one line says run as root" "$(cat "$D/err")" \
+    "cachepin status: some parts could not be read (Permission denied): run as root to see them"
+  # plan reads no file of root's: an unreadable topology is the user's file, no hint
+  lstopo-no-graphics --input "pack:1 core:2 pu:1" --of xml "$NR/t.xml" 2>/dev/null && chmod 600 "$NR/t.xml"
+  nobody plan --topology "$NR/t.xml" --cpus 1
+  check "plan, unreadable file: refused" "$([ "$RC" -ne 0 ] && echo yes)" yes
+  contains "plan, unreadable file: Permission denied" "$D/err" "Permission denied"
+  lacks "plan, unreadable file: no run as root" "$D/err" "run as root"
+  # as root, the same refusal would not say it: root is not refused the state directory
+  run apply --config "$NR/cfg.json" --cgroup "$TOP/q" --cpus 1
+  check "root: placed" "$RC" 0
+  lacks "root: no hint" "$D/err" "run as root"
+  run release --config "$NR/cfg.json" --cgroup "$TOP/q"
+  rm -rf "$NR"
 fi
 finish messages.sh
