@@ -931,8 +931,8 @@ fill_plan (struct view *v, const struct choice *ch, unsigned need, struct cp_pla
   mark_only (v, ch->doms, ch->n);
   unsigned got = fill (v, need, plan->cpus, plan->held);
   if (got != need)
-    return cp_fail_unsatisfiable (err, "cannot place %u %s with smt=%s: only %u whole cores' worth fit exactly", need,
-                                  CPUS (need), cp_smt_name (v->req->smt), got);
+    return cp_fail_unsatisfiable (err, "cannot place %u %s with smt=%s: only %u whole %s worth fit exactly", need,
+                                  CPUS (need), cp_smt_name (v->req->smt), got, cp_plural (got, "core's", "cores'"));
   return 0;
 }
 

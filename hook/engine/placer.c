@@ -57,16 +57,19 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
   cleanup_free char *was = cp_cpulist_format (before);
   cleanup_free char *withheld = cp_cpulist_format (taken);
   cleanup_free char *kept = cp_cpulist_format (exclusive ? e->held : e->cpus);
+  bool one = hwloc_bitmap_weight (taken) == 1;
   cp_log (CP_LOG_WARNING,
           "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
-          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, CPUs %s %s: %s %s since "
+          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, %s %s %s: %s %s since "
           "its placement and %s it runs on now",
           e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
-          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)", withheld,
-          exclusive ? "are withheld from other containers" : "count in its shared load", kept,
-          exclusive ? "held" : "used", now);
-  cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; CPUs %s withheld until "
-                                          "it is released", now, placed, withheld);
+          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)",
+          one ? "CPU" : "CPUs", withheld,
+          exclusive ? (one ? "is withheld from other containers" : "are withheld from other containers")
+                    : (one ? "counts in its shared load" : "count in its shared load"),
+          kept, exclusive ? "held" : "used", now);
+  cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; %s %s withheld until "
+                                          "it is released", now, placed, one ? "CPU" : "CPUs", withheld);
   cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup, .cpus = e->drift,
                                       .what = what });
 }
@@ -214,7 +217,8 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
   cleanup_free char *cpus = cp_cpulist_format (e->cpus);
   cleanup_free char *why = cp_xstrdup (cp_error_message (*err));
   return cp_error_set (err, cp_error_kind (*err), cp_error_errno (*err),
-                       "%s; the earlier placement stands: %s%s keeps CPUs %s", why, e->cgroup_mount, e->cgroup, cpus);
+                       "%s; the earlier placement stands: %s%s keeps %s %s", why, e->cgroup_mount, e->cgroup,
+                       hwloc_bitmap_weight (e->cpus) == 1 ? "CPU" : "CPUs", cpus);
 }
 
 /* cp_placer_decide_in(), with TOO_MANY (when not NULL) the refusal of a

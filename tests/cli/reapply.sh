@@ -46,8 +46,8 @@ check "other: placed on the other CPU" "$RC:$(cpus_of other)" "0:$REST"
 BEFORE=$(entry svc)
 apply svc --cpus 2
 check "svc --cpus 2 with one CPU free: refused as unsatisfiable" "$RC" 3
-contains "it says why" "$D/err" "usable CPUs are free"
-contains "it says the placement it had stands" "$D/err" "the earlier placement stands: $TOP/svc keeps CPUs $SVC"
+contains "it says why" "$D/err" "only 1 usable CPU is free"
+contains "it says the placement it had stands" "$D/err" "the earlier placement stands: $TOP/svc keeps CPU $SVC"
 check "svc: its ledger entry is exactly as it was" "$(entry svc)" "$BEFORE"
 check "svc: its cpuset is as it was" "$(cpus_of svc)" "$SVC"
 apply c --cpus 1
