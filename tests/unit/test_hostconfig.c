@@ -101,6 +101,15 @@ test_full (void **state)
   assert_true (hwloc_bitmap_iszero (hc.reserved));
   assert_int_equal (hc.lock_timeout_ms, 1);
   cp_hostconfig_free (&hc);
+
+  /* The defaults parse as the options and annotations do: any case, l3 for llc. */
+  static const char text3[] = "{\"defaults\":{\"align\":\"L3\",\"smt\":\"PE0\",\"mode\":\"Shared\"}}";
+  if (cp_hostconfig_parse (text3, strlen (text3), NAME, &hc, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  assert_int_equal (hc.defaults.align, CP_LEVEL_LLC);
+  assert_int_equal (hc.defaults.smt, CP_SMT_PE0);
+  assert_int_equal (hc.defaults.mode, CP_MODE_SHARED);
+  cp_hostconfig_free (&hc);
 }
 
 static const struct
