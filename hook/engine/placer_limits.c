@@ -54,11 +54,10 @@ note_parent_limit (const struct cp_target *t, const struct cp_container_request 
                    char **out)
 {
   const struct cp_cgroup *cg = t->cgroup;
-  size_t len = strlen (cg->path);
-  while (len > 1 && cg->path[len - 1] != '/')
-    len--;
-  if (len > 1)
-    len--; /* the slash before the last name */
+  /* The path up to the slash before its last name: "" for a child of the
+     hierarchy's root, whose parent is the mount point itself. */
+  const char *slash = strrchr (cg->path, '/');
+  size_t len = slash ? (size_t) (slash - cg->path) : 0;
   cleanup_free char *dir = cp_xasprintf ("%s%.*s", cg->mount, (int) len, cg->path);
   cp_text_sanitize (dir);
   cleanup_free char *by = cp_xasprintf ("the parent cgroup %s allows", dir);

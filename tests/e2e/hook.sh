@@ -112,7 +112,7 @@ bad () {
 bad '{"cachepin.io/cpus": "1", "cachepin.io/smt": "pe1"}' cachepin.io/smt pe1
 bad '{"cachepin.io/cpus": "0"}' cachepin.io/cpus 0
 bad '{"cachepin.io/cpus": "abc"}' cachepin.io/cpus abc
-bad '{"cachepin.io/cpus": "1", "cachepin.io/align": "LLC"}' cachepin.io/align LLC
+bad '{"cachepin.io/cpus": "1", "cachepin.io/align": "L4"}' cachepin.io/align L4
 bad '{"cachepin.io/cpus": "1", "cachepin.io/mode": "solo"}' cachepin.io/mode solo
 bad '{"cachepin.io/cpus": "1", "cachepin.io/strict": "yes"}' cachepin.io/strict yes
 bad '{"cachepin.io/cpus": "1", "cachepin.io/mems": "remote"}' cachepin.io/mems remote
