@@ -207,6 +207,7 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_containe
 {
   struct cp_ledger_entry e = {
     .id = (char *) t->id,
+    .name = (char *) t->name,
     .cgroup_mount = (char *) t->cgroup_mount,
     .cgroup = (char *) t->cgroup_path,
     .cgroup_ino = t->cgroup_ino <= (unsigned long long) CP_LEDGER_MAX_INT ? t->cgroup_ino : 0,

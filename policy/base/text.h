@@ -25,4 +25,9 @@ bool cp_text_valid (const char *s, size_t len);
  * lengthens S. */
 void cp_text_sanitize (char *s);
 
+/* A copy of S cut to at most MAX bytes at a character boundary, then sanitized
+ * (cp_text_sanitize()), for text from users that is kept (a container's name):
+ * never longer than MAX.  S NULL: "".  The caller frees. */
+char *cp_text_clean_copy (const char *s, size_t max);
+
 #endif
