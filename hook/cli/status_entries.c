@@ -61,9 +61,10 @@ print_entry_short (FILE *out, json_object *e)
   char id[4 * CP_STATUS_ID_COLS + 8], name[4 * NAME_COLS + 8], cpus[CPUS_COLS + 8];
   fputs ("  ", out);
   cp_view_cell (out, entry_short_id (e, id, sizeof id), CP_STATUS_ID_COLS + 1);
-  cp_view_cell (out, is_null (e, "name") ? "-" : cp_view_fit (S (e, "name"), NAME_COLS, true, name, sizeof name), NAME_COLS + 1);
-  fprintf (out, "%-9s %-*s %s\n", S (e, "mode"), CPUS_COLS, cp_view_fit_cpulist (S (e, "cpus"), CPUS_COLS, cpus, sizeof cpus),
-           entry_state (e));
+  cp_view_cell (out, is_null (e, "name") ? "-" : cp_view_fit (S (e, "name"), NAME_COLS, true, name, sizeof name),
+                NAME_COLS + 1);
+  fprintf (out, "%-9s %-*s %s\n", S (e, "mode"), CPUS_COLS,
+           cp_view_fit_cpulist (S (e, "cpus"), CPUS_COLS, cpus, sizeof cpus), entry_state (e));
 }
 
 static void
@@ -80,8 +81,9 @@ print_entry_wide (FILE *out, json_object *e, int idw)
   bool core = json_object_get_boolean (get (e, "core_sched"));
   fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %-7s %s  %s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
            S (e, "cpus"), S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", pid, when, entry_state (e),
-           S (e, "cgroup"), is_null (e, "name") ? "-" : S (e, "name"), strcmp (cas, "none") != 0 ? "  sched-cache=" : "",
-           strcmp (cas, "none") != 0 ? cas : "", core ? "  core-sched" : "");
+           S (e, "cgroup"), is_null (e, "name") ? "-" : S (e, "name"),
+           strcmp (cas, "none") != 0 ? "  sched-cache=" : "", strcmp (cas, "none") != 0 ? cas : "",
+           core ? "  core-sched" : "");
 }
 
 /* Below the table, a line for each entry that is not ok: what is wrong, and
@@ -98,10 +100,11 @@ print_entry_problems (const struct cp_view *v, json_object *entries)
       const char *shown = v->wide ? S (e, "id") : entry_short_id (e, id, sizeof id);
       if (strcmp (state, "DRIFTED") == 0)
         cp_view_line (v, 4, "  %s DRIFTED: its cgroup runs on %s (another manager moved it: docs/managers.md)", shown,
-              S (e, "live_cpus"));
+                      S (e, "live_cpus"));
       else if (strcmp (state, "GONE") == 0)
         {
-          cp_view_line (v, 4, "  %s GONE: %s", shown, is_null (e, "gone_why") ? "its cgroup or process is gone" : S (e, "gone_why"));
+          cp_view_line (v, 4, "  %s GONE: %s", shown,
+                        is_null (e, "gone_why") ? "its cgroup or process is gone" : S (e, "gone_why"));
           gone = true;
         }
     }
@@ -109,15 +112,14 @@ print_entry_problems (const struct cp_view *v, json_object *entries)
     cp_view_line (v, 4, "  GONE: its CPUs stay held until the next placement (hook or apply) drops it");
 }
 
-
 void
 cp_status_print_entries (const struct cp_view *v, json_object *entries)
 {
   size_t n = json_object_is_type (entries, json_type_array) ? json_object_array_length (entries) : 0;
   int idw = width (entries, "id", 2);
   if (n > 0 && v->wide)
-    fprintf (v->out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %-7s %s  %s\n", idw, "ID", "MODE", "CPUS", "HELD",
-             "MEMS", "PID", "PLACED (UTC)", "STATE", "CGROUP", "NAME");
+    fprintf (v->out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %-7s %s  %s\n", idw, "ID", "MODE", "CPUS", "HELD", "MEMS",
+             "PID", "PLACED (UTC)", "STATE", "CGROUP", "NAME");
   else if (n > 0)
     fprintf (v->out, "  %-*s %-*s %-9s %-*s %s\n", CP_STATUS_ID_COLS, "ID", NAME_COLS, "NAME", "MODE", CPUS_COLS,
              "CPUS", "STATE");

@@ -46,8 +46,8 @@ print_cgroup (const struct cp_view *v, json_object *c)
       cp_view_line (v, 14, "%-12s%s; cpuset: %s", "cgroup", is_null (c, "mode") ? "?" : S (c, "mode"), S (c, "error"));
       return;
     }
-  cp_view_line (v, 14, "%-12s%s; cpuset hierarchy: v%" PRId64 " at %s", "cgroup", S (c, "mode"), num (c, "cpuset_version"),
-        S (c, "cpuset_mount"));
+  cp_view_line (v, 14, "%-12s%s; cpuset hierarchy: v%" PRId64 " at %s", "cgroup", S (c, "mode"),
+                num (c, "cpuset_version"), S (c, "cpuset_mount"));
 }
 
 /* ------------------------------------------------------------------ topology */
@@ -99,8 +99,8 @@ print_topology (const struct cp_view *v, json_object *t)
   if (json_object_get_boolean (get (cache, "used")))
     cp_view_line (v, 13, "  %-10s %s: used", "cache", S (cache, "file"));
   else if (cache)
-    cp_view_line (v, 13, "  %-10s %s: not used (%s); the next hook run discovers and saves it", "cache", S (cache, "file"),
-          S (cache, "why_not"));
+    cp_view_line (v, 13, "  %-10s %s: not used (%s); the next hook run discovers and saves it", "cache",
+                  S (cache, "file"), S (cache, "why_not"));
 }
 
 /* ------------------------------------------------------------------ ledger */
@@ -150,9 +150,11 @@ print_ledger (const struct cp_view *v, json_object *l, const char *llc_label)
       return;
     }
   int64_t n = (int64_t) len (l, "entries");
-  cp_view_line (v, 14, "%-12s%s%s: %" PRId64 " %s%s%s", "ledger", S (l, "path"),
-        strcmp (S (l, "state"), "missing") == 0 ? " (none yet)" : "", n, plural (n, "entry", "entries"),
-        is_null (l, "held") ? "" : ", CPUs held: ", is_null (l, "held") ? "" : *S (l, "held") ? S (l, "held") : "none");
+  char held[TEXT_MAX + 16] = "";
+  if (!is_null (l, "held"))
+    snprintf (held, sizeof held, ", CPUs held: %s", *S (l, "held") ? S (l, "held") : "none");
+  cp_view_line (v, 14, "%-12s%s%s: %" PRId64 " %s%s", "ledger", S (l, "path"),
+                strcmp (S (l, "state"), "missing") == 0 ? " (none yet)" : "", n, plural (n, "entry", "entries"), held);
   print_warnings (v, l);
   cp_status_print_entries (v, get (l, "entries"));
   if (is_null (l, "occupancy"))
@@ -313,14 +315,15 @@ print_config (const struct cp_view *v, json_object *c)
       return;
     }
   cp_view_line (v, 14, "%-12s%s%s", "config", S (c, "path"),
-        json_object_get_boolean (get (c, "found")) ? "" : " (not found: the defaults)");
+                json_object_get_boolean (get (c, "found")) ? "" : " (not found: the defaults)");
   json_object *d = get (c, "defaults");
-  cp_view_line (v, 4, "  state_dir %s  topology %s  cpus %s  reserved %s", S (c, "state_dir"), S (c, "topology"), S (c, "cpus"),
-        *S (c, "reserved") ? S (c, "reserved") : "none");
+  cp_view_line (v, 4, "  state_dir %s  topology %s  cpus %s  reserved %s", S (c, "state_dir"), S (c, "topology"),
+                S (c, "cpus"), *S (c, "reserved") ? S (c, "reserved") : "none");
   cp_view_line (v, 4, "  defaults align=%s smt=%s mode=%s strict=%s", S (d, "align"), S (d, "smt"), S (d, "mode"),
-        onoff (d, "strict"));
-  cp_view_line (v, 4, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s  sched_cache %s", S (c, "on_error"),
-        S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"), S (c, "sched_cache"));
+                onoff (d, "strict"));
+  cp_view_line (v, 4, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s  sched_cache %s",
+                S (c, "on_error"), S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"),
+                S (c, "sched_cache"));
 }
 
 /* Only when there is a kubelet CPU manager state file to speak of. */

@@ -9,7 +9,6 @@
 
 #include "util.h"
 
-
 /* Terminal columns of S (sanitized UTF-8): one per character. */
 size_t
 cp_view_columns (const char *s, size_t bytes)
@@ -84,7 +83,7 @@ cp_view_fit (const char *s, size_t cols, bool middle, char *buf, size_t size)
   return buf;
 }
 
-/* S then spaces to COLS cp_view_columns (printf's %-*s counts bytes, not characters). */
+/* S then spaces to COLS columns (printf's %-*s counts bytes, not characters). */
 void
 cp_view_cell (FILE *out, const char *s, size_t cols)
 {
@@ -107,4 +106,3 @@ cp_view_fit_cpulist (const char *s, size_t cols, char *buf, size_t size)
   snprintf (buf, size, "%.*s+", (int) cut, s);
   return buf;
 }
-

@@ -94,7 +94,8 @@ size_t cp_view_columns (const char *s, size_t bytes);
 /* One line on V, from FMT: in the default view wrapped at CP_VIEW_COLS after a
    space or a comma (a word longer than a line is cut where it must), each
    continuation indented by INDENT columns; in the wide view as it is. */
-void cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...) __attribute__ ((format (printf, 3, 4)));
+void cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 /* S fitted in COLS columns into BUF: as it is when it fits, else with an
    ellipsis in the MIDDLE (paths: both ends tell) or at the end. */
