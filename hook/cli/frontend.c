@@ -218,6 +218,7 @@ record_event (const struct cp_event *ev, void *data)
     .front = journal.front,
     .kind = ev->kind == CP_EVENT_DRIFT ? CP_JOURNAL_DRIFT : CP_JOURNAL_SWITCH,
     .id = (char *) ev->id,
+    .name = (char *) ev->name,
     .cgroup = (char *) ev->cgroup,
     .cpus = (hwloc_bitmap_t) ev->cpus,
     .reason = (char *) ev->what,

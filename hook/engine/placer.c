@@ -45,7 +45,7 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
       cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
               e->cgroup_mount, e->cgroup, placed);
       cleanup_free char *back = cp_xasprintf ("back on the CPUs cachepin placed it on (%s)", placed);
-      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup,
+      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
                                           .cpus = e->cpus, .what = back });
       return;
     }
@@ -66,8 +66,8 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
           exclusive ? "held" : "used", now);
   cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; CPUs %s withheld until "
                                           "it is released", now, placed, withheld);
-  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup, .cpus = e->drift,
-                                      .what = what });
+  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
+                                      .cpus = e->drift, .what = what });
 }
 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened

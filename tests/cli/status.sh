@@ -249,6 +249,13 @@ fits () {
 $over"
 }
 hexid () { printf '%s' "$1" | sha256sum | cut -c1-64; }
+# cpulist_other ALLOWED PLACED: a CPU of the cpulist ALLOWED that is not PLACED (one CPU), or nothing.
+cpulist_other () {
+  local r a b c
+  for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}
+    for ((c = a; c <= b; c++)); do [ "$c" != "$2" ] && { echo "$c"; return; }; done
+  done
+}
 
 echo "== 80 columns: long ids, long cgroups, long names"
 if command -v lstopo-no-graphics >/dev/null; then
@@ -355,6 +362,23 @@ else
   "$BIN" status --config "$D/cfg-names.json" >"$D/text" 2>&1
   grep -q "^  ${C1:0:12}  *prod/shop-7d9f8/web  *exclusive .* ok$" "$D/text" && ok "containerd: the text line" ||
     ko "containerd: $(grep "${C1:0:12}" "$D/text")"
+  # A drift the next run sees is recorded under the entry's name too.
+  PLACED=$(cat "$TOP/ctr/cpuset.cpus")
+  OTHER=$(cpulist_other "$(cat "$TOP/cpuset.cpus")" "$PLACED")
+  if [ "$MNT" != /sys/fs/cgroup ] && [ -n "$OTHER" ]; then
+    echo "$OTHER" >"$TOP/ctr/cpuset.cpus"
+    make_cgroup "$TOP/probe"
+    "$BIN" apply --config "$D/cfg-names.json" --cgroup "$TOP/probe" --mode shared >/dev/null 2>&1
+    "$BIN" release --config "$D/cfg-names.json" --cgroup "$TOP/probe" >/dev/null 2>&1
+    rmdir "$TOP/probe"
+    status_json "$D/cfg-names.json"
+    check "drift: its record names it" \
+      "$(q "[.recent[] | select(.kind == \"drift\" and .id == \"$C1\") | .name] | last")" prod/shop-7d9f8/web
+    check "drift: DRIFTED" "$(q ".ledger.entries[] | select(.id == \"$C1\") | .state")" drifted
+    echo "$PLACED" >"$TOP/ctr/cpuset.cpus"
+  else
+    echo "status.sh: the drift record's name skipped: cgroup v2 (cpuset.cpus is the runtime's) or one CPU"
+  fi
   hook poststop "$C1" '"io.kubernetes.cri.container-name": "web", "io.kubernetes.cri.sandbox-name": "shop-7d9f8", "io.kubernetes.cri.sandbox-namespace": "prod"'
   status_json "$D/cfg-names.json"
   check "containerd: released" "$(q '.ledger.entries | length')" 0
