@@ -42,9 +42,9 @@ _cachepin ()
   case ${COMP_WORDS[1]} in
     plan) words="$request --topology --allowed --occupied --json --help" ;;
     hook) words="--config --help createRuntime prestart poststop" ;;
-    apply) words="--cgroup --mems --config --json $request --help" ;;
+    apply) words="--cgroup --mems --name --config --json $request --help" ;;
     release) words="--cgroup --config --help" ;;
-    status) words="--json --config --help" ;;
+    status) words="--json --wide --config --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -34,6 +34,7 @@ static bool
 entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
 {
   return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
+         && strcmp (a->name ? a->name : "", b->name ? b->name : "") == 0
          && strcmp (a->cgroup, b->cgroup) == 0 && a->cgroup_ino == b->cgroup_ino && a->pid == b->pid
          && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus) && hwloc_bitmap_isequal (a->held, b->held)

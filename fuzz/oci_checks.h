@@ -19,8 +19,8 @@ fuzz_is_ours (const char *key)
 static inline void
 fuzz_check_annotations (const struct cp_annotations *a)
 {
-  /* Only ours (bounded in number) and the engine's four keys are kept. */
-  FUZZ_CHECK (a->n <= CP_ANNOTATIONS_MAX + 4);
+  /* Only ours (bounded in number) and the engine's keys are kept. */
+  FUZZ_CHECK (a->n <= CP_ANNOTATIONS_MAX + CP_ANNOTATION_ENGINE_KEYS);
   FUZZ_CHECK (a->n == 0 || a->items != NULL);
   for (size_t i = 0; i < a->n; i++)
     {
@@ -29,7 +29,11 @@ fuzz_check_annotations (const struct cp_annotations *a)
       FUZZ_CHECK (fuzz_is_ours (an->key) || strcmp (an->key, CP_ANNOTATION_CRIO_NAME) == 0
                   || strcmp (an->key, CP_ANNOTATION_CONTAINERD_NAME) == 0
                   || strcmp (an->key, CP_ANNOTATION_CRIO_TYPE) == 0
-                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_TYPE) == 0);
+                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_TYPE) == 0
+                  || strcmp (an->key, CP_ANNOTATION_DOCKER_TYPE) == 0 || strcmp (an->key, CP_ANNOTATION_CRIO_POD) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CRIO_NAMESPACE) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_POD) == 0
+                  || strcmp (an->key, CP_ANNOTATION_CONTAINERD_NAMESPACE) == 0);
       FUZZ_CHECK (strlen (an->key) <= CP_ANNOTATION_KEY_MAX);
       if (fuzz_is_ours (an->key))
         FUZZ_CHECK (strlen (an->value) <= CP_ANNOTATION_VALUE_MAX);

@@ -16,9 +16,12 @@ is_ours (const char *key)
 
 /* The keys an engine sets that cachepin reads besides its own: the container's
  * name (per-container keys) and whether it is a pod's sandbox. */
-static const char *const engine_keys[] = { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CONTAINERD_NAME,
-                                            CP_ANNOTATION_CRIO_TYPE, CP_ANNOTATION_CONTAINERD_TYPE,
-                                            CP_ANNOTATION_DOCKER_TYPE };
+static const char *const engine_keys[] = { CP_ANNOTATION_CRIO_NAME,     CP_ANNOTATION_CONTAINERD_NAME,
+                                            CP_ANNOTATION_CRIO_TYPE,     CP_ANNOTATION_CONTAINERD_TYPE,
+                                            CP_ANNOTATION_DOCKER_TYPE,   CP_ANNOTATION_CRIO_POD,
+                                            CP_ANNOTATION_CRIO_NAMESPACE, CP_ANNOTATION_CONTAINERD_POD,
+                                            CP_ANNOTATION_CONTAINERD_NAMESPACE };
+_Static_assert (CP_ARRAY_SIZE (engine_keys) == CP_ANNOTATION_ENGINE_KEYS, "CP_ANNOTATION_ENGINE_KEYS");
 
 static bool
 is_engine_key (const char *key)
@@ -173,6 +176,31 @@ cp_annotations_container_name (const struct cp_annotations *a)
       const char *name = cp_annotations_get (a, keys[i]);
       if (name && *name)
         return name;
+    }
+  return NULL;
+}
+
+char *
+cp_annotations_display_name (const struct cp_annotations *a)
+{
+  static const struct
+  {
+    const char *container, *pod, *ns;
+  } engines[] = {
+    { CP_ANNOTATION_CRIO_NAME, CP_ANNOTATION_CRIO_POD, CP_ANNOTATION_CRIO_NAMESPACE },
+    { CP_ANNOTATION_CONTAINERD_NAME, CP_ANNOTATION_CONTAINERD_POD, CP_ANNOTATION_CONTAINERD_NAMESPACE },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (engines); i++)
+    {
+      const char *name = cp_annotations_get (a, engines[i].container);
+      if (name == NULL || *name == '\0')
+        continue;
+      const char *pod = cp_annotations_get (a, engines[i].pod), *ns = cp_annotations_get (a, engines[i].ns);
+      if (pod == NULL || *pod == '\0')
+        return cp_xstrdup (name);
+      if (ns == NULL || *ns == '\0')
+        return cp_xasprintf ("%s/%s", pod, name);
+      return cp_xasprintf ("%s/%s/%s", ns, pod, name);
     }
   return NULL;
 }

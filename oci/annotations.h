@@ -47,6 +47,13 @@
 #define CP_ANNOTATION_CRIO_TYPE "io.kubernetes.cri-o.ContainerType"
 #define CP_ANNOTATION_CONTAINERD_TYPE "io.kubernetes.cri.container-type"
 #define CP_ANNOTATION_DOCKER_TYPE "io.kubernetes.docker.type" /* cri-dockerd: "podsandbox" */
+/* The pod a container is in, for its name in the ledger and `cachepin status`. */
+#define CP_ANNOTATION_CRIO_POD "io.kubernetes.pod.name"
+#define CP_ANNOTATION_CRIO_NAMESPACE "io.kubernetes.pod.namespace"
+#define CP_ANNOTATION_CONTAINERD_POD "io.kubernetes.cri.sandbox-name"
+#define CP_ANNOTATION_CONTAINERD_NAMESPACE "io.kubernetes.cri.sandbox-namespace"
+/* How many engine keys (the ones above) are kept besides the cachepin.io/ ones. */
+#define CP_ANNOTATION_ENGINE_KEYS 9
 
 struct cp_annotation
 {
@@ -80,6 +87,16 @@ const char *cp_annotations_get (const struct cp_annotations *a, const char *key)
 
 /* The container's name as the engine gave it, or NULL (empty counts as none). */
 const char *cp_annotations_container_name (const struct cp_annotations *a);
+
+/* The name to show for the container: "namespace/pod/container" from one engine's
+ * keys (CRI-O's io.kubernetes.pod.namespace, io.kubernetes.pod.name and
+ * io.kubernetes.container.name; containerd's io.kubernetes.cri.sandbox-namespace,
+ * -sandbox-name and -container-name), "pod/container" without a namespace, the
+ * container's name alone without a pod; NULL without a container name (podman
+ * 4.3 puts none in the state nor in config.json).  Raw annotation text: the
+ * caller bounds and cleans it (text.h) before it keeps or shows it.  The caller
+ * frees. */
+char *cp_annotations_display_name (const struct cp_annotations *a);
 
 /* Should the hook place this container?  True when a pod-wide cachepin.io/ key
  * is present, or a per-container one for this container, or a cachepin.io/ key

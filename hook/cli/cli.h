@@ -35,11 +35,19 @@ int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 int cp_cmd_status (int argc, char **argv, cp_error_t *err);
 
 /* The status object (cp_status_gather(), status.h) as text on OUT (one screen for
- * a small host).  Pure: reads STATUS only; a key that is missing or of another
- * type prints as "?". */
-void cp_status_print_text (json_object *status, FILE *out);
+ * a small host): lines of at most 80 columns (short ids and names, the rest
+ * wrapped), or with WIDE every field in full.  Pure: reads STATUS only; a key
+ * that is missing or of another type prints as "?". */
+void cp_status_print_text (json_object *status, bool wide, FILE *out);
 
 /* ---- the frame every subcommand shares (frontend.c) ---- */
+
+/* The name of what this run places or releases, from RAW (an engine's
+   annotations, `apply --name`: user text): kept cut to CP_LEDGER_MAX_NAME bytes
+   and cleaned (policy/base/text.h) for its ledger entry and every journal record
+   of its decisions.  Returns the kept name, NULL when RAW is NULL or nothing is
+   left of it.  One process runs one command: one name. */
+const char *cp_cli_set_name (const char *raw);
 
 /* Options more than one subcommand takes, handled by cp_cli_begin(). */
 enum

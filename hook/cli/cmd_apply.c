@@ -22,6 +22,7 @@ static const char apply_usage[] =
   "Place a cgroup (its cpuset.cpus and cpuset.mems) and record it in the ledger.\n\n"
   "  --cgroup PATH       /sys/fs/cgroup/... or a path inside the cpuset hierarchy\n"
   "  --mems MEMS         local (default: the NUMA nodes local to the CPUs) | keep\n"
+  "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
   "  -h, --help          this text\n";
@@ -35,12 +36,14 @@ enum
 {
   OPT_CGROUP = 0x300,
   OPT_MEMS,
+  OPT_NAME,
 };
 
 struct apply_args
 {
   struct cp_cli_common c;
   const char *cgroup;
+  const char *name; /* --name, NULL: the cgroup's path */
   bool mems_keep;
   unsigned given; /* bit (opt - CP_OPT_CPUS) for each request option given */
   struct cp_request req;
@@ -61,6 +64,9 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_CGROUP:
       a->cgroup = arg;
       return 1;
+    case OPT_NAME:
+      a->name = arg;
+      return 1;
     case OPT_MEMS:
       if (cp_parse_mems (arg, &a->mems_keep, err) < 0)
         return cp_error_wrap (err, "--mems");
@@ -75,6 +81,7 @@ static const struct option apply_options[] = {
   CP_CONFIG_LONG_OPTION,
   CP_JSON_LONG_OPTION,
   { "mems", required_argument, NULL, OPT_MEMS },
+  { "name", required_argument, NULL, OPT_NAME },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
   { NULL, 0, NULL, 0 },
@@ -164,7 +171,13 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);
-  struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
+  struct cp_target target = {
+    .id = id,
+    .name = cp_cli_set_name (a->name ? a->name : cg->path),
+    .cgroup = cg,
+    .cgroup_mount = cg->mount,
+    .cgroup_path = cg->path,
+  };
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_cli_place (hc, CP_JOURNAL_APPLY, &target, &creq, NULL, &plan, err) < 0)
     return -1;

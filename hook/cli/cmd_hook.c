@@ -125,7 +125,7 @@ log_plan (const char *id, const struct cp_plan *plan, const struct cp_container_
    engine's steps. */
 static int
 place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const struct cp_annotations *ann,
-       const struct cp_oci_config *cfg, cp_error_t *err)
+       const struct cp_oci_config *cfg, const char *name, cp_error_t *err)
 {
   struct cp_container_request creq;
   struct cp_limits limits;
@@ -143,6 +143,7 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     return r;
   struct cp_target target = {
     .id = st->id,
+    .name = name,
     .pid = st->pid,
     .cgroup = in.cgroup,
     .cgroup_mount = in.cgroup->mount,
@@ -309,6 +310,9 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
     }
   if (!cp_annotations_wants_cachepin (ann) || cp_annotations_is_sandbox (ann))
     return 0; /* not ours: nothing else judged, nothing written */
+  /* Its name, where the engine gave one, for the ledger and the journal. */
+  cleanup_free char *raw_name = cp_annotations_display_name (ann);
+  const char *name = cp_cli_set_name (raw_name);
 
   /* It asks: from here on its state must be right. */
   enum hook_stage stage = a->stage;
@@ -335,7 +339,7 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
     return release (hc, st, have_config ? cfg : config_for_release (st, cfg), err);
   if (no_bundle)
     return bundle_exhausted (hc, ann, st->id, &no_bundle, err);
-  return place (hc, st, ann, have_config ? cfg : NULL, err);
+  return place (hc, st, ann, have_config ? cfg : NULL, name, err);
 }
 
 int

@@ -11,6 +11,8 @@
 
 #include "util.h"
 #include "cpulist.h"
+#include "text.h"
+#include "ledger.h"
 #include "log.h"
 #include "sandbox.h"
 #include "admission.h"
@@ -27,7 +29,21 @@ static struct
   enum cp_journal_front front; /* who decides in this run */
   struct cp_journal_list pending; /* the engine's events (events.h) seen before it was open */
   bool queued;             /* records added to OPEN and not yet committed */
+  char *name;              /* cp_cli_set_name(): the name of this run's target, NULL: none */
 } journal;
+
+const char *
+cp_cli_set_name (const char *raw)
+{
+  free (journal.name);
+  journal.name = raw ? cp_text_clean_copy (raw, CP_LEDGER_MAX_NAME) : NULL;
+  if (journal.name && *journal.name == '\0')
+    {
+      free (journal.name);
+      journal.name = NULL;
+    }
+  return journal.name;
+}
 
 /* One option or operand: the shared ones, else the subcommand's. */
 static int
@@ -150,8 +166,13 @@ commit_queued (struct cp_journal *j, const char *what)
 }
 
 void
-cp_cli_journal (const char *state_dir, const struct cp_journal_record *r)
+cp_cli_journal (const char *state_dir, const struct cp_journal_record *in)
 {
+  /* Every decision of the run is about its target: named as it is. */
+  struct cp_journal_record named = *in;
+  if (named.name == NULL)
+    named.name = journal.name;
+  const struct cp_journal_record *r = &named;
   if (journal.open)
     {
       cp_journal_add (journal.open, r);
@@ -197,6 +218,7 @@ record_event (const struct cp_event *ev, void *data)
     .front = journal.front,
     .kind = ev->kind == CP_EVENT_DRIFT ? CP_JOURNAL_DRIFT : CP_JOURNAL_SWITCH,
     .id = (char *) ev->id,
+    .name = (char *) ev->name,
     .cgroup = (char *) ev->cgroup,
     .cpus = (hwloc_bitmap_t) ev->cpus,
     .reason = (char *) ev->what,

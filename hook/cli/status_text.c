@@ -1,66 +1,24 @@
 /* `cachepin status` for people: the status object (status.h) as one screen of
  * text.  Every string is shown through policy/base/text.h's sanitizer: ids, paths and
- * messages come from files others wrote. */
+ * messages come from files others wrote.
+ *
+ * Two views: the default fits 80 columns (short ids and names in the entries'
+ * table; every other line wrapped after a space or a comma, its continuation
+ * indented), `--wide` prints every field in full, one line each.  The occupancy
+ * map (print_llc()) is printed as it is in both. */
 #define _GNU_SOURCE
 #include "cli.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 #include <time.h>
 
 #include "text.h"
 #include "util.h"
 #include "status.h"
-
-static json_object *
-get (json_object *o, const char *key)
-{
-  json_object *v = NULL;
-  if (o == NULL || !json_object_is_type (o, json_type_object) || !json_object_object_get_ex (o, key, &v))
-    return NULL;
-  return v;
-}
-
-/* The string at KEY, sanitized into BUF; "?" when it is not a string. */
-static const char *
-str (json_object *o, const char *key, char *buf, size_t size)
-{
-  json_object *v = get (o, key);
-  if (!json_object_is_type (v, json_type_string))
-    return "?";
-  snprintf (buf, size, "%s", json_object_get_string (v));
-  cp_text_sanitize (buf);
-  return buf;
-}
-
-/* Room for a path of PATH_MAX and its prefix: ids are "apply:" + a cgroup path. */
-#define TEXT_MAX 4200
-#define S(o, key) str ((o), (key), (char[TEXT_MAX]) { 0 }, TEXT_MAX)
-
-static bool
-is_null (json_object *o, const char *key)
-{
-  return get (o, key) == NULL;
-}
-
-static int64_t
-num (json_object *o, const char *key)
-{
-  return json_object_get_int64 (get (o, key));
-}
-
-static size_t
-len (json_object *o, const char *key)
-{
-  json_object *v = get (o, key);
-  return json_object_is_type (v, json_type_array) ? json_object_array_length (v) : 0;
-}
-
-static json_object *
-at (json_object *o, const char *key, size_t i)
-{
-  return json_object_array_get_idx (get (o, key), i);
-}
+#include "status_view.h"
 
 static const char *
 plural (int64_t n, const char *one, const char *many)
@@ -70,95 +28,82 @@ plural (int64_t n, const char *one, const char *many)
 
 /* "  label  error message" for a part that could not be read. */
 static bool
-print_error (FILE *out, const char *label, json_object *part)
+print_error (const struct cp_view *v, const char *label, json_object *part)
 {
   if (is_null (part, "error"))
     return false;
-  fprintf (out, "%-12s%s\n", label, S (part, "error"));
+  cp_view_line (v, 14, "%-12s%s", label, S (part, "error"));
   return true;
 }
 
 /* ------------------------------------------------------------------ cgroup */
 
 static void
-print_cgroup (FILE *out, json_object *c)
+print_cgroup (const struct cp_view *v, json_object *c)
 {
   if (is_null (c, "cpuset_mount"))
     {
-      fprintf (out, "%-12s%s; cpuset: %s\n", "cgroup", is_null (c, "mode") ? "?" : S (c, "mode"), S (c, "error"));
+      cp_view_line (v, 14, "%-12s%s; cpuset: %s", "cgroup", is_null (c, "mode") ? "?" : S (c, "mode"), S (c, "error"));
       return;
     }
-  fprintf (out, "%-12s%s; cpuset hierarchy: v%" PRId64 " at %s\n", "cgroup", S (c, "mode"), num (c, "cpuset_version"),
-           S (c, "cpuset_mount"));
+  cp_view_line (v, 14, "%-12s%s; cpuset hierarchy: v%" PRId64 " at %s", "cgroup", S (c, "mode"),
+                num (c, "cpuset_version"), S (c, "cpuset_mount"));
 }
 
 /* ------------------------------------------------------------------ topology */
 
+/* "  LABEL      " and the items of ARR as " #<KEY>:<cpus>" (PREFIX before each). */
 static void
-print_topology (FILE *out, json_object *t)
+print_sets (const struct cp_view *v, const char *label, json_object *arr, const char *prefix, const char *key)
 {
-  if (print_error (out, "topology", t))
+  char *buf = NULL;
+  size_t size = 0;
+  FILE *m = open_memstream (&buf, &size);
+  if (m == NULL)
+    return;
+  fprintf (m, "  %-10s", label);
+  for (size_t i = 0; json_object_is_type (arr, json_type_array) && i < json_object_array_length (arr); i++)
+    {
+      json_object *o = json_object_array_get_idx (arr, i);
+      fprintf (m, " %s%" PRId64 ":%s", prefix, num (o, key), S (o, "cpus"));
+    }
+  if (fclose (m) == 0)
+    cp_view_line (v, 13, "%s", buf);
+  free (buf);
+}
+
+static void
+print_topology (const struct cp_view *v, json_object *t)
+{
+  if (print_error (v, "topology", t))
     return;
   int64_t pk = num (t, "packages"), nodes = (int64_t) len (t, "numa_nodes"), llcs = (int64_t) len (t, "llcs");
   int64_t cores = num (t, "cores");
-  fprintf (out, "%-12s%s: %" PRId64 " %s, %" PRId64 " NUMA %s, %" PRId64 " %s, %" PRId64 " %s, SMT %" PRId64
-           ", CPUs %s online, %s allowed\n",
-           "topology", S (t, "source"), pk, plural (pk, "package", "packages"), nodes, plural (nodes, "node", "nodes"),
-           llcs, S (t, "llc_label"), cores, plural (cores, "core", "cores"), num (t, "smt_width"), S (t, "online"),
-           S (t, "allowed"));
-  fprintf (out, "  %-10s", "NUMA");
-  for (size_t i = 0; i < (size_t) nodes; i++)
-    fprintf (out, " #%" PRId64 ":%s", num (at (t, "numa_nodes", i), "os_index"), S (at (t, "numa_nodes", i), "cpus"));
-  fprintf (out, "\n  %-10s", S (t, "llc_label"));
-  for (size_t i = 0; i < (size_t) llcs; i++)
-    fprintf (out, " #%" PRId64 ":%s", num (at (t, "llcs", i), "index"), S (at (t, "llcs", i), "cpus"));
-  fprintf (out, "\n  %-10s %s\n", "PE0", S (t, "pe0"));
-  fprintf (out, "  %-10s", "CPU kinds");
+  char shape[256], src[4 * CP_VIEW_COLS];
+  snprintf (shape, sizeof shape, ": %" PRId64 " %s, %" PRId64 " NUMA %s, %" PRId64 " %s, %" PRId64 " %s, SMT %" PRId64,
+            pk, plural (pk, "package", "packages"), nodes, plural (nodes, "node", "nodes"), llcs, S (t, "llc_label"),
+            cores, plural (cores, "core", "cores"), num (t, "smt_width"));
+  /* A captured topology's path gets what the shape leaves of the line. */
+  size_t used = 12 + cp_view_columns (shape, SIZE_MAX), room = used + 16 < CP_VIEW_COLS ? CP_VIEW_COLS - used : 16;
+  const char *source = v->wide ? S (t, "source") : cp_view_fit (S (t, "source"), room, true, src, sizeof src);
+  cp_view_line (v, 14, "%-12s%s%s", "topology", source, shape);
+  cp_view_line (v, 13, "  %-10s %s online, %s allowed", "CPUs", S (t, "online"), S (t, "allowed"));
+  print_sets (v, "NUMA", get (t, "numa_nodes"), "#", "os_index");
+  print_sets (v, S (t, "llc_label"), get (t, "llcs"), "#", "index");
+  cp_view_line (v, 13, "  %-10s %s", "PE0", S (t, "pe0"));
   if (len (t, "cpu_kinds") == 0)
-    fprintf (out, " one (hwloc reports no kinds)");
-  for (size_t i = 0; i < len (t, "cpu_kinds"); i++)
-    fprintf (out, " rank %" PRId64 ":%s", num (at (t, "cpu_kinds", i), "efficiency"), S (at (t, "cpu_kinds", i), "cpus"));
-  fputc ('\n', out);
+    cp_view_line (v, 13, "  %-10s one (hwloc reports no kinds)", "CPU kinds");
+  else
+    print_sets (v, "CPU kinds", get (t, "cpu_kinds"), "rank ", "efficiency");
   json_object *cache = get (t, "cache");
   if (json_object_get_boolean (get (cache, "used")))
-    fprintf (out, "  %-10s %s: used\n", "cache", S (cache, "file"));
+    cp_view_line (v, 13, "  %-10s %s: used", "cache", S (cache, "file"));
   else if (cache)
-    fprintf (out, "  %-10s %s: not used (%s); the next hook run discovers and saves it\n", "cache",
-             S (cache, "file"), S (cache, "why_not"));
+    cp_view_line (v, 13, "  %-10s %s: not used (%s); the next hook run discovers and saves it", "cache",
+                  S (cache, "file"), S (cache, "why_not"));
 }
 
 /* ------------------------------------------------------------------ ledger */
-
-/* The widest string at KEY among the objects in the array ARR, at least MIN. */
-static int
-width (json_object *arr, const char *key, int min)
-{
-  int w = min;
-  for (size_t i = 0; json_object_is_type (arr, json_type_array) && i < json_object_array_length (arr); i++)
-    {
-      json_object *v = get (json_object_array_get_idx (arr, i), key);
-      int n = json_object_is_type (v, json_type_string) ? json_object_get_string_len (v) : 0;
-      w = n > w ? n : w;
-    }
-  return w > 64 ? 64 : w;
-}
-
-static void
-print_entry (FILE *out, json_object *e, int idw)
-{
-  char when[32] = "?";
-  time_t t = (time_t) num (e, "placed_at");
-  struct tm tm;
-  if (gmtime_r (&t, &tm))
-    strftime (when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-  const char *cas = S (e, "sched_cache");
-  bool core = json_object_get_boolean (get (e, "core_sched"));
-  bool drift = json_object_get_boolean (get (e, "drifted"));
-  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8" PRId64 " %-19s %s%s%s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
-           S (e, "cpus"), S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", num (e, "pid"), when, S (e, "cgroup"),
-           strcmp (cas, "none") != 0 ? "  sched-cache=" : "", strcmp (cas, "none") != 0 ? cas : "",
-           core ? "  core-sched" : "", drift ? "  DRIFTED: its cgroup runs on " : "", drift ? S (e, "live_cpus") : "");
-}
 
 static void
 print_llc (FILE *out, const char *label, json_object *o, int cpuw)
@@ -183,39 +128,35 @@ print_llc (FILE *out, const char *label, json_object *o, int cpuw)
 }
 
 static void
-print_warnings (FILE *out, json_object *l)
+print_warnings (const struct cp_view *v, json_object *l)
 {
   for (size_t i = 0; i < len (l, "warnings"); i++)
     {
       char buf[2 * TEXT_MAX];
       snprintf (buf, sizeof buf, "%s", json_object_get_string (at (l, "warnings", i)));
       cp_text_sanitize (buf);
-      fprintf (out, "  warning: %s\n", buf);
+      cp_view_line (v, 4, "  warning: %s", buf);
     }
 }
 
 static void
-print_ledger (FILE *out, json_object *l, const char *llc_label)
+print_ledger (const struct cp_view *v, json_object *l, const char *llc_label)
 {
+  FILE *out = v->out;
   if (!is_null (l, "error"))
     {
-      fprintf (out, "%-12s%s: %s\n", "ledger", S (l, "state"), S (l, "error"));
-      print_warnings (out, l);
+      cp_view_line (v, 14, "%-12s%s: %s", "ledger", S (l, "state"), S (l, "error"));
+      print_warnings (v, l);
       return;
     }
   int64_t n = (int64_t) len (l, "entries");
-  fprintf (out, "%-12s%s%s: %" PRId64 " %s", "ledger", S (l, "path"),
-           strcmp (S (l, "state"), "missing") == 0 ? " (none yet)" : "", n, plural (n, "entry", "entries"));
+  char held[TEXT_MAX + 16] = "";
   if (!is_null (l, "held"))
-    fprintf (out, ", CPUs held: %s", *S (l, "held") ? S (l, "held") : "none");
-  fputc ('\n', out);
-  print_warnings (out, l);
-  int idw = width (get (l, "entries"), "id", 2);
-  if (n > 0)
-    fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %s\n", idw, "ID", "MODE", "CPUS", "HELD", "MEMS", "PID",
-             "PLACED (UTC)", "CGROUP");
-  for (size_t i = 0; i < (size_t) n; i++)
-    print_entry (out, at (l, "entries", i), idw);
+    snprintf (held, sizeof held, ", CPUs held: %s", *S (l, "held") ? S (l, "held") : "none");
+  cp_view_line (v, 14, "%-12s%s%s: %" PRId64 " %s%s", "ledger", S (l, "path"),
+                strcmp (S (l, "state"), "missing") == 0 ? " (none yet)" : "", n, plural (n, "entry", "entries"), held);
+  print_warnings (v, l);
+  cp_status_print_entries (v, get (l, "entries"));
   if (is_null (l, "occupancy"))
     return;
   fprintf (out, "  %s occupancy (# held, s shared, . free, - not handed out):\n", llc_label);
@@ -227,94 +168,134 @@ print_ledger (FILE *out, json_object *l, const char *llc_label)
 
 /* ------------------------------------------------------------------ features */
 
-/* "; asked by a, b" (nothing when nobody asked; "?" when the ledger is unread). */
+/* "asked by a, b" ("?" when the ledger is unread, "no placed container asks"),
+   ids short in the default view, into M. */
 static void
-print_asked_by (FILE *out, json_object *ids)
+print_asked_by (const struct cp_view *v, FILE *m, json_object *ids)
 {
   if (ids == NULL)
     {
-      fprintf (out, "asked by ? (ledger not read)");
+      fprintf (m, "asked by ? (ledger not read)");
       return;
     }
   size_t n = json_object_array_length (ids);
   for (size_t i = 0; i < n; i++)
-    fprintf (out, "%s%s", i == 0 ? "asked by " : ", ", json_object_get_string (json_object_array_get_idx (ids, i)));
+    {
+      char buf[TEXT_MAX], id[4 * CP_STATUS_ID_COLS + 8];
+      snprintf (buf, sizeof buf, "%s", json_object_get_string (json_object_array_get_idx (ids, i)));
+      cp_text_sanitize (buf);
+      fprintf (m, "%s%s", i == 0 ? "asked by " : ", ", v->wide ? buf : cp_status_short_id (buf, NULL, id, sizeof id));
+    }
   if (n == 0)
-    fprintf (out, "no placed container asks");
+    fprintf (m, "no placed container asks");
 }
 
-/* One line: the state, and the host setting; a second only when containers ask
-   or cachepin holds the switch. */
-static void
-print_cas (FILE *out, json_object *c)
+/* A feature's line built in a memory stream, then wrapped (line()) under its
+   26-column label. */
+struct feature_line
 {
-  fprintf (out, "  %-24s", "cache-aware scheduling");
+  char *buf;
+  size_t size;
+  FILE *m;
+};
+
+static FILE *
+feature_begin (struct feature_line *f, const char *label)
+{
+  *f = (struct feature_line) { 0 };
+  f->m = open_memstream (&f->buf, &f->size);
+  if (f->m)
+    fprintf (f->m, "  %-24s", label);
+  return f->m;
+}
+
+static void
+feature_end (const struct cp_view *v, struct feature_line *f)
+{
+  if (f->m && fclose (f->m) == 0)
+    cp_view_line (v, 26, "%s", f->buf);
+  free (f->buf);
+}
+
+/* One line: the state, and the host setting; then who asks, when containers ask
+   or cachepin holds the switch, and what it gives back. */
+static void
+print_cas (const struct cp_view *v, json_object *c)
+{
+  struct feature_line f;
+  FILE *m = feature_begin (&f, "cache-aware scheduling");
+  if (m == NULL)
+    return;
   if (!is_null (c, "error"))
-    fprintf (out, "could not tell: %s", S (c, "error"));
+    fprintf (m, "could not tell: %s", S (c, "error"));
   else if (strcmp (S (c, "state"), "on") == 0 || strcmp (S (c, "state"), "off") == 0)
-    fprintf (out, "%s (interface %s)", S (c, "state"), S (c, "interface"));
+    fprintf (m, "%s (interface %s)", S (c, "state"), S (c, "interface"));
   else if (strcmp (S (c, "state"), "debugfs-not-mounted") == 0)
-    fprintf (out, "unknown: debugfs is not mounted at /sys/kernel/debug");
+    fprintf (m, "unknown: debugfs is not mounted at /sys/kernel/debug");
   else if (strcmp (S (c, "state"), "denied") == 0)
-    fprintf (out, "unknown: access denied (%s; interface %s)", is_null (c, "errno") ? "?" : S (c, "errno"),
+    fprintf (m, "unknown: access denied (%s; interface %s)", is_null (c, "errno") ? "?" : S (c, "errno"),
              S (c, "interface"));
   else
-    fprintf (out, "unsupported: this kernel has no CONFIG_SCHED_CACHE");
-  fprintf (out, "; sched_cache %s\n", S (c, "setting"));
+    fprintf (m, "unsupported: this kernel has no CONFIG_SCHED_CACHE");
+  fprintf (m, "; sched_cache %s", S (c, "setting"));
+  feature_end (v, &f);
   json_object *ids = get (c, "asked_by");
   if (ids != NULL && json_object_array_length (ids) == 0 && is_null (c, "restore"))
     return;
-  fprintf (out, "  %-24s", "");
-  print_asked_by (out, ids);
+  if ((m = feature_begin (&f, "")) == NULL)
+    return;
+  print_asked_by (v, m, ids);
+  feature_end (v, &f);
   if (!is_null (c, "restore"))
-    fprintf (out, "; held by cachepin, gives back %s when none asks", S (c, "restore"));
-  fputc ('\n', out);
+    cp_view_line (v, 26, "  %-24sheld by cachepin, gives back %s when none asks", "", S (c, "restore"));
 }
 
 static void
-print_core (FILE *out, json_object *c)
+print_core (const struct cp_view *v, json_object *c)
 {
-  fprintf (out, "  %-24s", "core scheduling");
-  const char *state = S (c, "state");
+  const char *state = S (c, "state"), *label = "core scheduling";
   if (!is_null (c, "error"))
-    fprintf (out, "could not tell: %s\n", S (c, "error"));
+    cp_view_line (v, 26, "  %-24scould not tell: %s", label, S (c, "error"));
   else if (strcmp (state, "supported") == 0)
-    fprintf (out, "supported\n");
+    cp_view_line (v, 26, "  %-24ssupported", label);
   else if (strcmp (state, "unsupported") == 0)
-    fprintf (out, "unsupported: no CONFIG_SCHED_CORE\n");
+    cp_view_line (v, 26, "  %-24sunsupported: no CONFIG_SCHED_CORE", label);
   else if (strcmp (state, "no-smt") == 0)
-    fprintf (out, "unsupported: no SMT (or SMT is off)\n");
+    cp_view_line (v, 26, "  %-24sunsupported: no SMT (or SMT is off)", label);
   else
-    fprintf (out, "%s (%s)\n", state, is_null (c, "errno") ? "?" : S (c, "errno"));
+    cp_view_line (v, 26, "  %-24s%s (%s)", label, state, is_null (c, "errno") ? "?" : S (c, "errno"));
   json_object *ids = get (c, "asked_by");
   if (ids == NULL || json_object_array_length (ids) > 0)
     {
-      fprintf (out, "  %-24scookies: ", "");
-      print_asked_by (out, ids);
-      fputc ('\n', out);
+      struct feature_line f;
+      FILE *m = feature_begin (&f, "");
+      if (m == NULL)
+        return;
+      fprintf (m, "cookies: ");
+      print_asked_by (v, m, ids);
+      feature_end (v, &f);
     }
 }
 
 static void
-print_asym (FILE *out, json_object *a)
+print_asym (const struct cp_view *v, json_object *a)
 {
-  fprintf (out, "  %-24s", "sched_smt_asym_packing");
-  const char *state = S (a, "state");
+  const char *state = S (a, "state"), *label = "sched_smt_asym_packing";
   if (strcmp (state, "unset") == 0)
-    fprintf (out, "off (not on the kernel command line)\n");
+    cp_view_line (v, 26, "  %-24soff (not on the kernel command line)", label);
   else if (strcmp (state, "unknown") == 0)
-    fprintf (out, "unknown: %s\n", S (a, "error"));
+    cp_view_line (v, 26, "  %-24sunknown: %s", label, S (a, "error"));
   else
-    fprintf (out, "boot option %s\n", state);
+    cp_view_line (v, 26, "  %-24sboot option %s", label, state);
 }
 
 static void
-print_features (FILE *out, json_object *f)
+print_features (const struct cp_view *v, json_object *f)
 {
-  fprintf (out, "kernel features\n");
-  print_cas (out, get (f, "cache_aware_scheduling"));
-  print_core (out, get (f, "core_scheduling"));
-  print_asym (out, get (f, "smt_asym_packing"));
+  fprintf (v->out, "kernel features\n");
+  print_cas (v, get (f, "cache_aware_scheduling"));
+  print_core (v, get (f, "core_scheduling"));
+  print_asym (v, get (f, "smt_asym_packing"));
 }
 
 /* ------------------------------------------------------------------ config */
@@ -326,35 +307,35 @@ onoff (json_object *o, const char *key)
 }
 
 static void
-print_config (FILE *out, json_object *c)
+print_config (const struct cp_view *v, json_object *c)
 {
   if (!is_null (c, "error"))
     {
-      fprintf (out, "%-12s%s\n", "config", S (c, "error"));
+      cp_view_line (v, 14, "%-12s%s", "config", S (c, "error"));
       return;
     }
-  fprintf (out, "%-12s%s%s\n", "config", S (c, "path"),
-           json_object_get_boolean (get (c, "found")) ? "" : " (not found: the defaults)");
+  cp_view_line (v, 14, "%-12s%s%s", "config", S (c, "path"),
+                json_object_get_boolean (get (c, "found")) ? "" : " (not found: the defaults)");
   json_object *d = get (c, "defaults");
-  fprintf (out, "  state_dir %s  topology %s  cpus %s  reserved %s\n", S (c, "state_dir"), S (c, "topology"),
-           S (c, "cpus"), *S (c, "reserved") ? S (c, "reserved") : "none");
-  fprintf (out, "  defaults align=%s smt=%s mode=%s strict=%s\n", S (d, "align"), S (d, "smt"), S (d, "mode"),
-           onoff (d, "strict"));
-  fprintf (out, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s  sched_cache %s\n",
-           S (c, "on_error"), S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"),
-           S (c, "sched_cache"));
+  cp_view_line (v, 4, "  state_dir %s  topology %s  cpus %s  reserved %s", S (c, "state_dir"), S (c, "topology"),
+                S (c, "cpus"), *S (c, "reserved") ? S (c, "reserved") : "none");
+  cp_view_line (v, 4, "  defaults align=%s smt=%s mode=%s strict=%s", S (d, "align"), S (d, "smt"), S (d, "mode"),
+                onoff (d, "strict"));
+  cp_view_line (v, 4, "  on_error %s  log_level %s  lock_timeout_ms %" PRId64 "  sandbox %s  sched_cache %s",
+                S (c, "on_error"), S (c, "log_level"), num (c, "lock_timeout_ms"), onoff (c, "sandbox"),
+                S (c, "sched_cache"));
 }
 
 /* Only when there is a kubelet CPU manager state file to speak of. */
 static void
-print_kubelet (FILE *out, json_object *k)
+print_kubelet (const struct cp_view *v, json_object *k)
 {
   if (!is_null (k, "error"))
-    fprintf (out, "%-12s%s: %s\n", "kubelet", S (k, "state_file"), S (k, "error"));
+    cp_view_line (v, 14, "%-12s%s: %s", "kubelet", S (k, "state_file"), S (k, "error"));
   else if (!is_null (k, "warning"))
-    fprintf (out, "%-12sWARNING: %s\n", "kubelet", S (k, "warning"));
+    cp_view_line (v, 14, "%-12sWARNING: %s", "kubelet", S (k, "warning"));
   else if (!is_null (k, "policy"))
-    fprintf (out, "%-12sCPU manager policy %s (%s)\n", "kubelet", S (k, "policy"), S (k, "state_file"));
+    cp_view_line (v, 14, "%-12sCPU manager policy %s (%s)", "kubelet", S (k, "policy"), S (k, "state_file"));
 }
 
 /* ---- recent: the journal's last decisions, one line of at most RECENT_COLS each ---- */
@@ -409,12 +390,13 @@ print_record (FILE *out, json_object *r)
 }
 
 static void
-print_recent (FILE *out, json_object *status)
+print_recent (const struct cp_view *v, json_object *status)
 {
+  FILE *out = v->out;
   json_object *recent = get (status, "recent");
   if (!json_object_is_type (recent, json_type_array))
     {
-      fprintf (out, "%-12s%s\n", "recent", S (status, "recent_error"));
+      cp_view_line (v, 14, "%-12s%s", "recent", S (status, "recent_error"));
       return;
     }
   size_t n = json_object_array_length (recent);
@@ -431,14 +413,15 @@ print_recent (FILE *out, json_object *status)
 }
 
 void
-cp_status_print_text (json_object *status, FILE *out)
+cp_status_print_text (json_object *status, bool wide, FILE *out)
 {
+  const struct cp_view v = { .out = out, .wide = wide };
   json_object *topo = get (status, "topology");
-  print_cgroup (out, get (status, "cgroup"));
-  print_topology (out, topo);
-  print_ledger (out, get (status, "ledger"), is_null (topo, "llc_label") ? "LLC" : S (topo, "llc_label"));
-  print_recent (out, status);
-  print_features (out, get (status, "features"));
-  print_kubelet (out, get (status, "kubelet"));
-  print_config (out, get (status, "config"));
+  print_cgroup (&v, get (status, "cgroup"));
+  print_topology (&v, topo);
+  print_ledger (&v, get (status, "ledger"), is_null (topo, "llc_label") ? "LLC" : S (topo, "llc_label"));
+  print_recent (&v, status);
+  print_features (&v, get (status, "features"));
+  print_kubelet (&v, get (status, "kubelet"));
+  print_config (&v, get (status, "config"));
 }

@@ -21,6 +21,7 @@ struct cp_event
 {
   enum cp_event_kind kind;
   const char *id;          /* the entry's id; for the switch, the run's target */
+  const char *name;        /* the entry's name (ledger.h); NULL: none known */
   const char *cgroup;      /* its cgroup path; NULL: none */
   hwloc_const_bitmap_t cpus; /* NULL: none */
   const char *what;        /* one line, as logged */

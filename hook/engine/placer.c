@@ -46,7 +46,7 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
       cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
               e->cgroup_mount, e->cgroup, placed);
       cleanup_free char *back = cp_xasprintf ("back on the CPUs cachepin placed it on (%s)", placed);
-      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup,
+      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
                                           .cpus = e->cpus, .what = back });
       return;
     }
@@ -70,8 +70,8 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
           kept, exclusive ? "held" : "used", now);
   cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; %s %s withheld until "
                                           "it is released", now, placed, one ? "CPU" : "CPUs", withheld);
-  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .cgroup = e->cgroup, .cpus = e->drift,
-                                      .what = what });
+  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
+                                      .cpus = e->drift, .what = what });
 }
 
 /* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
@@ -147,6 +147,7 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_containe
 {
   struct cp_ledger_entry e = {
     .id = (char *) t->id,
+    .name = (char *) t->name,
     .cgroup_mount = (char *) t->cgroup_mount,
     .cgroup = (char *) t->cgroup_path,
     .cgroup_ino = t->cgroup_ino <= (unsigned long long) CP_LEDGER_MAX_INT ? t->cgroup_ino : 0,

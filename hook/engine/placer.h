@@ -21,6 +21,7 @@ struct cp_topo;
 struct cp_target
 {
   const char *id;           /* ledger id: the container id, or "apply:<cgroup dir>" */
+  const char *name;         /* its name for people (ledger.h: bounded, clean), NULL: none known */
   struct cp_cgroup *cgroup; /* its cpuset cgroup, written by cp_placer_apply(); NULL: not made
                                yet (cp_placer_decide() records the placement all the same) */
   const char *cgroup_mount; /* where the ledger says it is: cgroup->mount ... */

@@ -133,27 +133,38 @@ cp_status_topology (const struct cp_topo *topo, const char *source, const struct
 
 /* Each entry's live CPUs, read as the hook's reconcile reads them (what its
    cgroup runs on; empty: gone or unreadable), so that status shows the drift the
-   next hook run will count. */
+   next hook run will count, and whether it is gone by the reconcile's own rule
+   (cp_ledger_entry_gone(): the next hook run, `apply` or `release` drops it). */
 struct live
 {
   hwloc_bitmap_t *cpus; /* one per entry */
+  char **gone;          /* one per entry: why it is gone, NULL: alive or cannot tell */
   size_t n;
 };
+
+static int
+live_cgroup_cpus (const char *mount, const char *path, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
+{
+  return cp_cgroup_cpus_in (data, mount, path, cpus, ino);
+}
 
 static void
 live_read (const struct cp_ledger *l, struct live *lv)
 {
   lv->n = cp_ledger_count (l);
   lv->cpus = cp_xcalloc (lv->n ? lv->n : 1, sizeof *lv->cpus);
+  lv->gone = cp_xcalloc (lv->n ? lv->n : 1, sizeof *lv->gone);
   struct cp_cgroup_mounts *m = cp_cgroup_mounts_new ();
+  const struct cp_ledger_liveness alive = {
+    .cgroup_cpus = live_cgroup_cpus,
+    .pid_start_time = cp_ledger_pid_start_time,
+    .data = m,
+  };
   for (size_t i = 0; i < lv->n; i++)
     {
-      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
       lv->cpus[i] = cp_bitmap_new ();
-      unsigned long long ino = 0;
-      cp_cgroup_cpus_in (m, e->cgroup_mount, e->cgroup, lv->cpus[i], e->cgroup_ino ? &ino : NULL); /* empty unless 1 */
-      if (e->cgroup_ino && ino && ino != e->cgroup_ino)
-        hwloc_bitmap_zero (lv->cpus[i]); /* another cgroup by that name: no drift of this entry's */
+      /* LIVE is left empty unless the cgroup is there and its own (the same inode). */
+      lv->gone[i] = cp_ledger_entry_gone (cp_ledger_at (l, i), &alive, lv->cpus[i]);
     }
   cp_cgroup_mounts_free (m);
 }
@@ -162,15 +173,24 @@ static void
 live_free (struct live *lv)
 {
   for (size_t i = 0; i < lv->n; i++)
-    hwloc_bitmap_free (lv->cpus[i]);
+    {
+      hwloc_bitmap_free (lv->cpus[i]);
+      free (lv->gone[i]);
+    }
   free (lv->cpus);
+  free (lv->gone);
 }
 
 static json_object *
-entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const struct cp_topo *topo)
+entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const char *gone, const struct cp_topo *topo)
 {
   json_object *o = json_object_new_object ();
+  bool drifted = cp_ledger_live_drifted (e, live);
   add (o, "id", jstr (e->id));
+  add (o, "name", jstr (e->name));
+  /* One state, as the text's column shows it: gone wins (nothing runs to drift). */
+  add (o, "state", jstr (gone ? "gone" : drifted ? "drifted" : "ok"));
+  add (o, "gone_why", jstr (gone));
   add (o, "cgroup_mount", jstr (e->cgroup_mount));
   add (o, "cgroup", jstr (e->cgroup));
   add (o, "pid", json_object_new_int64 (e->pid));
@@ -182,7 +202,7 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const st
   add (o, "sched_cache", jstr (cp_ask_name (e->sched_cache)));
   add (o, "core_sched", json_object_new_boolean (e->core_sched));
   add (o, "live_cpus", hwloc_bitmap_iszero (live) ? NULL : jcpulist (live));
-  add (o, "drifted", json_object_new_boolean (cp_ledger_live_drifted (e, live)));
+  add (o, "drifted", json_object_new_boolean (drifted));
   json_object *llcs = NULL;
   if (topo)
     {
@@ -408,7 +428,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
   live_read (l, &lv);
   json_object *entries = json_object_new_array ();
   for (size_t i = 0; i < cp_ledger_count (l); i++)
-    json_object_array_add (entries, entry_json (cp_ledger_at (l, i), lv.cpus[i], topo));
+    json_object_array_add (entries, entry_json (cp_ledger_at (l, i), lv.cpus[i], lv.gone[i], topo));
   add (o, "entries", entries);
   add (o, "warnings", ledger_warnings (hc->state_dir));
   if (topo)

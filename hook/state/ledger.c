@@ -21,6 +21,7 @@ void
 cp_ledger_entry_clear (struct cp_ledger_entry *e)
 {
   free (e->id);
+  free (e->name);
   free (e->cgroup_mount);
   free (e->cgroup);
   hwloc_bitmap_free (e->cpus);
@@ -35,6 +36,7 @@ static void
 entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
 {
   dst->id = cp_xstrdup (src->id);
+  dst->name = src->name ? cp_xstrdup (src->name) : NULL;
   dst->cgroup_mount = cp_xstrdup (src->cgroup_mount);
   dst->cgroup = cp_xstrdup (src->cgroup);
   dst->cgroup_ino = src->cgroup_ino;
@@ -62,7 +64,8 @@ drift_equal (hwloc_const_bitmap_t a, hwloc_const_bitmap_t b)
 static bool
 entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
 {
-  return strcmp (a->id, b->id) == 0 && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
+  return strcmp (a->id, b->id) == 0 && strcmp (a->name ? a->name : "", b->name ? b->name : "") == 0
+         && strcmp (a->cgroup_mount, b->cgroup_mount) == 0
          && strcmp (a->cgroup, b->cgroup) == 0 && a->cgroup_ino == b->cgroup_ino && a->pid == b->pid
          && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
@@ -187,7 +190,8 @@ int
 cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
 {
   if (check_text ("id", e->id, CP_LEDGER_MAX_ID, err) < 0 || check_path ("cgroup_mount", e->cgroup_mount, err) < 0
-      || check_path ("cgroup", e->cgroup, err) < 0)
+      || check_path ("cgroup", e->cgroup, err) < 0
+      || (e->name && check_text ("name", e->name, CP_LEDGER_MAX_NAME, err) < 0))
     return -1;
   if (e->cgroup_ino > (unsigned long long) CP_LEDGER_MAX_INT)
     return cp_fail_input (err, "`cgroup_ino` %llu is out of range", e->cgroup_ino);
@@ -394,10 +398,8 @@ cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data
   return cp_cgroup_dir_state (cgroup_mount, cgroup);
 }
 
-/* Why E's container is gone, or NULL when it is (or may be) alive; then LIVE
- * holds its cgroup's CPUs when they could be read (else it is empty). */
-static char *
-gone_reason (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
+char *
+cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
 {
   unsigned long long ino = 0;
   int state = alive->cgroup_cpus
@@ -462,7 +464,7 @@ drop_if_gone (struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
 {
   if (alive->check && !alive->check (e, alive->data))
     return false;
-  cleanup_free char *why = gone_reason (e, alive, live);
+  cleanup_free char *why = cp_ledger_entry_gone (e, alive, live);
   if (why)
     {
       if (alive->dropped)

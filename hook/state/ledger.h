@@ -33,6 +33,7 @@
 #define CP_LEDGER_MAX_PATH 4095                  /* cgroup_mount, cgroup: PATH_MAX - 1 */
 #define CP_LEDGER_MAX_ID (CP_LEDGER_MAX_PATH + 64) /* room for "apply:" + a cgroup path */
 #define CP_LEDGER_MAX_INT (1LL << 53)            /* integers every JSON reader keeps exact */
+#define CP_LEDGER_MAX_NAME 253                   /* name: a DNS name's length, room for namespace/pod/container */
 
 /* cp_ledger_put()'s return when the entry's held CPUs overlap another exclusive
  * entry's (*err is a CP_ERR_RUNTIME naming both).  Other failures return -1. */
@@ -41,6 +42,9 @@
 struct cp_ledger_entry
 {
   char *id;
+  char *name;                    /* the container's name as its engine gave it (status shows it);
+                                    NULL: none known.  From user-controlled annotations: cut
+                                    with cp_text_clean_copy() before it is put */
   char *cgroup_mount;
   char *cgroup;
   unsigned long long cgroup_ino; /* the cgroup directory's inode when placed (v2: its cgroup id);
@@ -165,6 +169,14 @@ struct cp_ledger_liveness
  * cp_proc_start_time() (hook/host/proc.h). */
 int cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data);
 int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *data);
+
+/* Why E's container is gone (a cgroup directory that no longer exists or was
+ * made again, a pid that exited or was reused), or NULL when it is or may be
+ * alive; then LIVE holds the CPUs its cgroup runs on when ALIVE->cgroup_cpus could
+ * read them (else it is empty).  The one rule for reconcile and `cachepin status`
+ * (which shows such an entry GONE and drops nothing).  The caller frees. */
+char *cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
+                            hwloc_bitmap_t live);
 
 /* Drop the entries whose container is gone: its cgroup directory no longer
  * exists, or (with ALIVE->cgroup_cpus) has another inode than the one recorded

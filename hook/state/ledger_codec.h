@@ -5,6 +5,9 @@
  *                                    kernel's cache-aware scheduling switch, the
  *                                    value to give back; hook/engine/schedctl.h)
  *    "entries": [{"id": "<container id>" or "apply:<cgroup>",
+ *                 "name": "ns/pod/web",     (optional: the container's name as its engine
+ *                                            gave it, 1..253 bytes of safe text (text.h);
+ *                                            absent: none known; written only when known)
  *                 "cgroup_mount": "/sys/fs/cgroup/cpuset",
  *                 "cgroup": "/path/in/hierarchy",
  *                 "cgroup_ino": 4242,       (optional: the cgroup directory's inode when
@@ -29,7 +32,7 @@
  * asking nothing, version 2 (no drift) as no drift seen; both are written back
  * as version 3.
  * Strict JSON (policy/base/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
- * key but cgroup_ino (version 3 only) and sched_cache_restore is required and no
+ * key but cgroup_ino and name (version 3 only) and sched_cache_restore is required and no
  * other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
  * ids are unique and no CPU is held by two exclusive entries.  Members may come

@@ -113,6 +113,11 @@ put_entry (struct out *o, const struct cp_ledger_entry *e)
 {
   PUT (o, "{\"id\":");
   put_string (o, e->id);
+  if (e->name && *e->name)
+    {
+      PUT (o, ",\"name\":");
+      put_string (o, e->name);
+    }
   PUT (o, ",\"cgroup_mount\":");
   put_string (o, e->cgroup_mount);
   PUT (o, ",\"cgroup\":");

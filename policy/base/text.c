@@ -2,6 +2,8 @@
 
 #include <string.h>
 
+#include "util.h"
+
 bool
 cp_text_unsafe_codepoint (unsigned cp)
 {
@@ -145,4 +147,21 @@ cp_text_closest (const char *s, const char *const *names, size_t n)
         tie = true;
     }
   return best && !tie ? best : NULL;
+}
+
+char *
+cp_text_clean_copy (const char *s, size_t max)
+{
+  if (s == NULL)
+    return cp_xstrdup ("");
+  size_t len = strnlen (s, max + 1);
+  if (len > max)
+    {
+      len = max;
+      while (len > 0 && ((unsigned char) s[len] & 0xc0) == 0x80)
+        len--; /* s[len] continues a character: cut before the character */
+    }
+  char *t = cp_xstrndup (s, len);
+  cp_text_sanitize (t);
+  return t;
 }

@@ -39,4 +39,9 @@ unsigned cp_text_distance (const char *a, const char *b, unsigned limit);
  * NULL when none is that close, or when two are equally close. */
 const char *cp_text_closest (const char *s, const char *const *names, size_t n);
 
+/* A copy of S cut to at most MAX bytes at a character boundary, then sanitized
+ * (cp_text_sanitize()), for text from users that is kept (a container's name):
+ * never longer than MAX.  S NULL: "".  The caller frees. */
+char *cp_text_clean_copy (const char *s, size_t max);
+
 #endif

@@ -80,7 +80,8 @@ check "status: the setting" "$(jq -r '.features.cache_aware_scheduling.setting' 
 check "status: the switch as the fake kernel says" "$(jq -r '.features.cache_aware_scheduling.state' <<<"$S")" on
 check "status: the entry's request" "$(jq -r '.ledger.entries[] | select(.id == "c") | .sched_cache' <<<"$S")" off
 "$BIN" status --config "$D/cfg.json" > "$D/text" 2>&1
-contains "status text: who holds it" "$D/text" "asked by a, b; held by cachepin, gives back off when none asks"
+contains "status text: who asks" "$D/text" "asked by a, b"
+contains "status text: who holds it" "$D/text" "held by cachepin, gives back off when none asks"
 hook poststop a "$ON"
 check "held while b asks" "$(switch)" 1
 hook poststop b "$ON"

@@ -3,7 +3,11 @@
 # a real `cachepin apply` on real cpuset cgroups (root and a cpuset hierarchy; those
 # cases are skipped without them), the kernel features against what this host
 # shows, a corrupt ledger, a topology given by the host config with its LLC map
-# and PE0 list computed by hand, and proof that status writes nothing.
+# and PE0 list computed by hand, and proof that status writes nothing.  Issue 21's
+# "status at a glance": the default view fits 80 columns (long ids and cgroups, a
+# 384-CPU synthetic topology, a captured Zen4 one), --wide shows everything, names
+# from CRI annotations and `apply`, a hostile name cut and cleaned, GONE after a
+# cgroup is removed behind cachepin's back.
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
 BIN=$(realpath "${1:?usage: status.sh PATH-TO-cachepin}")
@@ -215,12 +219,231 @@ else
   check "cgroup: cpuset version" "$(q .cgroup.cpuset_version)" "$([ "$MNT" = /sys/fs/cgroup ] && echo 2 || echo 1)"
   "$BIN" status --config "$D/cfg.json" >"$D/text" 2>&1
   check "text: exit" "$?" 0
-  for re in '^cgroup ' '^topology ' '^ledger ' '^kernel features$' '^config ' "apply:$TOP/a" '^  L3#0 \|^  L2#0 \|^  LLC#0 \|^  [A-Za-z0-9]*#0 '; do
+  for re in '^cgroup ' '^topology ' '^ledger ' '^kernel features$' '^config ' "apply:…[^ ]*/a " '^  L3#0 \|^  L2#0 \|^  LLC#0 \|^  [A-Za-z0-9]*#0 '; do
     grep -q "$re" "$D/text" && ok "text has /$re/" || ko "text lacks /$re/"
   done
+  "$BIN" status --wide --config "$D/cfg.json" >"$D/text" 2>&1
+  grep -q "apply:$TOP/a" "$D/text" && ok "--wide: the full id" || ko "--wide lacks apply:$TOP/a: $(cat "$D/text")"
   check "status wrote nothing in the state directory" "$(fingerprint "$D/state")" "$BEFORE"
   "$BIN" release --config "$D/cfg.json" --cgroup "$TOP/a" >/dev/null 2>&1
   "$BIN" release --config "$D/cfg.json" --cgroup "$TOP/b" >/dev/null 2>&1
+fi
+
+# ---- issue 21: status at a glance ----
+
+# too_wide FILE: the lines of FILE longer than 80 characters (UTF-8: "…" is one),
+# but the occupancy map's rows (the map is plan's: hook/cli/status_text.c print_llc).
+too_wide () {
+  local l
+  while IFS= read -r l; do
+    [[ $l =~ ^\ \ [A-Za-z0-9]+#[0-9]+\  ]] && continue
+    [ "${#l}" -gt 80 ] && printf '%s: %s\n' "${#l}" "$l"
+  done < <(LC_ALL=C.UTF-8 cat "$1")
+}
+export LC_ALL=C.UTF-8
+# fits NAME FILE: every line of FILE (the map's rows aside) fits 80 columns.
+fits () {
+  local over
+  over=$(too_wide "$2")
+  [ -z "$over" ] && ok "$1: every line fits 80 columns" || ko "$1: lines over 80 columns:
+$over"
+}
+hexid () { printf '%s' "$1" | sha256sum | cut -c1-64; }
+# cpulist_other ALLOWED PLACED: a CPU of the cpulist ALLOWED that is not PLACED (one CPU), or nothing.
+cpulist_other () {
+  local r a b c
+  for r in ${1//,/ }; do a=${r%-*}; b=${r#*-}
+    for ((c = a; c <= b; c++)); do [ "$c" != "$2" ] && { echo "$c"; return; }; done
+  done
+}
+
+echo "== 80 columns: long ids, long cgroups, long names"
+if command -v lstopo-no-graphics >/dev/null; then
+  [ -r "$D/syn.xml" ] || lstopo-no-graphics --input 'package:2 l3cache:4 core:4 pu:2(indexes=core)' --of xml "$D/syn.xml" 2>/dev/null
+  mkdir -m 0700 "$D/wide"
+  A=$(hexid a) B=$(hexid b)
+  LONGCG="/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod0123456789abcdef.slice/cri-containerd-$A.scope"
+  v3 () { # ID NAME-MEMBER CGROUP MODE CPUS HELD
+    printf '{"id": "%s"%s, "cgroup_mount": "/sys/fs/cgroup", "cgroup": "%s", "pid": 0, "start_time": 0, "mode": "%s", "cpus": "%s", "held": "%s", "mems": "0", "placed_at": 1700000000, "sched_cache": "on", "core_sched": true, "drift": ""}' \
+      "$1" "$2" "$3" "$4" "$5" "$6"
+  }
+  printf '{"version": 3, "entries": [%s, %s, %s, %s]}\n' \
+    "$(v3 "$A" ', "name": "a-namespace-with-a-long-name/a-pod-named-at-length-5d8f7c9b4-x2k9q/web-frontend"' "$LONGCG" exclusive 0-1,4,6,8 0-1,4,6,8,32-33,36,38,40)" \
+    "$(v3 "$B" ', "name": "db"' "/machine.slice/libpod-$B.scope/container" shared 16-23 '')" \
+    "$(v3 "apply:/sys/fs/cgroup/system.slice/a-very-long-service-name-for-nightly-batch-jobs.service" '' \
+      /system.slice/a-very-long-service-name-for-nightly-batch-jobs.service exclusive 12 12,44)" \
+    "$(v3 apply:/sys/fs/cgroup/batch ', "name": "nightly"' /batch exclusive 13 13,45)" >"$D/wide/ledger.json"
+  echo "{\"state_dir\": \"$D/wide\", \"topology\": \"$D/syn.xml\"}" >"$D/cfg-wide.json"
+  "$BIN" status --config "$D/cfg-wide.json" >"$D/text" 2>&1
+  check "text: exit" "$?" 0
+  fits "four entries of long ids, cgroups and names" "$D/text"
+  grep -q "^  ${A:0:12}  .* exclusive 0-1,4,6,8  " "$D/text" && ok "a's line: its 12-character id and CPUs" ||
+    ko "a's line: $(grep "${A:0:12}" "$D/text")"
+  grep -q "^  ${A:0:12} .*a-namespace.*web-frontend" "$D/text" && ok "a's name, cut in the middle" ||
+    ko "a's name: $(grep "${A:0:12}" "$D/text")"
+  grep -q "^  ${B:0:12} *db *shared *16-23 " "$D/text" && ok "b's line" || ko "b's line: $(grep "${B:0:12}" "$D/text")"
+  grep -q '^  apply:/batch  *nightly  *exclusive 13 ' "$D/text" && ok "apply:/batch, by its path under the mount" ||
+    ko "apply:/batch: $(grep batch "$D/text")"
+  grep -q '^  apply:….*\.service  *-  *exclusive 12 ' "$D/text" && ok "a long apply cgroup: its end kept" ||
+    ko "the long apply entry: $(grep 'service' "$D/text")"
+  # The map's rows (plan's) name their holders as they are.
+  if grep -v '^  [A-Za-z0-9]*#[0-9]* ' "$D/text" | grep -q "$A"; then ko "the default view shows a full 64-character id"
+  else ok "no full id in the default view (the map's rows aside)"; fi
+  "$BIN" status --wide --config "$D/cfg-wide.json" >"$D/wide.txt" 2>&1
+  check "--wide: exit" "$?" 0
+  grep -q "^  $A exclusive" "$D/wide.txt" && ok "--wide: the full id" || ko "--wide: $(grep "${A:0:12}" "$D/wide.txt")"
+  grep -qF "$LONGCG" "$D/wide.txt" && ok "--wide: the full cgroup" || ko "--wide: no $LONGCG"
+  grep -q "^  apply:/sys/fs/cgroup/batch .* -  *2023-11-14 22:13:20 " "$D/wide.txt" && ok "--wide: apply's pid 0 is -" ||
+    ko "--wide: the pid of apply:/sys/fs/cgroup/batch: $(grep 'cgroup/batch' "$D/wide.txt")"
+  "$BIN" status -w --config "$D/cfg-wide.json" | cmp -s - "$D/wide.txt" && ok "-w is --wide" || ko "-w differs from --wide"
+  status_json "$D/cfg-wide.json"
+  check "--json: names" "$(q '[.ledger.entries[] | .name // "null"] | join(",")')" \
+    "a-namespace-with-a-long-name/a-pod-named-at-length-5d8f7c9b4-x2k9q/web-frontend,db,null,nightly"
+  check "--json: one state per entry" "$(q '[.ledger.entries[] | .state] | map(select(. == "ok" or . == "drifted" or . == "gone")) | length')" 4
+
+  echo "== 80 columns: a 384-CPU synthetic topology"
+  lstopo-no-graphics --input 'package:2 numanode:2 l3cache:6 core:8 pu:2(indexes=core)' --of xml "$D/s384.xml" 2>/dev/null
+  mkdir -m 0700 "$D/s384"
+  echo "{\"state_dir\": \"$D/s384\", \"topology\": \"$D/s384.xml\", \"reserved\": \"0,7,100-120,383\"}" >"$D/cfg-384.json"
+  status_json "$D/cfg-384.json"
+  if [ "$(q '.topology.online')" = 0-383 ]; then
+    check "384: LLCs" "$(q '.topology.llcs | length')" 24
+    "$BIN" status --config "$D/cfg-384.json" >"$D/text" 2>&1
+    check "384: text exit" "$?" 0
+    fits "384 CPUs, 24 L3s, 4 NUMA nodes" "$D/text"
+    # Wrapped, not cut: every L3 is still named, and the last one's CPUs.
+    check "384: every L3 named" "$(grep -o '#[0-9]*:' "$D/text" | sort -u | wc -l)" 24
+    grep -q "$(q '.topology.llcs[23].cpus')" "$D/text" && ok "384: the last L3's CPUs are shown" || ko "384: no $(q '.topology.llcs[23].cpus')"
+  else
+    ko "the synthetic topology in the config: $(q .topology.error)"
+  fi
+else
+  echo "status.sh: 80-column cases with a written ledger skipped: no lstopo-no-graphics (hwloc)"
+fi
+ZEN4=${CACHEPIN_TOPOLOGIES:-}/hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml
+if [ -n "${CACHEPIN_TOPOLOGIES:-}" ] && [ -r "$ZEN4" ]; then
+  mkdir -m 0700 "$D/zen4"
+  echo "{\"state_dir\": \"$D/zen4\", \"topology\": \"$ZEN4\"}" >"$D/cfg-zen4.json"
+  "$BIN" status --config "$D/cfg-zen4.json" >"$D/text" 2>&1
+  check "zen4: exit" "$?" 0
+  fits "the captured 2x EPYC 9654" "$D/text"
+else
+  echo "status.sh: the captured Zen4 case skipped: no x86-AMD-19h-Zen4-2xEpyc-9654.xml in CACHEPIN_TOPOLOGIES"
+fi
+
+echo "== names from the engine, apply's, a hostile one; GONE"
+if [ "$(id -u)" != 0 ]; then echo "status.sh: name and GONE cases skipped: needs root"
+elif ! MNT=$(find_cpuset_mount) || [ -z "$MNT" ]; then echo "status.sh: name and GONE cases skipped: no cpuset hierarchy"
+else
+  TOP="$MNT/cachepin-status-$$"
+  [ -d "$TOP" ] || make_cgroup "$TOP"
+  make_cgroup "$TOP/ctr"
+  sleep 600 >/dev/null 2>&1 &
+  SLEEPERS+=("$!")
+  echo "$!" >"$TOP/ctr/cgroup.procs"
+  mkdir -p "$D/bundle" "$D/names"
+  chmod 0700 "$D/names"
+  echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' >"$D/bundle/config.json"
+  echo "{\"state_dir\": \"$D/names\"}" >"$D/cfg-names.json"
+  # hook STAGE ID ANNOTATIONS-JSON-MEMBERS: the hook for the sleeper in $TOP/ctr.
+  hook () {
+    printf '{"ociVersion": "1.0.2", "id": "%s", "status": "%s", "pid": %d, "bundle": "%s", "annotations": {"cachepin.io/cpus": "1", %s}}' \
+      "$2" "$([ "$1" = poststop ] && echo stopped || echo creating)" "${SLEEPERS[-1]}" "$D/bundle" "$3" |
+      "$BIN" hook --config "$D/cfg-names.json" "$1" 2>"$D/err"
+    RC=$?
+  }
+  C1=$(hexid cri-containerd)
+  hook createRuntime "$C1" '"io.kubernetes.cri.container-name": "web", "io.kubernetes.cri.sandbox-name": "shop-7d9f8", "io.kubernetes.cri.sandbox-namespace": "prod"'
+  check "containerd: placed" "$RC" 0
+  status_json "$D/cfg-names.json"
+  check "containerd: the name, namespace/pod/container" "$(q ".ledger.entries[] | select(.id == \"$C1\") | .name")" prod/shop-7d9f8/web
+  check "containerd: ok" "$(q ".ledger.entries[] | select(.id == \"$C1\") | .state")" ok
+  check "containerd: the journal's record has the name" "$(q '.recent[-1].name')" prod/shop-7d9f8/web
+  "$BIN" status --config "$D/cfg-names.json" >"$D/text" 2>&1
+  grep -q "^  ${C1:0:12}  *prod/shop-7d9f8/web  *exclusive .* ok$" "$D/text" && ok "containerd: the text line" ||
+    ko "containerd: $(grep "${C1:0:12}" "$D/text")"
+  # A drift the next run sees is recorded under the entry's name too.
+  PLACED=$(cat "$TOP/ctr/cpuset.cpus")
+  OTHER=$(cpulist_other "$(cat "$TOP/cpuset.cpus")" "$PLACED")
+  if [ "$MNT" != /sys/fs/cgroup ] && [ -n "$OTHER" ]; then
+    echo "$OTHER" >"$TOP/ctr/cpuset.cpus"
+    make_cgroup "$TOP/probe"
+    "$BIN" apply --config "$D/cfg-names.json" --cgroup "$TOP/probe" --mode shared >/dev/null 2>&1
+    "$BIN" release --config "$D/cfg-names.json" --cgroup "$TOP/probe" >/dev/null 2>&1
+    rmdir "$TOP/probe"
+    status_json "$D/cfg-names.json"
+    check "drift: its record names it" \
+      "$(q "[.recent[] | select(.kind == \"drift\" and .id == \"$C1\") | .name] | last")" prod/shop-7d9f8/web
+    check "drift: DRIFTED" "$(q ".ledger.entries[] | select(.id == \"$C1\") | .state")" drifted
+    echo "$PLACED" >"$TOP/ctr/cpuset.cpus"
+  else
+    echo "status.sh: the drift record's name skipped: cgroup v2 (cpuset.cpus is the runtime's) or one CPU"
+  fi
+  hook poststop "$C1" '"io.kubernetes.cri.container-name": "web", "io.kubernetes.cri.sandbox-name": "shop-7d9f8", "io.kubernetes.cri.sandbox-namespace": "prod"'
+  status_json "$D/cfg-names.json"
+  check "containerd: released" "$(q '.ledger.entries | length')" 0
+  check "containerd: the release's record has the name" "$(q '.recent[-1].kind + " " + .recent[-1].name')" "released prod/shop-7d9f8/web"
+
+  C2=$(hexid cri-o)
+  hook createRuntime "$C2" '"io.kubernetes.container.name": "db", "io.kubernetes.pod.name": "pg-0", "io.kubernetes.pod.namespace": "data"'
+  status_json "$D/cfg-names.json"
+  check "CRI-O: the name" "$(q ".ledger.entries[] | select(.id == \"$C2\") | .name")" data/pg-0/db
+  hook poststop "$C2" '"io.kubernetes.container.name": "db"'
+
+  # A hostile name: 10 KB of escape sequences, a bidi override and newlines.
+  EVIL=$(for i in $(seq 1 1300); do printf '\\u001b[2J\\u202e\\n'; done)
+  C3=$(hexid hostile)
+  hook createRuntime "$C3" "\"io.kubernetes.container.name\": \"$EVIL\""
+  check "hostile name: placed all the same" "$RC" 0
+  NAME=$(jq -r --arg id "$C3" '.entries[] | select(.id == $id) | .name' "$D/names/ledger.json")
+  [ "${#NAME}" -gt 0 ] && [ "$(printf '%s' "$NAME" | wc -c)" -le 253 ] && ok "hostile name: cut to at most 253 bytes" ||
+    ko "hostile name: ${#NAME} characters kept"
+  if printf '%s' "$NAME" | LC_ALL=C grep -q $'[\x01-\x1f\x7f]\|\xe2\x80\xae'; then ko "hostile name: kept raw"; else ok "hostile name: kept clean"; fi
+  "$BIN" status --config "$D/cfg-names.json" >"$D/text" 2>&1
+  "$BIN" status --wide --config "$D/cfg-names.json" >>"$D/text" 2>&1
+  if LC_ALL=C grep -q $'\x1b\|\xe2\x80\xae' "$D/text"; then ko "hostile name: printed raw"; else ok "hostile name: never printed raw"; fi
+  fits "hostile name (default view)" <("$BIN" status --config "$D/cfg-names.json" 2>&1)
+  hook poststop "$C3" '"io.kubernetes.container.name": "x"'
+
+  make_cgroup "$TOP/job"
+  "$BIN" apply --config "$D/cfg-names.json" --cgroup "$TOP/job" --cpus 1 --name nightly-batch >/dev/null 2>"$D/err" ||
+    ko "apply --name: $(cat "$D/err")"
+  make_cgroup "$TOP/svc"
+  "$BIN" apply --config "$D/cfg-names.json" --cgroup "$TOP/svc" --mode shared >/dev/null 2>"$D/err" ||
+    ko "apply: $(cat "$D/err")"
+  status_json "$D/cfg-names.json"
+  check "apply --name: the name" "$(q ".ledger.entries[] | select(.id == \"apply:$TOP/job\") | .name")" nightly-batch
+  check "apply: the cgroup's path is its name" "$(q ".ledger.entries[] | select(.id == \"apply:$TOP/svc\") | .name")" "/cachepin-status-$$/svc"
+  check "apply: the journal's record has the name" "$(q '.recent[-1].name')" "/cachepin-status-$$/svc"
+
+  echo "== GONE: a cgroup removed behind cachepin's back"
+  rmdir "$TOP/job"
+  BEFORE=$(fingerprint "$D/names")
+  status_json "$D/cfg-names.json"
+  check "--json: gone" "$(q ".ledger.entries[] | select(.id == \"apply:$TOP/job\") | .state")" gone
+  check "--json: the other is ok" "$(q ".ledger.entries[] | select(.id == \"apply:$TOP/svc\") | .state")" ok
+  q ".ledger.entries[] | select(.id == \"apply:$TOP/job\") | .gone_why" | grep -q "no longer exists" &&
+    ok "--json: why it is gone" || ko "gone_why: $(q ".ledger.entries[] | select(.id == \"apply:$TOP/job\") | .gone_why")"
+  "$BIN" status --config "$D/cfg-names.json" >"$D/text" 2>&1
+  grep -q "^  apply:…[^ ]*/job  *nightly-batch  *exclusive .* GONE$" "$D/text" && ok "text: GONE in the state column" ||
+    ko "text: $(grep nightly "$D/text")"
+  grep -q "GONE: its CPUs stay held until the next placement" "$D/text" && ok "text: says what happens to it" ||
+    ko "text: no word on what happens to a GONE entry"
+  check "status wrote nothing (GONE is not repaired)" "$(fingerprint "$D/names")" "$BEFORE"
+  check "the GONE entry is still in the ledger" "$(jq -r --arg id "apply:$TOP/job" '[.entries[] | select(.id == $id)] | length' "$D/names/ledger.json")" 1
+
+  echo "== GONE: a process that exited"
+  kill "${SLEEPERS[-1]}"; wait "${SLEEPERS[-1]}" 2>/dev/null
+  sleep 600 >/dev/null 2>&1 &
+  SLEEPERS+=("$!")
+  echo "$!" >"$TOP/ctr/cgroup.procs"
+  C4=$(hexid pid-gone)
+  hook createRuntime "$C4" '"io.kubernetes.container.name": "short-lived"'
+  check "placed" "$RC" 0
+  kill "${SLEEPERS[-1]}"; wait "${SLEEPERS[-1]}" 2>/dev/null
+  status_json "$D/cfg-names.json"
+  check "--json: its pid gone: gone" "$(q ".ledger.entries[] | select(.id == \"$C4\") | .state")" gone
+  "$BIN" release --config "$D/cfg-names.json" --cgroup "$TOP/svc" >/dev/null 2>&1
 fi
 
 echo "$PASS passed, $FAIL failed"

@@ -129,14 +129,14 @@ touch -d '2001-01-01' "$C"
 check "status with a cache leaves it as it was" "$(cmp -s "$C" "$D/before" && stat -c %Y "$C")" \
   "$(date -d 2001-01-01 +%s)"
 check "status with a valid cache: used" "$(jq -c '.topology.cache | [.used, .why_not]' "$D/status.json")" '[true,null]'
-check "status text: the cache line says used" "$("$BIN" status --config "$D/cfg.json" 2>/dev/null | grep '^  cache ')" \
+check "status text: the cache line says used" "$("$BIN" status --wide --config "$D/cfg.json" 2>/dev/null | grep '^  cache ')" \
   "  cache      $C: used"
 head -c 60 "$D/before" > "$C"
 "$BIN" status --config "$D/cfg.json" --json > "$D/status.json" 2>/dev/null
 check "status with a torn cache: not used, and why" \
   "$(jq -r '.topology.cache | "\(.used) \(.why_not)"' "$D/status.json")" "false topology cache: checksum mismatch (torn or changed)"
 check "status text: the cache line says why not" \
-  "$("$BIN" status --config "$D/cfg.json" 2>/dev/null | grep -c "^  cache      $C: not used (topology cache: checksum mismatch (torn or changed))")" 1
+  "$("$BIN" status --wide --config "$D/cfg.json" 2>/dev/null | grep -c "^  cache      $C: not used (topology cache: checksum mismatch (torn or changed))")" 1
 cp "$D/before" "$C"
 
 echo "== XML source: a changed file is rediscovered"

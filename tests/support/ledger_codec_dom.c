@@ -93,7 +93,7 @@ static const char *const entry_keys_v2[] = {
 };
 static const char *const entry_keys[] = {
   "id",        "cgroup_mount", "cgroup",     "pid",   "start_time", "mode", "cpus", "held", "mems",
-  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", NULL,
+  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", "name", NULL,
 };
 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
@@ -152,6 +152,14 @@ entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, c
       && get_int (obj, "cgroup_ino", CP_LEDGER_MAX_INT, &ino, err) < 0)
     return -1;
   e->cgroup_ino = (unsigned long long) ino;
+  json_object *name_value;
+  const char *name;
+  if (cp_json_member (obj, "name", false, &name_value))
+    {
+      if (get_string (obj, "name", &name, err) < 0)
+        return -1;
+      e->name = cp_xstrdup (name);
+    }
   if (get_string (obj, "id", &id, err) < 0 || get_string (obj, "cgroup_mount", &mount, err) < 0
       || get_string (obj, "cgroup", &cgroup, err) < 0 || get_int (obj, "pid", INT_MAX, &pid, err) < 0
       || get_int (obj, "start_time", CP_LEDGER_MAX_INT, &start_time, err) < 0
@@ -267,6 +275,8 @@ entry_to_json (const struct cp_ledger_entry *e)
   if (o == NULL)
     abort ();
   json_object_object_add (o, "id", json_object_new_string (e->id));
+  if (e->name && *e->name)
+    json_object_object_add (o, "name", json_object_new_string (e->name));
   json_object_object_add (o, "cgroup_mount", json_object_new_string (e->cgroup_mount));
   json_object_object_add (o, "cgroup", json_object_new_string (e->cgroup));
   if (e->cgroup_ino)

@@ -25,6 +25,7 @@
 #include "proc.h"
 #include "cpulist.h"
 #include "util.h"
+#include "text.h"
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -512,6 +513,7 @@ test_concurrency (void **state)
 #define LEDGER2(entries) "{\"version\":2,\"entries\":[" entries "]}"
 #define LEDGER3(entries) "{\"version\":3,\"entries\":[" entries "]}"
 #define DRIFT(d) KERNEL ("none", "false") ",\"drift\":\"" d "\""
+#define NAME(n) ",\"name\":\"" n "\""
 #define KERNEL(ask, core) ",\"sched_cache\":\"" ask "\",\"core_sched\":" core
 #define RAW(mount, cgroup, pid, start)                                                                      \
   LEDGER ("{\"id\":\"a\",\"cgroup_mount\":\"" mount "\",\"cgroup\":\"" cgroup "\",\"pid\":" pid            \
@@ -551,6 +553,17 @@ static const struct bad bad_ledgers[] = {
     "`drift`: a character other than digits" },
   { "drift equal to cpus", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("0"))), 0,
     "`drift` is `cpus`" },
+  { "v2 entry with a name", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("none", "false") NAME ("w"))),
+    0, "unknown key `name`" },
+  { "empty name", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") NAME (""))), 0, "`name` is empty" },
+  { "name with an escape", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") NAME ("\\u001b[2Jx"))), 0,
+    "`name` has a control character or is not valid UTF-8" },
+  { "name with a bidi override", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") NAME ("a\xe2\x80\xae" "b"))),
+    0, "`name` has a control character or is not valid UTF-8" },
+  { "name not a string", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") ",\"name\":7")), 0,
+    "`name`: expected a string" },
+  { "name too long", LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") NAME ("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"))), 0,
+    "`name` is longer than 253 bytes" },
   { "v2 entry without sched_cache", LEDGER2 (ENTRY ("a", "0")), 0, "`sched_cache` is missing" },
   { "v2 sched_cache unknown", LEDGER2 (ENTRY_WITH ("a", "exclusive", "0", "0", KERNEL ("yes", "false"))), 0,
     "`sched_cache`: expected \"none\", \"on\" or \"off\"" },
@@ -2086,6 +2099,71 @@ test_reconcile_recreated (void **state)
   cp_ledger_close (l);
 }
 
+/* A container's name: optional (ledgers without one read as before), kept
+   through a commit only when known, and bounded and clean (text.h) when put: a
+   name from a hostile annotation is cut and sanitized by the front end first. */
+static void
+test_entry_name (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = LEDGER3 (ENTRY_WITH ("a", "exclusive", "0", "0", DRIFT ("") NAME ("ns/pod/web")) ","
+                              ENTRY_WITH ("b", "exclusive", "1", "1", DRIFT ("")));
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+  assert_string_equal (cp_ledger_find (l, "a")->name, "ns/pod/web");
+  assert_null (cp_ledger_find (l, "b")->name);
+  cleanup_free char *out = cp_ledger_serialize (l);
+  assert_non_null (strstr (out, "{\"id\":\"a\",\"name\":\"ns/pod/web\","));
+  assert_null (strstr (out, "{\"id\":\"b\",\"name\""));
+
+  /* 253 bytes is the most. */
+  char longest[CP_LEDGER_MAX_NAME + 2];
+  memset (longest, 'n', sizeof longest - 1);
+  longest[sizeof longest - 1] = '\0';
+  struct cp_ledger_entry e = entry ("c", CP_MODE_EXCLUSIVE, "2", "2");
+  e.name = longest;
+  assert_int_equal (cp_ledger_put (l, &e, &err), -1);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  expect_contains (cp_error_message (err), "`name` is longer than 253 bytes");
+  cp_error_free (&err);
+  longest[CP_LEDGER_MAX_NAME] = '\0';
+  expect_ok (cp_ledger_put (l, &e, &err), err);
+
+  /* Raw control characters are refused, however they came. */
+  char esc[] = "web\x1b]0;owned\x07";
+  e.name = esc;
+  assert_int_equal (cp_ledger_put (l, &e, &err), -1);
+  expect_contains (cp_error_message (err), "`name` has a control character");
+  cp_error_free (&err);
+
+  /* What a front end does with a hostile annotation (10 KB, escapes, a cut
+     UTF-8 character at the limit): a name the entry check accepts. */
+  size_t n = 10240;
+  cleanup_free char *hostile = cp_xmalloc0 (n + 1);
+  for (size_t i = 0; i < n; i++)
+    hostile[i] = "\x1b[31m\xe2\x82\xac\n"[i % 9];
+  cleanup_free char *clean = cp_text_clean_copy (hostile, CP_LEDGER_MAX_NAME);
+  assert_true (strlen (clean) <= CP_LEDGER_MAX_NAME);
+  assert_true (cp_text_valid (clean, strlen (clean)));
+  e.name = clean;
+  expect_ok (cp_ledger_put (l, &e, &err), err);
+  free (e.id);
+  free (e.cgroup_mount);
+  free (e.cgroup);
+  hwloc_bitmap_free (e.cpus);
+  hwloc_bitmap_free (e.held);
+  hwloc_bitmap_free (e.mems);
+
+  /* Through the text and back, the same names. */
+  cleanup_free char *again = cp_ledger_serialize (l);
+  struct cp_ledger *l2 = NULL;
+  expect_ok (cp_ledger_parse (again, strlen (again), &l2, &err), err);
+  assert_string_equal (cp_ledger_find (l2, "c")->name, clean);
+  cp_ledger_close (l2);
+  cp_ledger_close (l);
+}
+
 /* ------------------------------------------------------------------ usage */
 
 static void
@@ -2258,6 +2336,7 @@ main (void)
     cmocka_unit_test (test_reconcile_fake),
     cmocka_unit_test (test_reconcile_drift),
     cmocka_unit_test (test_reconcile_recreated),
+    cmocka_unit_test (test_entry_name),
     cmocka_unit_test (test_reconcile_check),
     cmocka_unit_test (test_usage),
 #ifdef CACHEPIN_FAULT_INJECTION

@@ -20,6 +20,7 @@
 #include "bitmap.h"
 #include "cpulist.h"
 #include "util.h"
+#include "text.h"
 
 static uint64_t rng_state;
 
@@ -124,6 +125,11 @@ random_entry (unsigned i)
   if (hwloc_bitmap_isequal (e.drift, e.cpus))
     hwloc_bitmap_zero (e.drift);
   e.cgroup_ino = below (3) ? 0 : below (2) ? 1 + rnd () % 100000 : (unsigned long long) CP_LEDGER_MAX_INT;
+  if (below (2))
+    {
+      cleanup_free char *raw = random_text ("ns/pod/", 6);
+      e.name = cp_text_clean_copy (raw, CP_LEDGER_MAX_NAME); /* as the front end keeps it */
+    }
   return e;
 }
 
@@ -207,7 +213,11 @@ expect_plain_json (const char *text, const struct cp_ledger *l)
       json_object *ino = NULL;
       assert_true (json_object_object_get_ex (o, "cgroup_ino", &ino) == (e->cgroup_ino != 0));
       assert_true (ino == NULL || (unsigned long long) json_object_get_int64 (ino) == e->cgroup_ino);
-      assert_int_equal (json_object_object_length (o), 13 + (e->cgroup_ino != 0));
+      /* name too (never empty when written). */
+      json_object *name = NULL;
+      assert_true (json_object_object_get_ex (o, "name", &name) == (e->name != NULL));
+      assert_true (name == NULL || strcmp (json_object_get_string (name), e->name) == 0);
+      assert_int_equal (json_object_object_length (o), 13 + (e->cgroup_ino != 0) + (e->name != NULL));
     }
   json_object_put (root);
 }
@@ -219,7 +229,7 @@ static const char *const tokens[] = {
   "NaN", "Infinity", "-Infinity", "null", "true", "tru", "\"\\u0000\"", "\\u0000", "\\ud800", "\\udc00",
   "\\ud83d\\udc33", "\\u00e9", "\\u0069", "\\x", "99999999999999999999", "9007199254740993", "-0",
   "\xff", "\xc2", "\xc0\xaf", "\xed\xa0\x80", "\xc2\x9b", "\x7f", "\x01", "'a'", "\"id\":\"z\",",
-  "\"pid\":1,", "\"drift\":\"\",", "\"cgroup_ino\":7,", "\"x\":[1,{}],", "/*c*/",
+  "\"pid\":1,", "\"drift\":\"\",", "\"cgroup_ino\":7,", "\"name\":\"w\",", "\"x\":[1,{}],", "/*c*/",
 };
 
 /* TEXT spoiled in one of a few ways, in *LEN bytes. */

@@ -822,6 +822,42 @@ test_annotations_wants_and_sandbox (void **state)
     }
 }
 
+/* The name a container is shown by: namespace/pod/container from one engine's
+   keys, shorter forms when some are missing, none without a container name. */
+static void
+test_annotations_display_name (void **state)
+{
+  (void) state;
+  static const struct
+  {
+    const char *config, *name;
+  } cases[] = {
+    { ANN ("\"io.kubernetes.container.name\":\"db\",\"io.kubernetes.pod.name\":\"pg-0\","
+           "\"io.kubernetes.pod.namespace\":\"data\""), "data/pg-0/db" },
+    { ANN ("\"io.kubernetes.cri.container-name\":\"web\",\"io.kubernetes.cri.sandbox-name\":\"shop\","
+           "\"io.kubernetes.cri.sandbox-namespace\":\"prod\""), "prod/shop/web" },
+    { ANN ("\"io.kubernetes.cri.container-name\":\"web\",\"io.kubernetes.cri.sandbox-name\":\"shop\""), "shop/web" },
+    { ANN ("\"io.kubernetes.cri.container-name\":\"web\",\"io.kubernetes.cri.sandbox-namespace\":\"prod\""), "web" },
+    /* One engine's keys, not a mix of two. */
+    { ANN ("\"io.kubernetes.cri.container-name\":\"web\",\"io.kubernetes.pod.name\":\"p\""), "web" },
+    { ANN ("\"io.kubernetes.container.name\":\"\",\"io.kubernetes.pod.name\":\"p\""), NULL },
+    { ANN ("\"io.kubernetes.pod.name\":\"p\",\"io.kubernetes.pod.namespace\":\"n\""), NULL },
+    { ANN ("\"io.podman.annotations.autoremove\":\"TRUE\",\"cachepin.io/cpus\":\"1\""), NULL },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      struct cp_oci_config cfg;
+      cp_error_t err = NULL;
+      if (cp_oci_config_parse (cases[i].config, strlen (cases[i].config), &cfg, &err) < 0)
+        fail_msg ("%s: %s", cases[i].config, cp_error_message (err));
+      cleanup_free char *name = cp_annotations_display_name (&cfg.annotations);
+      if (cases[i].name == NULL ? name != NULL : name == NULL || strcmp (name, cases[i].name) != 0)
+        fail_msg ("%s: name `%s`, expected `%s`", cases[i].config, name ? name : "(none)",
+                  cases[i].name ? cases[i].name : "(none)");
+      cp_oci_config_free (&cfg);
+    }
+}
+
 /* cp_annotations_from_map() on the pairs KEYS[i]=VALUES[i] (NULL: JSON's null)
    gives what cp_annotations_from_json() gives on the object with those members:
    the same annotations kept, in order, or the same error line. */
@@ -889,12 +925,14 @@ test_annotations_from_map (void **state)
   memcpy (long_key, "cachepin.io/", strlen ("cachepin.io/"));
   char *max_value = cp_xstrndup (long_value, CP_ANNOTATION_VALUE_MAX);
 
-  /* Kept: ours and the five engine keys (all of them at once), in order;
+  /* Kept: ours and the engine keys (all of them at once), in order;
      someone else's dropped, even when not a string. */
   PAIRS ("ours and the engine's", { "cachepin.io/cpus", "2" }, { "example.com/x", "y" },
          { CP_ANNOTATION_CRIO_NAME, "app" }, { CP_ANNOTATION_CONTAINERD_NAME, "app" },
          { CP_ANNOTATION_CRIO_TYPE, "container" }, { CP_ANNOTATION_CONTAINERD_TYPE, "container" },
-         { CP_ANNOTATION_DOCKER_TYPE, "container" }, { "cachepin.io/mode.container.app", "shared" },
+         { CP_ANNOTATION_DOCKER_TYPE, "container" }, { CP_ANNOTATION_CRIO_POD, "p" },
+         { CP_ANNOTATION_CRIO_NAMESPACE, "n" }, { CP_ANNOTATION_CONTAINERD_POD, "p" },
+         { CP_ANNOTATION_CONTAINERD_NAMESPACE, "n" }, { "cachepin.io/mode.container.app", "shared" },
          { "example.com/null", NULL });
   PAIRS ("an engine key's null is not kept", { CP_ANNOTATION_CRIO_NAME, NULL }, { "cachepin.io/cpus", "1" });
   PAIRS ("none", { "example.com/x", "y" });
@@ -995,6 +1033,7 @@ main (void)
     cmocka_unit_test (test_annotations_from_map),
     cmocka_unit_test (test_request_from_map_and_limits),
     cmocka_unit_test (test_annotations_wants_and_sandbox),
+    cmocka_unit_test (test_annotations_display_name),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }
