@@ -137,70 +137,6 @@ cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, c
   return open_ledger (hc, RECONCILE_ALL, out, err);
 }
 
-/* Nothing left to hand out, said by what took the parent cgroup's CPUS away:
- * the host config (`cpus`, `reserved`) or the topology, where they are offline
- * (a CPU taken offline after the topology cache was written, or a captured
- * topology with offline CPUs).  CPUS: the parent's CPUs the config hands out. */
-static int
-nothing_to_hand_out (const struct cp_topo *topo, hwloc_const_bitmap_t parent, hwloc_const_bitmap_t cpus,
-                     cp_error_t *err)
-{
-  cleanup_free char *parent_list = cp_cpulist_format (parent);
-  if (hwloc_bitmap_iszero (cpus))
-    return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs (%s) are all outside the "
-                                       "configured `cpus` or inside `reserved`", parent_list);
-  cleanup_free char *offline = cp_cpulist_format (cpus);
-  cleanup_free char *online = cp_cpulist_format (topo->online);
-  return cp_fail_unsatisfiable (err, "no CPU left to hand out: the parent cgroup's CPUs that the host config hands "
-                                     "out (%s) are all offline (topology `%s` has CPUs %s online)",
-                                offline, topo->source, online);
-}
-
-/* The CPUs and nodes the target may get: what its parent cgroup allows (without
- * a cgroup yet: what the topology allows), within the host's hand-out set, minus
- * the reserved CPUs and anything not online, and within the spec's own cpuset
- * when it names one (a bound, never a size: runc `--cpuset-cpus 1` means CPU 1,
- * not "one CPU"). */
-static int
-target_limits (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
-               const struct cp_topo *topo, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
-{
-  if (t->cgroup == NULL)
-    {
-      hwloc_bitmap_copy (cpus, topo->allowed);
-      hwloc_bitmap_copy (mems, topo->allowed_nodes);
-    }
-  else if (cp_cgroup_parent_limits (t->cgroup, cpus, mems, err) < 0)
-    return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
-  cleanup_bitmap hwloc_bitmap_t parent = cp_bitmap_dup (cpus);
-  hwloc_bitmap_and (cpus, cpus, hc->cpus);
-  hwloc_bitmap_andnot (cpus, cpus, hc->reserved);
-  if (!hwloc_bitmap_intersects (cpus, topo->online))
-    return nothing_to_hand_out (topo, parent, cpus, err);
-  hwloc_bitmap_and (cpus, cpus, topo->online);
-  if (creq->bound_cpus)
-    {
-      hwloc_bitmap_and (cpus, cpus, creq->bound_cpus);
-      if (hwloc_bitmap_iszero (cpus))
-        {
-          cleanup_free char *spec = cp_cpulist_format (creq->bound_cpus);
-          return cp_fail_unsatisfiable (err, "linux.resources.cpu.cpus `%s`: none of them is a CPU the parent "
-                                             "cgroup allows and the host hands out", spec);
-        }
-    }
-  if (creq->bound_mems)
-    {
-      hwloc_bitmap_and (mems, mems, creq->bound_mems);
-      if (hwloc_bitmap_iszero (mems))
-        {
-          cleanup_free char *spec = cp_cpulist_format (creq->bound_mems);
-          return cp_fail_unsatisfiable (err, "linux.resources.cpu.mems `%s`: none of them is a node the parent "
-                                             "cgroup allows", spec);
-        }
-    }
-  return 0;
-}
-
 static int
 record (struct cp_ledger *l, const struct cp_target *t, const struct cp_container_request *creq,
         const struct cp_plan *plan, hwloc_const_bitmap_t mems, cp_error_t *err)
@@ -247,8 +183,8 @@ same_cgroup (const struct cp_ledger_entry *e, const struct cp_target *t)
  * the first container on CPUs the ledger no longer counts.  (Reconcile has
  * already dropped the entries whose container is gone, so a reused id of a dead
  * container is not refused.)  Neither refusal touches the existing entry. */
-static int
-check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+int
+cp_placer_check_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
 {
   if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
     return 0;
@@ -281,18 +217,28 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
 }
 
 int
+cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                   hwloc_const_bitmap_t occupied, struct cp_plan **plan_out, cp_error_t *err)
+{
+  struct cp_ledger_usage usage;
+  cp_ledger_usage (l, t->id, &usage);
+  if (occupied)
+    hwloc_bitmap_or (usage.held, usage.held, occupied);
+  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, plan_out, err);
+  cp_ledger_usage_release (&usage);
+  return ret;
+}
+
+int
 cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
-  if (check_target_unclaimed (l, t, err) < 0)
+  if (cp_placer_check_unclaimed (l, t, err) < 0)
     return -1;
-  struct cp_ledger_usage usage;
-  cp_ledger_usage (l, t->id, &usage);
-  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
-  cp_ledger_usage_release (&usage);
-  if (ret < 0)
+  if (cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err) < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it
          is: its cgroup still has that cpuset (nothing was written), so its CPUs
@@ -431,7 +377,7 @@ cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
   cp_managers_attach (NULL, &mctx, &p->mgrs);
   if (cp_topocache_load (hc, 0, &p->topo, err) < 0)
     return cp_error_wrap (err, "topology");
-  if (target_limits (hc, t, creq, p->topo, p->cpus, p->mems, err) < 0)
+  if (cp_placer_limits (hc, t, creq, p->topo, p->cpus, p->mems, err) < 0)
     return -1;
   if (creq->mems_keep && read_kept_mems (p, err) < 0)
     return -1;

@@ -298,36 +298,6 @@ add_occupancy (json_object *o, const struct cp_ledger *l, const struct live *lv,
   hwloc_bitmap_free (u.usable);
 }
 
-/* ledger.json, read once without the lock; a missing file is an empty ledger.
-   *STATE says what was found ("ok", "missing"); on failure, "unreadable" or
-   "invalid". */
-static int
-ledger_read (const char *path, const char **state, struct cp_ledger **out, cp_error_t *err)
-{
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
-  cleanup_error cp_error_t e = NULL;
-  *state = "ok";
-  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_LEDGER_MAX_SIZE, 0, &buf, &len, &e) < 0)
-    {
-      if (cp_error_errno (e) != ENOENT)
-        {
-          *state = "unreadable";
-          *err = cp_steal_pointer (&e);
-          return -1;
-        }
-      *state = "missing";
-      static const char empty[] = "{\"version\": 2, \"entries\": []}";
-      return cp_ledger_parse (empty, sizeof empty - 1, out, err);
-    }
-  if (cp_ledger_parse (buf, len, out, err) < 0)
-    {
-      *state = "invalid";
-      return cp_error_wrap (err, "%s", path);
-    }
-  return 0;
-}
-
 /* What the hook (root) would refuse in the state directory (hook/state/ledger_store.c's
    open_state_dir()), as a phrase, or NULL. */
 static char *
@@ -390,7 +360,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
     }
   const char *state = NULL;
   cleanup_ledger struct cp_ledger *l = NULL;
-  if (ledger_read (path, &state, &l, &e) < 0)
+  if (cp_ledger_read (hc->state_dir, &state, &l, &e) < 0)
     {
       json_object *f = failed_part (keys, e);
       add (f, "path", jstr (path));
