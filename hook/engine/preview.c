@@ -92,7 +92,7 @@ read_ledger (const struct cp_hostconfig *hc, struct cp_preview *pv, cp_error_t *
     {
       if (cp_error_kind (*err) == CP_ERR_INPUT) /* invalid: the host's state, not the caller's input */
         cp_error_reclassify (*err, CP_ERR_RUNTIME);
-      return cp_error_wrap (err, "ledger %s", pv->ledger_path);
+      return cp_error_wrap (err, "ledger"); /* the message names the file */
     }
   struct cp_ledger_liveness alive = {
     .cgroup_cpus = cgroup_cpus,
