@@ -15,9 +15,10 @@
 
 static const char plan_usage[] =
   "Usage: cachepin plan [OPTIONS]\n"
-  "Compute a placement and print it; writes nothing.  On this host (the default) it\n"
-  "is the placement the hook would make now: the host config's cpus, reserved and\n"
-  "defaults, and the CPUs the live ledger's containers hold, as the hook reads them.\n\n"
+  "Compute a placement and print it; writes nothing.  On this host (the default)\n"
+  "it is the placement the hook would make now: the host config's cpus, reserved\n"
+  "and defaults, and the CPUs the live ledger's containers hold, read as the hook\n"
+  "reads them.\n\n"
   "  --topology SRC      host (default), an hwloc XML file, or an hwloc synthetic\n"
   "                      description (not this host: no ledger, no host config\n"
   "                      unless --config names one)\n"
