@@ -191,6 +191,13 @@ for align in llc l2 numa package none; do
     bad "384 CPUs, --align $align: exit $rc, $(wider_than_80) lines wider than 80: $(awk 'length($0) > 80' "$TMP/out" | head -3)"
   fi
 done
+# a summary whose cpulists are long (every third CPU held) is cut at commas
+run plan --topology "$BIG" --cpus 8 --align numa --smt any --occupied "$(seq -s, 0 3 190)"
+if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ] && grep -q '^ *18,21,24,' "$TMP/out"; then
+  ok "384 CPUs, a fragmented summary: cut at commas, within 80 columns"
+else
+  bad "a fragmented summary: exit $rc, $(awk 'length($0) > 80' "$TMP/out" | head -3)"
+fi
 # a NUMA node of 96 CPUs is summarized: a cpulist per mark
 run plan --topology "$BIG" --cpus 8 --align numa --occupied 100-140
 if map_line 'NUMA#0' | grep -q '96 CPUs, 48 cores: #=0-7 \.=' && map_line 'NUMA#2' | grep -q ' x=100-140 '; then ok "a big domain summarized: $(map_line 'NUMA#0' | cut -c1-60)"
