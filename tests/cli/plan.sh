@@ -193,7 +193,7 @@ for align in llc l2 numa package none; do
 done
 # a summary whose cpulists are long (every third CPU held) is cut at commas
 run plan --topology "$BIG" --cpus 8 --align numa --smt any --occupied "$(seq -s, 0 3 190)"
-if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ] && grep -q '^ *18,21,24,' "$TMP/out"; then
+if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ] && grep -qE '^ {10,}[0-9][0-9,-]*,$' "$TMP/out"; then
   ok "384 CPUs, a fragmented summary: cut at commas, within 80 columns"
 else
   bad "a fragmented summary: exit $rc, $(awk 'length($0) > 80' "$TMP/out" | head -3)"
