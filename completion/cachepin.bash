@@ -40,9 +40,9 @@ _cachepin ()
 
   local words
   case ${COMP_WORDS[1]} in
-    plan) words="$request --topology --allowed --occupied --json --help" ;;
+    plan) words="$request --topology --config --empty --allowed --occupied --json --help" ;;
     hook) words="--config --help createRuntime prestart poststop" ;;
-    apply) words="--cgroup --mems --name --config --json $request --help" ;;
+    apply) words="--cgroup --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --config --help" ;;
     status) words="--json --wide --config --help" ;;
     *) return 0 ;;

@@ -96,110 +96,20 @@ cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp
   return 0;
 }
 
-static void
-json_add_cpulist (json_object *obj, const char *key, hwloc_const_bitmap_t set)
-{
-  cleanup_free char *s = cp_cpulist_format (set);
-  json_object_object_add (obj, key, json_object_new_string (s));
-}
-
-static const char *
-level_json_name (enum cp_level level)
-{
-  return level == CP_LEVEL_MACHINE ? "machine" : cp_align_name (level);
-}
-
 void
-cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan)
+cp_cli_merge_defaults (struct cp_request *req, const struct cp_request *given_req, unsigned given,
+                       const struct cp_request *defaults)
 {
-  json_object *root = json_object_new_object ();
-  json_add_cpulist (root, "cpus", plan->cpus);
-  json_add_cpulist (root, "mems", plan->mems);
-  json_add_cpulist (root, "held", plan->held);
-  json_object *domains = json_object_new_array ();
-  for (size_t i = 0; i < plan->n_domains; i++)
-    {
-      const struct cp_plan_domain *d = &plan->domains[i];
-      json_object *o = json_object_new_object ();
-      json_object_object_add (o, "level", json_object_new_string (level_json_name (d->level)));
-      json_object_object_add (o, "name", json_object_new_string (cp_topo_level_label (topo, d->level)));
-      json_object_object_add (o, "index", json_object_new_int ((int) d->index));
-      json_add_cpulist (o, "cpus", d->cpus);
-      json_add_cpulist (o, "domain_cpus", topo->domains[d->level][d->index].cpus);
-      json_object_array_add (domains, o);
-    }
-  json_object_object_add (root, "domains", domains);
-  json_object_object_add (root, "split", json_object_new_boolean (plan->split));
-  json_object_object_add (root, "mode", json_object_new_string (cp_mode_name (plan->mode)));
-  json_object_object_add (root, "align", json_object_new_string (cp_align_name (req->align)));
-  json_object_object_add (root, "smt", json_object_new_string (cp_smt_name (req->smt)));
-  json_object_object_add (root, "reason", json_object_new_string (plan->reason));
-  puts (json_object_to_json_string_ext (root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-  json_object_put (root);
-}
-
-/* One character per PU: what the plan and the others do with it. */
-static char
-pu_mark (unsigned pu, const struct cp_plan *plan, hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t occupied)
-{
-  if (hwloc_bitmap_isset (plan->cpus, pu))
-    return '#';
-  if (hwloc_bitmap_isset (plan->held, pu))
-    return '+';
-  if (!hwloc_bitmap_isset (allowed, pu))
-    return '-';
-  if (occupied && hwloc_bitmap_isset (occupied, pu))
-    return 'x';
-  return '.';
-}
-
-static void
-print_domain_row (const struct cp_topo *topo, const struct cp_domain *dom, const struct cp_plan *plan,
-                  hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t occupied)
-{
-  char label[32];
-  snprintf (label, sizeof label, "%s#%u", cp_topo_level_label (topo, CP_LEVEL_LLC), dom->index);
-  const struct cp_core *first = &topo->cores[dom->cores[0]];
-  hwloc_bitmap_t nodes = cp_bitmap_new ();
-  for (unsigned i = 0; i < topo->n_nodes; i++)
-    if (hwloc_bitmap_intersects (topo->nodes_info[i].cpus, dom->cpus))
-      hwloc_bitmap_set (nodes, topo->nodes_info[i].os_index);
-  cleanup_free char *nodes_s = cp_cpulist_format (nodes);
-  hwloc_bitmap_free (nodes);
-  printf ("  %-7s pkg %-2u node %-5s ", label, first->domain[CP_LEVEL_PACKAGE], *nodes_s ? nodes_s : "-");
-  for (unsigned i = 0; i < dom->n_cores; i++)
-    {
-      int pu;
-      hwloc_bitmap_foreach_begin (pu, topo->cores[dom->cores[i]].pus)
-        putchar (pu_mark ((unsigned) pu, plan, allowed, occupied));
-      hwloc_bitmap_foreach_end ();
-      putchar (i + 1 < dom->n_cores ? ' ' : '\n');
-    }
-}
-
-void
-cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
-                         hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t occupied)
-{
-  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
-  cleanup_free char *mems = cp_cpulist_format (plan->mems);
-  cleanup_free char *held = cp_cpulist_format (plan->held);
-  printf ("cpus:    %s\n", cpus);
-  printf ("mems:    %s\n", mems);
-  if (plan->mode == CP_MODE_EXCLUSIVE && !hwloc_bitmap_isequal (plan->held, plan->cpus))
-    printf ("held:    %s\n", held);
-  printf ("request: cpus=%u align=%s smt=%s mode=%s%s\n", req->cpus, cp_align_name (req->align),
-          cp_smt_name (req->smt), cp_mode_name (req->mode), req->strict ? " strict" : "");
-  printf ("domains:");
-  for (size_t i = 0; i < plan->n_domains; i++)
-    {
-      cleanup_free char *d = cp_cpulist_format (plan->domains[i].cpus);
-      printf (" %s#%u(%s)", cp_topo_level_label (topo, plan->domains[i].level), plan->domains[i].index, d);
-    }
-  printf ("%s\n", plan->split ? "  [split]" : "");
-  printf ("reason:  %s\n\n", plan->reason);
-  printf ("%s map (a core's threads side by side; # this plan, + held for it, x occupied, . free, - not allowed):\n",
-          cp_topo_level_label (topo, CP_LEVEL_LLC));
-  for (unsigned d = 0; d < topo->n_domains[CP_LEVEL_LLC]; d++)
-    print_domain_row (topo, &topo->domains[CP_LEVEL_LLC][d], plan, allowed, occupied);
+  *req = *defaults;
+  req->cpus = given_req->cpus;
+#define GIVEN(opt) (given & CP_CLI_GIVEN (opt))
+  if (GIVEN (CP_OPT_ALIGN))
+    req->align = given_req->align;
+  if (GIVEN (CP_OPT_SMT))
+    req->smt = given_req->smt;
+  if (GIVEN (CP_OPT_MODE))
+    req->mode = given_req->mode;
+  if (GIVEN (CP_OPT_STRICT))
+    req->strict = true;
+#undef GIVEN
 }

@@ -132,17 +132,52 @@ int cp_cli_request_option (int opt, const char *arg, struct cp_request *req, cp_
    in the same words (cp_place_too_many()). */
 int cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allowed, const char *by, cp_error_t *err);
 
+/* The bit of a request option (CP_OPT_CPUS ... CP_OPT_STRICT) in a "given" set. */
+#define CP_CLI_GIVEN(opt) (1u << ((opt) - CP_OPT_CPUS))
 
+/* *REQ: DEFAULTS (the host config's), with --cpus and each option in GIVEN
+   (CP_CLI_GIVEN bits) from GIVEN_REQ: what the command line does not say, the
+   host config does, as for the hook's annotations. */
+void cp_cli_merge_defaults (struct cp_request *req, const struct cp_request *given_req, unsigned given,
+                            const struct cp_request *defaults);
+
+/* The error for what getopt_long returned that no case took: ':' (a value is
+   missing) or an unknown option.  CMD names the subcommand for the help hint. */
+int cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err);
 
 /* A strict cpulist option value, wrapped with the option's name. */
 int cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp_error_t *err);
 
-/* The plan as JSON (one line) on stdout. */
-void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan);
+/* ---- a plan, printed (plan_text.c) ---- */
 
-/* The plan for people: CPUs, domains, reason and a map of the machine's LLCs. */
+/* What a plan's text shows beside the plan: the map's other marks, and where
+   its inputs came from. */
+struct cp_cli_plan_view
+{
+  hwloc_const_bitmap_t allowed;  /* what it may get (outside: not allowed) */
+  hwloc_const_bitmap_t held;     /* held by others (and --occupied) */
+  hwloc_const_bitmap_t shared;   /* used by shared placements */
+  hwloc_const_bitmap_t reserved; /* kept back by the host config */
+  const char *inputs;            /* one line, or NULL */
+};
+
+/* The plan as JSON (one line) on stdout; INPUTS (taken; NULL: none) as "inputs". */
+void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
+                             json_object *inputs);
+
+/* The plan for people: CPUs, domains, reason, inputs and the map (cpumap.h) of
+   the domains its --align names (align=none: the LLCs). */
 void cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
-                              hwloc_const_bitmap_t allowed, hwloc_const_bitmap_t occupied);
+                              const struct cp_cli_plan_view *view);
+
+/* Where a preview's inputs came from (placer.h), as one line ("ledger PATH, 3
+   entries; config PATH (reserved 0)") and as JSON.  CONFIG_READ: HC is a file's
+   (or the defaults of the default path), not the built-in defaults; EMPTY_WHY:
+   why the ledger was not read (NULL: it was). */
+char *cp_cli_inputs_line (const struct cp_preview *pv, const struct cp_hostconfig *hc, bool config_read,
+                          const char *empty_why);
+json_object *cp_cli_inputs_json (const struct cp_preview *pv, const struct cp_hostconfig *hc, bool config_read,
+                                 const char *empty_why);
 
 /* ---- around the engine's steps (frontend.c) ---- */
 

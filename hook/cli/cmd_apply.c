@@ -24,6 +24,7 @@ static const char apply_usage[] =
   "  --mems MEMS         local (default: the NUMA nodes local to the CPUs) | keep\n"
   "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  --dry-run           print the plan (as `cachepin plan` does) and write nothing\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
   "  -h, --help          this text\n";
 
@@ -37,6 +38,7 @@ enum
   OPT_CGROUP = 0x300,
   OPT_MEMS,
   OPT_NAME,
+  OPT_DRY_RUN,
 };
 
 struct apply_args
@@ -45,7 +47,8 @@ struct apply_args
   const char *cgroup;
   const char *name; /* --name, NULL: the cgroup's path */
   bool mems_keep;
-  unsigned given; /* bit (opt - CP_OPT_CPUS) for each request option given */
+  bool dry_run;
+  unsigned given; /* CP_CLI_GIVEN bits of the request options given */
   struct cp_request req;
 };
 
@@ -56,7 +59,7 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
   struct apply_args *a = args;
   int r = cp_cli_request_option (opt, arg, &a->req, err);
   if (r > 0)
-    a->given |= 1u << (opt - CP_OPT_CPUS);
+    a->given |= CP_CLI_GIVEN (opt);
   if (r != 0)
     return r;
   switch (opt)
@@ -71,6 +74,9 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
       if (cp_parse_mems (arg, &a->mems_keep, err) < 0)
         return cp_error_wrap (err, "--mems");
       return 1;
+    case OPT_DRY_RUN:
+      a->dry_run = true;
+      return 1;
     default:
       return 0;
     }
@@ -82,6 +88,7 @@ static const struct option apply_options[] = {
   CP_JSON_LONG_OPTION,
   { "mems", required_argument, NULL, OPT_MEMS },
   { "name", required_argument, NULL, OPT_NAME },
+  { "dry-run", no_argument, NULL, OPT_DRY_RUN },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
   { NULL, 0, NULL, 0 },
@@ -120,24 +127,6 @@ parse_args (const struct cp_cli_spec *spec, int argc, char **argv, struct apply_
   return r;
 }
 
-/* Options not given on the command line come from the host config's defaults. */
-static void
-merge_defaults (struct cp_request *req, const struct apply_args *a, const struct cp_request *defaults)
-{
-  *req = *defaults;
-  req->cpus = a->req.cpus;
-#define GIVEN(opt) (a->given & (1u << ((opt) - CP_OPT_CPUS)))
-  if (GIVEN (CP_OPT_ALIGN))
-    req->align = a->req.align;
-  if (GIVEN (CP_OPT_SMT))
-    req->smt = a->req.smt;
-  if (GIVEN (CP_OPT_MODE))
-    req->mode = a->req.mode;
-  if (GIVEN (CP_OPT_STRICT))
-    req->strict = true;
-#undef GIVEN
-}
-
 /* The ledger id of the cgroup PATH under MOUNT. */
 static char *
 apply_id_at (const char *mount, const char *path)
@@ -151,6 +140,34 @@ apply_id (const struct cp_cgroup *cg)
   return apply_id_at (cg->mount, cg->path);
 }
 
+/* --dry-run: the plan apply would make now, through the engine's preview
+   (placer.h): the parent cgroup's CPUs, the host config, the live ledger read
+   without its lock; no cgroup, ledger, journal or state directory written. */
+static int
+dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struct cp_target *target,
+         const struct cp_container_request *creq, cp_error_t *err)
+{
+  struct cp_preview pv;
+  int ret = cp_preview_open (hc, NULL, true, target, creq, &pv, err);
+  cleanup_plan struct cp_plan *plan = NULL;
+  if (ret == 0)
+    ret = cp_preview_place (&pv, target, creq, NULL, &plan, err);
+  if (ret == 0 && a->c.json)
+    cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL));
+  else if (ret == 0)
+    {
+      cleanup_free char *inputs = cp_cli_inputs_line (&pv, hc, true, NULL);
+      cleanup_free char *parent = cp_cpulist_format (pv.cpus);
+      cleanup_free char *line = cp_xasprintf ("%s; the parent cgroup and the config allow CPUs %s", inputs, parent);
+      struct cp_cli_plan_view view = {
+        .allowed = pv.cpus, .held = pv.held, .shared = pv.shared, .reserved = pv.kept_back, .inputs = line,
+      };
+      cp_cli_print_plan_human (pv.topo, &creq->req, plan, &view);
+    }
+  cp_preview_clear (&pv);
+  return ret;
+}
+
 static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -161,15 +178,10 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
     return cp_error_wrap (err, "--cgroup");
 
   struct cp_container_request creq = { .mems_keep = a->mems_keep, .cpus_source = "--cpus" };
-  merge_defaults (&creq.req, a, &hc->defaults);
+  cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
   if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
     return cp_fail_input (err, "--cpus: required in exclusive mode");
 
-  /* --json names the domains: load the topology for it now, as placing leaves the
-     process in its sandbox (no more /sys). */
-  cleanup_topo struct cp_topo *topo = NULL;
-  if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
-    return cp_error_wrap (err, "topology");
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = {
     .id = id,
@@ -178,6 +190,13 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
     .cgroup_mount = cg->mount,
     .cgroup_path = cg->path,
   };
+  if (a->dry_run)
+    return dry_run (a, hc, &target, &creq, err);
+  /* --json names the domains: load the topology for it now, as placing leaves the
+     process in its sandbox (no more /sys). */
+  cleanup_topo struct cp_topo *topo = NULL;
+  if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_cli_place (hc, CP_JOURNAL_APPLY, &target, &creq, NULL, &plan, err) < 0)
     return -1;
@@ -185,7 +204,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
   cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
   if (a->c.json)
-    cp_cli_print_plan_json (topo, &creq.req, plan);
+    cp_cli_print_plan_json (topo, &creq.req, plan, NULL);
   else
     {
       /* The directory's name is the caller's text (policy/base/text.h). */

@@ -5,7 +5,7 @@
  * Two views: the default fits 80 columns (short ids and names in the entries'
  * table; every other line wrapped after a space or a comma, its continuation
  * indented), `--wide` prints every field in full, one line each.  The occupancy
- * map (print_llc()) is printed as it is in both. */
+ * map (status_map.c, the one `plan` draws) is the same in both. */
 #define _GNU_SOURCE
 #include "cli.h"
 
@@ -106,28 +106,6 @@ print_topology (const struct cp_view *v, json_object *t)
 /* ------------------------------------------------------------------ ledger */
 
 static void
-print_llc (FILE *out, const char *label, json_object *o, int cpuw)
-{
-  char name[32];
-  snprintf (name, sizeof name, "%s#%" PRId64, label, num (o, "index"));
-  fprintf (out, "  %-7s %-*s  %s  %" PRId64 "/%" PRId64 " held", name, cpuw, S (o, "cpus"), S (o, "map"),
-           num (o, "held_count"), num (o, "size"));
-  if (len (o, "holders") > 0)
-    {
-      fputs ("  [", out);
-      for (size_t i = 0; i < len (o, "holders"); i++)
-        {
-          char buf[TEXT_MAX];
-          snprintf (buf, sizeof buf, "%s", json_object_get_string (at (o, "holders", i)));
-          cp_text_sanitize (buf);
-          fprintf (out, "%s%s", i ? " " : "", buf);
-        }
-      fputc (']', out);
-    }
-  fputc ('\n', out);
-}
-
-static void
 print_warnings (const struct cp_view *v, json_object *l)
 {
   for (size_t i = 0; i < len (l, "warnings"); i++)
@@ -157,13 +135,7 @@ print_ledger (const struct cp_view *v, json_object *l, const char *llc_label)
                 strcmp (S (l, "state"), "missing") == 0 ? " (none yet)" : "", n, plural (n, "entry", "entries"), held);
   print_warnings (v, l);
   cp_status_print_entries (v, get (l, "entries"));
-  if (is_null (l, "occupancy"))
-    return;
-  fprintf (out, "  %s occupancy (# held, s shared, . free, - not handed out):\n", llc_label);
-  for (size_t i = 0; i < len (l, "occupancy"); i++)
-    print_llc (out, llc_label, at (l, "occupancy", i), width (get (l, "occupancy"), "cpus", 4));
-  if (*S (l, "held_outside_topology"))
-    fprintf (out, "  held CPUs this topology does not have: %s\n", S (l, "held_outside_topology"));
+  cp_status_print_map (out, l, llc_label);
 }
 
 /* ------------------------------------------------------------------ features */

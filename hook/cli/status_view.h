@@ -123,4 +123,8 @@ const char *cp_status_short_id (const char *id, const char *cgroup, char *buf, s
    line for each entry that is not ok. */
 void cp_status_print_entries (const struct cp_view *v, json_object *entries);
 
+/* The ledger part's map (status_map.c): the occupancy of each domain (LABEL:
+   "L3", "L2"...) drawn as `plan` draws its map (cpumap.h), with who holds it. */
+void cp_status_print_map (FILE *out, json_object *ledger, const char *label);
+
 #endif

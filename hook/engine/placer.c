@@ -188,8 +188,8 @@ same_cgroup (const struct cp_ledger_entry *e, const struct cp_target *t)
  * the first container on CPUs the ledger no longer counts.  (Reconcile has
  * already dropped the entries whose container is gone, so a reused id of a dead
  * container is not refused.)  Neither refusal touches the existing entry. */
-static int
-check_target_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
+int
+cp_placer_check_unclaimed (const struct cp_ledger *l, const struct cp_target *t, cp_error_t *err)
 {
   if (t->cgroup_mount == NULL || t->cgroup_path == NULL)
     return 0;
@@ -222,6 +222,20 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
                        hwloc_bitmap_weight (e->cpus) == 1 ? "CPU" : "CPUs", cpus);
 }
 
+int
+cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                   hwloc_const_bitmap_t occupied, struct cp_plan **plan_out, cp_error_t *err)
+{
+  struct cp_ledger_usage usage;
+  cp_ledger_usage (l, t->id, &usage);
+  if (occupied)
+    hwloc_bitmap_or (usage.held, usage.held, occupied);
+  int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, plan_out, err);
+  cp_ledger_usage_release (&usage);
+  return ret;
+}
+
 /* cp_placer_decide_in(), with TOO_MANY (when not NULL) the refusal of a
    request for more CPUs than CPUS holds, naming what set the limit, in place of
    cp_place()'s, which knows only the count. */
@@ -231,18 +245,10 @@ decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cp
         const char *too_many, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
-  if (check_target_unclaimed (l, t, err) < 0)
+  if (cp_placer_check_unclaimed (l, t, err) < 0)
     return -1;
-  int ret;
-  if (too_many)
-    ret = cp_fail_unsatisfiable (err, "%s", too_many);
-  else
-    {
-      struct cp_ledger_usage usage;
-      cp_ledger_usage (l, t->id, &usage);
-      ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, &plan, err);
-      cp_ledger_usage_release (&usage);
-    }
+  int ret = too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
+                     : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err);
   if (ret < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it

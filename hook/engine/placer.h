@@ -105,6 +105,58 @@ int cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_
                          const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
                          struct cp_plan **plan_out, cp_error_t *err);
 
+/* Refused (CP_ERR_RUNTIME) when another id holds TARGET's cgroup in L, or
+ * TARGET's id holds another cgroup: a placement would rewrite another's cpuset. */
+int cp_placer_check_unclaimed (const struct cp_ledger *l, const struct cp_target *target, cp_error_t *err);
+
+/* The choice itself, the one rule for a placement and its preview: cp_place()
+ * within CPUS and MEMS against what L's entries other than TARGET's take
+ * (cp_ledger_usage()), and OCCUPIED (may be NULL: `plan --occupied`) as held. */
+int cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                       hwloc_const_bitmap_t mems, const struct cp_target *target,
+                       const struct cp_container_request *creq, hwloc_const_bitmap_t occupied,
+                       struct cp_plan **plan_out, cp_error_t *err);
+
+/* ---- A preview: what a placement would get now, placing nothing -------------------
+ *
+ * `cachepin plan` on this host and `cachepin apply --dry-run`: the steps of
+ * cp_placer_open() and cp_placer_decide() (the limits, the ledger reconciled, the
+ * choice), with the ledger read once without its lock (cp_ledger_read()) and
+ * reconciled in memory only; nothing is logged as a decision, nothing is written:
+ * no state directory is created, no topology cache saved, no cgroup touched. */
+struct cp_preview
+{
+  struct cp_topo *topo;         /* the topology the choice is made on (owned) */
+  hwloc_bitmap_t cpus, mems;    /* what the target may get (cp_placer_target_limits()) */
+  char *too_many;               /* the refusal of a request for more CPUs than that, naming
+                                   the limit (NULL: none) */
+  hwloc_bitmap_t kept_back;     /* CPUs its parent (or the topology) allows that the host
+                                   config keeps back: `reserved`, or outside `cpus` */
+  hwloc_bitmap_t held, shared;  /* what the other entries take: exclusively, shared */
+  struct cp_ledger *ledger;     /* reconciled in memory; NULL when not read */
+  char *ledger_path;            /* NULL when not read */
+  const char *ledger_state;     /* cp_ledger_read()'s "ok" or "missing" */
+  unsigned gone;                /* entries dropped as gone (their container is) */
+};
+
+/* Fill *PV for TARGET and CREQ: TOPO (taken over; NULL: HC's topology, from the
+ * cache when valid, never saved), the limits, and with READ_LEDGER the ledger of
+ * HC's state directory, reconciled.  A ledger that cannot be read or is invalid
+ * is an error (CP_ERR_RUNTIME, errno kept): a preview on a wrong picture would
+ * lie.  *PV is cleared by cp_preview_clear() whatever this returns. */
+int cp_preview_open (const struct cp_hostconfig *hc, struct cp_topo *topo, bool read_ledger,
+                     const struct cp_target *target, const struct cp_container_request *creq, struct cp_preview *pv,
+                     cp_error_t *err);
+
+/* The choice for TARGET within PV->cpus (a caller may narrow it: `plan
+ * --allowed`), with OCCUPIED (may be NULL) held as well: cp_placer_check_unclaimed()
+ * and cp_placer_plan_in(), as cp_placer_decide() makes it. */
+int cp_preview_place (const struct cp_preview *pv, const struct cp_target *target,
+                      const struct cp_container_request *creq, hwloc_const_bitmap_t occupied,
+                      struct cp_plan **plan_out, cp_error_t *err);
+
+void cp_preview_clear (struct cp_preview *pv);
+
 /* Who asks a release, so that it removes only its own entry: two containers may
  * share an id (two runtimes' state roots), and the placement of the second is
  * refused; its poststop must not free the first one's CPUs. */

@@ -221,6 +221,7 @@ struct usage
   hwloc_bitmap_t held;
   hwloc_bitmap_t shared;
   hwloc_bitmap_t usable; /* what the host config lets the hook hand out */
+  hwloc_bitmap_t kept_back; /* what it keeps back: outside its `cpus`, or `reserved` */
 };
 
 /* One character per CPU: # held, s used by a shared entry, - not to be handed
@@ -253,8 +254,19 @@ holders (const struct cp_ledger *l, const struct live *lv, hwloc_const_bitmap_t 
   return a;
 }
 
+/* Each core's CPUs, in topology order: the map groups a core's threads. */
 static json_object *
-llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struct live *lv, const struct usage *u)
+domain_cores (const struct cp_topo *topo, const struct cp_domain *d)
+{
+  json_object *a = json_object_new_array ();
+  for (unsigned i = 0; i < d->n_cores; i++)
+    json_object_array_add (a, jcpulist (topo->cores[d->cores[i]].pus));
+  return a;
+}
+
+static json_object *
+llc_occupancy (const struct cp_topo *topo, const struct cp_domain *d, const struct cp_ledger *l,
+               const struct live *lv, const struct usage *u)
 {
   cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t shared = cp_bitmap_new ();
@@ -274,6 +286,10 @@ llc_occupancy (const struct cp_domain *d, const struct cp_ledger *l, const struc
   add (o, "held", jcpulist (held));
   add (o, "held_count", json_object_new_int (hwloc_bitmap_weight (held)));
   add (o, "shared", jcpulist (shared));
+  cleanup_bitmap hwloc_bitmap_t kept = cp_bitmap_new ();
+  hwloc_bitmap_and (kept, u->kept_back, d->cpus);
+  add (o, "reserved", jcpulist (kept));
+  add (o, "core_cpus", domain_cores (topo, d));
   add (o, "map", jstr (map));
   add (o, "holders", holders (l, lv, d->cpus));
   return o;
@@ -288,6 +304,10 @@ usage_fill (const struct cp_ledger *l, const struct live *lv, const struct cp_to
   u->usable = cp_bitmap_dup (topo->allowed);
   hwloc_bitmap_and (u->usable, u->usable, hc->cpus);
   hwloc_bitmap_andnot (u->usable, u->usable, hc->reserved);
+  u->kept_back = cp_bitmap_dup (topo->online);
+  hwloc_bitmap_andnot (u->kept_back, u->kept_back, hc->cpus);
+  hwloc_bitmap_or (u->kept_back, u->kept_back, hc->reserved);
+  hwloc_bitmap_and (u->kept_back, u->kept_back, topo->online);
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
       /* As the hook counts them, with what was read now (not read: what the
@@ -307,7 +327,7 @@ add_occupancy (json_object *o, const struct cp_ledger *l, const struct live *lv,
   usage_fill (l, lv, topo, hc, &u);
   json_object *a = json_object_new_array ();
   for (unsigned d = 0; d < topo->n_domains[CP_LEVEL_LLC]; d++)
-    json_object_array_add (a, llc_occupancy (&topo->domains[CP_LEVEL_LLC][d], l, lv, &u));
+    json_object_array_add (a, llc_occupancy (topo, &topo->domains[CP_LEVEL_LLC][d], l, lv, &u));
   add (o, "occupancy", a);
   add (o, "held", jcpulist (u.held));
   add (o, "held_count", json_object_new_int (hwloc_bitmap_weight (u.held)));
@@ -316,36 +336,7 @@ add_occupancy (json_object *o, const struct cp_ledger *l, const struct live *lv,
   hwloc_bitmap_free (u.held);
   hwloc_bitmap_free (u.shared);
   hwloc_bitmap_free (u.usable);
-}
-
-/* ledger.json, read once without the lock; a missing file is an empty ledger.
-   *STATE says what was found ("ok", "missing"); on failure, "unreadable" or
-   "invalid". */
-static int
-ledger_read (const char *path, const char **state, struct cp_ledger **out, cp_error_t *err)
-{
-  cleanup_free char *buf = NULL;
-  size_t len = 0;
-  cleanup_error cp_error_t e = NULL;
-  *state = "ok";
-  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_LEDGER_MAX_SIZE, 0, &buf, &len, &e) < 0)
-    {
-      if (cp_error_errno (e) != ENOENT)
-        {
-          *state = "unreadable";
-          *err = cp_steal_pointer (&e);
-          return -1;
-        }
-      *state = "missing";
-      static const char empty[] = "{\"version\": 2, \"entries\": []}";
-      return cp_ledger_parse (empty, sizeof empty - 1, out, err);
-    }
-  if (cp_ledger_parse (buf, len, out, err) < 0)
-    {
-      *state = "invalid";
-      return cp_error_wrap (err, "%s", path);
-    }
-  return 0;
+  hwloc_bitmap_free (u.kept_back);
 }
 
 /* What the hook (root) would refuse in the state directory (hook/state/ledger_store.c's
@@ -410,7 +401,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
     }
   const char *state = NULL;
   cleanup_ledger struct cp_ledger *l = NULL;
-  if (ledger_read (path, &state, &l, &e) < 0)
+  if (cp_ledger_read (hc->state_dir, &state, &l, &e) < 0)
     {
       json_object *f = failed_part (keys, e);
       add (f, "path", jstr (path));

@@ -474,3 +474,31 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
   l->dirty = false;
   return 0;
 }
+
+int
+cp_ledger_read (const char *state_dir, const char **state, struct cp_ledger **out, cp_error_t *err)
+{
+  cleanup_free char *path = cp_xasprintf ("%s/%s", state_dir, CP_LEDGER_FILE);
+  cleanup_free char *buf = NULL;
+  size_t len = 0;
+  cleanup_error cp_error_t e = NULL;
+  *state = "ok";
+  if (cp_io_read_at (AT_FDCWD, path, O_NOFOLLOW, path, CP_LEDGER_MAX_SIZE, 0, &buf, &len, &e) < 0)
+    {
+      if (cp_error_errno (e) != ENOENT)
+        {
+          *state = "unreadable";
+          *err = cp_steal_pointer (&e);
+          return -1;
+        }
+      *state = "missing";
+      static const char empty[] = "{\"version\": 2, \"entries\": []}";
+      return cp_ledger_parse (empty, sizeof empty - 1, out, err);
+    }
+  if (cp_ledger_parse (buf, len, out, err) < 0)
+    {
+      *state = "invalid";
+      return cp_error_wrap (err, "%s", path);
+    }
+  return 0;
+}

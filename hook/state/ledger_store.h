@@ -68,6 +68,14 @@
  * (< 0) on a bad directory, a lock timeout, or an I/O error. */
 int cp_ledger_open (const char *state_dir, unsigned lock_timeout_ms, struct cp_ledger **out, cp_error_t *err);
 
+/* STATE_DIR's ledger.json read once, without the lock, creating nothing and
+ * setting nothing aside (`cachepin status`, `cachepin plan`): a missing file
+ * (or state directory) is an empty ledger.  *STATE says what was found: "ok",
+ * "missing"; on failure "unreadable" (*ERR keeps the errno: EACCES for a
+ * non-root reader of the root-only directory) or "invalid" (a ledger the hook
+ * would set aside). */
+int cp_ledger_read (const char *state_dir, const char **state, struct cp_ledger **out, cp_error_t *err);
+
 /* Whether a state directory of mode MODE may be cachepin's: nothing for group or
  * others, as cachepin makes its own (0700). */
 bool cp_ledger_dir_mode_ok (mode_t mode);

@@ -154,6 +154,117 @@ else
   fi
 fi
 
+# ---- the map: CPU numbers, one legend, labels after --align, 80 columns ----------------
+# map_line LABEL: the map's line of domain LABEL ("L3#1") in $TMP/out
+map_line () { grep -E "^  $1 " "$TMP/out"; }
+run plan --topology "$SYN" --cpus 3 --smt pe0
+if [ "$rc" -eq 0 ] && grep -qx 'L3 map, a core as its first CPU and a mark per thread:' "$TMP/out" \
+   && grep -qx '  #=this plan +=held for it x=held s=shared r=reserved .=free -=not allowed' "$TMP/out"; then
+  ok "the map's title and legend"
+else
+  bad "the map's title and legend: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+# core i = {2i, 2i+1}: CPUs 0,2,4 the plan's, their siblings held for it
+if map_line 'L3#0' | grep -q ' 0:#+ 2:#+ 4:#+ 6:\.\.$'; then
+  ok "the map names each core's first CPU: $(map_line 'L3#0' | tr -s ' ')"
+else
+  bad "the map's CPU numbers: $(cat "$TMP/out")"
+fi
+run plan --topology "$SYN" --cpus 2 --smt any --occupied 24-25
+if map_line 'L3#3' | grep -q ' 24:xx '; then ok "occupied: x"; else bad "occupied: $(cat "$TMP/out")"; fi
+run plan --topology "$SYN" --cpus 2 --allowed 0-15 --smt any
+if map_line 'L3#2' | grep -q ' 16:-- 18:-- 20:-- 22:--$'; then ok "not allowed: -"; else bad "not allowed: $(cat "$TMP/out")"; fi
+run plan --topology 'package:1 l3cache:1 l2cache:2 core:2 pu:2' --cpus 1 --align l2
+if [ "$rc" -eq 0 ] && grep -q '^L2 map, ' "$TMP/out" && map_line 'L2#1' >/dev/null && ! grep -q 'L3' "$TMP/out"; then
+  ok "--align l2: an L2 map, L2#N labels"
+else
+  bad "--align l2: $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --topology 'package:2 numanode:1 l3cache:1 core:2 pu:2' --cpus 1 --align numa
+if [ "$rc" -eq 0 ] && grep -q '^NUMA map, ' "$TMP/out" && map_line 'NUMA#1' >/dev/null; then
+  ok "--align numa: a NUMA map"
+else
+  bad "--align numa: $(cat "$TMP/out" "$TMP/err")"
+fi
+# wider_than_80: the map's lines (from its title down) wider than 80 columns, counted
+wider_than_80 () { sed -n '/ map, a core/,$p' "$TMP/out" | awk 'length($0) > 80' | wc -l; }
+BIG='package:2 numanode:2 l3cache:6 core:8 pu:2(indexes=core)' # 384 CPUs, 24 L3s of 16
+for align in llc l2 numa package none; do
+  run plan --topology "$BIG" --cpus 8 --align "$align" --occupied 100-140
+  if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ] && grep -q ' map, a core' "$TMP/out"; then
+    ok "384 CPUs, --align $align: every map line within 80 columns ($(wc -l <"$TMP/out") lines)"
+  else
+    bad "384 CPUs, --align $align: exit $rc, $(wider_than_80) lines wider than 80: $(awk 'length($0) > 80' "$TMP/out" | head -3)"
+  fi
+done
+# a summary whose cpulists are long (every third CPU held) is cut at commas
+run plan --topology "$BIG" --cpus 8 --align numa --smt any --occupied "$(seq -s, 0 3 190)"
+if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ] && grep -qE '^ {10,}[0-9][0-9,-]*,$' "$TMP/out"; then
+  ok "384 CPUs, a fragmented summary: cut at commas, within 80 columns"
+else
+  bad "a fragmented summary: exit $rc, $(awk 'length($0) > 80' "$TMP/out" | head -3)"
+fi
+# a NUMA node of 96 CPUs is summarized: a cpulist per mark
+run plan --topology "$BIG" --cpus 8 --align numa --occupied 100-140
+if map_line 'NUMA#0' | grep -q '96 CPUs, 48 cores: #=0-7 \.=' && map_line 'NUMA#2' | grep -q ' x=100-140 '; then ok "a big domain summarized: $(map_line 'NUMA#0' | cut -c1-60)"
+else bad "big domain summary: $(cat "$TMP/out")"; fi
+ZEN4_MAP=${TOPOLOGIES:+$TOPOLOGIES/hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml}
+if [ -z "$TOPOLOGIES" ] || [ ! -f "$ZEN4_MAP" ]; then
+  echo "SKIP Zen 4 map width: no captured topology at '${ZEN4_MAP:-\$CACHEPIN_TOPOLOGIES unset}' (the synthetic 384 CPUs above ran)"
+else
+  for align in llc numa; do
+    run plan --topology "$ZEN4_MAP" --cpus 8 --align "$align"
+    if [ "$rc" -eq 0 ] && [ "$(wider_than_80)" -eq 0 ]; then ok "Zen 4, --align $align: the map within 80 columns"
+    else bad "Zen 4, --align $align: exit $rc, $(wider_than_80) wide lines"; fi
+  done
+fi
+
+# ---- inputs: a captured topology and --empty read no ledger; --config applies a config ----
+mkdir -m 0700 "$TMP/state"
+printf '{"state_dir": "%s", "reserved": "0-7", "defaults": {"smt": "pe0"}}\n' "$TMP/state" >"$TMP/cfg.json"
+run plan --topology "$SYN" --cpus 2 --json
+if [ "$(field inputs)" = '{"ledger": null, "ledger_entries": null, "gone": null, "config": null, "empty": true}' ]; then
+  ok "a captured topology: no ledger, no config"
+else
+  bad "a captured topology's inputs: $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --topology "$SYN" --cpus 2 --config "$TMP/cfg.json" --json
+if [ "$rc" -eq 0 ] && [ "$(field cpus)" = "8,10" ] && [ "$(field smt)" = "pe0" ] \
+   && [ "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["inputs"]["config"])' "$TMP/out")" = "$TMP/cfg.json" ]; then
+  ok "--config on a captured topology: reserved 0-7 left out, smt=pe0 from its defaults -> cpus 8,10"
+else
+  bad "--config on a captured topology: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --topology "$SYN" --cpus 2 --config "$TMP/cfg.json" --smt any
+if [ "$rc" -eq 0 ] && map_line 'L3#0' | grep -q ' 0:rr 2:rr 4:rr 6:rr$' && grep -q '^cpus: *8-9$' "$TMP/out" \
+   && grep -q "^inputs:  .*config $TMP/cfg.json (reserved 0-7)" "$TMP/out"; then
+  ok "the map shows what the config reserves; an option beats the config's default"
+else
+  bad "reserved in the map: $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --cpus 1 --empty --json
+if [ "$rc" -eq 0 ] && [ "$(python3 -c 'import json,sys; i=json.load(open(sys.argv[1]))["inputs"]; print(i["empty"], i["ledger"], i["config"])' "$TMP/out")" = "True None None" ]; then
+  ok "--empty on this host: no ledger, no config"
+else
+  bad "--empty: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --cpus 1 --empty
+if grep -q '^inputs:  the empty machine (--empty): no ledger; no host config' "$TMP/out"; then ok "--empty says so"
+else bad "--empty's inputs line: $(cat "$TMP/out")"; fi
+# a ledger the hook would set aside: plan does not guess, and writes nothing
+printf '{"state_dir": "%s"}\n' "$TMP/state" >"$TMP/cfg.json"
+echo '{"version": 2, "entries": [' >"$TMP/state/ledger.json"
+SUM=$(ls -la "$TMP/state"; cat "$TMP/state/ledger.json")
+run plan --cpus 1 --config "$TMP/cfg.json"
+if [ "$rc" -eq 1 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && grep -q -- "--empty" "$TMP/err" && grep -q "ledger.json" "$TMP/err" \
+   && [ ! -s "$TMP/out" ] && [ "$SUM" = "$(ls -la "$TMP/state"; cat "$TMP/state/ledger.json")" ]; then
+  ok "a corrupt ledger -> exit 1, one line naming --empty, nothing set aside: $(cat "$TMP/err")"
+else
+  bad "a corrupt ledger: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+run plan --cpus 1 --config "$TMP/cfg.json" --empty --smt any --json
+if [ "$rc" -eq 0 ]; then ok "--empty with the corrupt ledger: exit 0, cpus $(field cpus)"; else bad "--empty, corrupt ledger: exit $rc, $(cat "$TMP/err")"; fi
+
 # ---- the issue's done criteria on a captured Zen 4 ------------------------------------------
 ZEN4=${TOPOLOGIES:+$TOPOLOGIES/hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml}
 if [ -z "$TOPOLOGIES" ] || [ ! -f "$ZEN4" ]; then

@@ -133,8 +133,21 @@ if command -v lstopo-no-graphics >/dev/null; then
   check "held counts add up to the held CPUs" "$(q '[.ledger.occupancy[].held_count] | add')" "$(q .ledger.held_count)"
   check "held" "$(q .ledger.held)" "0-1,4,32-33,36"
   "$BIN" status --config "$D/cfg-syn.json" >"$D/text" 2>&1
-  grep -q '^  L3#0 .* ##\.\.##\.\.  4/8 held  \[ctr-a\]$' "$D/text" && ok "text: the L3#0 line" ||
-    ko "text: no L3#0 line: $(grep 'L3#0' "$D/text")"
+  check "L3 #7: the reserved CPU, for the map" "$(q '.ledger.occupancy[7].reserved')" "63"
+  check "L3 #0: its cores, for the map" "$(q '.ledger.occupancy[0].core_cpus | join(" ")')" "0,32 1,33 2,34 3,35"
+  # The map (plan's too): a core as its first CPU and a mark per thread, its holders below.
+  grep -q '^  L3 map, a core as its first CPU and a mark per thread:$' "$D/text" && ok "text: the map's title" ||
+    ko "text: no map title: $(grep -i 'map' "$D/text")"
+  grep -q '^  x=held s=shared r=reserved \.=free -=not allowed$' "$D/text" && ok "text: the map's legend" ||
+    ko "text: no legend: $(grep -i 'held' "$D/text")"
+  grep -A1 '^  L3#0 ' "$D/text" | tr '\n' '|' | grep -q '^  L3#0 *4/8 held  0:xx 1:xx 2:\.\. 3:\.\.|  *by ctr-a|$' &&
+    ok "text: the L3#0 line, CPUs 0,32 and 1,33 held, by ctr-a" || ko "text: the L3#0 line: $(grep -A1 'L3#0' "$D/text")"
+  grep -q '^  L3#2 *0/8 held  8:s\. 9:s\. 10:s\. 11:s\.$' "$D/text" && ok "text: the L3#2 line, shared" ||
+    ko "text: the L3#2 line: $(grep 'L3#2' "$D/text")"
+  grep -q '^  L3#7 *0/8 held  28:\.\. 29:\.\. 30:\.\. 31:\.r$' "$D/text" && ok "text: the L3#7 line, 63 reserved" ||
+    ko "text: the L3#7 line: $(grep 'L3#7' "$D/text")"
+  long=$(awk 'length($0) > 80' "$D/text" | grep -c '^  L3#\|^  *by \|map, ')
+  check "text: no map line is wider than 80 columns" "$long" 0
   check "status wrote nothing in the state directory" "$(fingerprint "$D/syn")" "$BEFORE"
 
   echo "== a drifted entry: the LLC it drifted to names it as a holder"
@@ -154,8 +167,8 @@ if command -v lstopo-no-graphics >/dev/null; then
   check "no LLC with a held or shared CPU lacks a holder" \
     "$(q '[.ledger.occupancy[] | select((.map | test("[#s]")) and (.holders | length) == 0) | .index] | map(tostring) | join(",")')" ""
   "$BIN" status --config "$D/cfg-syn-drift.json" >"$D/text" 2>&1
-  grep -q '^  L3#2 .* #\.\.\.\.\.\.\.  1/8 held  \[ctr-d\]$' "$D/text" && ok "text: the L3#2 line names ctr-d" ||
-    ko "text: the L3#2 line: $(grep 'L3#2' "$D/text")"
+  grep -A1 '^  L3#2 ' "$D/text" | tr '\n' '|' | grep -q '^  L3#2 *1/8 held  8:x\. 9:\.\. 10:\.\. 11:\.\.|  *by ctr-d|$' &&
+    ok "text: the L3#2 line names ctr-d" || ko "text: the L3#2 line: $(grep -A1 'L3#2' "$D/text")"
 
   echo "== a corrupt ledger: reported, exit 0, left as it is"
   echo '{"version": 1, "entries": [' >"$D/syn/ledger.json"

@@ -307,6 +307,86 @@ test_decide_without_cgroup (void **state)
   assert_string_equal (before, after);
 }
 
+/* Decide TARGET (an id, a cgroup under the fixture's root) for one CPU: 0 and
+   *PLAN, or < 0 and *ERR. */
+static int
+decide_one (struct fixture *fx, const char *id, struct cp_plan **plan, cp_error_t *err)
+{
+  struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  cleanup_free char *path = cp_xasprintf ("/pod/%s", id);
+  struct cp_target t = { .id = id, .cgroup_mount = fx->cgroot, .cgroup_path = path };
+  struct cp_placer *p = NULL;
+  int r = cp_placer_open (&fx->hc, &t, &creq, &p, err);
+  if (r == 0)
+    r = cp_placer_decide (p, err);
+  if (r == 0)
+    *plan = cp_placer_take_plan (p);
+  cp_placer_close (p);
+  return r;
+}
+
+/* The preview (`cachepin plan` on this host) is the decision the next placement
+   makes: with one CPU held by a placed target, it names the CPU the next
+   decide gives (or fails as it does), and it writes nothing in the state
+   directory, nor creates one. */
+static void
+test_preview_is_the_next_decision (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_container_request creq = { .cpus_source = "--cpus" };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  struct cp_target plan_t = { .id = "plan:" };
+  cp_error_t err = NULL;
+
+  /* No state directory yet: the preview leaves it absent. */
+  cleanup_free char *rm = cp_xasprintf ("rmdir %s", fx->state);
+  assert_int_equal (system (rm), 0);
+  struct cp_preview pv;
+  struct cp_plan *first = NULL;
+  if (cp_preview_open (&fx->hc, NULL, true, &plan_t, &creq, &pv, &err) < 0
+      || cp_preview_place (&pv, &plan_t, &creq, NULL, &first, &err) < 0)
+    fail_msg ("preview: %s", cp_error_message (err));
+  assert_string_equal (pv.ledger_state, "missing");
+  cp_preview_clear (&pv);
+  assert_int_equal (access (fx->state, F_OK), -1);
+
+  struct cp_plan *a = NULL;
+  if (decide_one (fx, "a", &a, &err) < 0)
+    fail_msg ("decide a: %s", cp_error_message (err));
+  assert_true (hwloc_bitmap_isequal (a->cpus, first->cpus)); /* the empty ledger's answer */
+
+  cleanup_free char *before = tree (fx->state);
+  struct cp_plan *next = NULL;
+  int pr = cp_preview_open (&fx->hc, NULL, true, &plan_t, &creq, &pv, &err);
+  assert_int_equal (pr, 0);
+  assert_int_equal (cp_ledger_count (pv.ledger), 1);
+  assert_true (hwloc_bitmap_isincluded (a->cpus, pv.held));
+  pr = cp_preview_place (&pv, &plan_t, &creq, NULL, &next, &err);
+  cp_preview_clear (&pv);
+  cleanup_free char *after = tree (fx->state);
+  assert_string_equal (before, after);
+  cp_error_t perr = err;
+  err = NULL;
+
+  struct cp_plan *b = NULL;
+  int dr = decide_one (fx, "b", &b, &err);
+  assert_int_equal (pr, dr);
+  if (pr == 0)
+    {
+      assert_true (hwloc_bitmap_isequal (next->cpus, b->cpus));
+      assert_false (hwloc_bitmap_intersects (next->cpus, a->cpus));
+    }
+  else
+    assert_int_equal (cp_error_kind (perr), cp_error_kind (err)); /* a 1-CPU host: both refuse */
+  cp_error_free (&perr);
+  cp_error_free (&err);
+  cp_plan_free (first);
+  cp_plan_free (next);
+  cp_plan_free (a);
+  cp_plan_free (b);
+}
+
 /* Without a cgroup the ledger still needs to know where the container will be. */
 static void
 test_open_needs_cgroup_path (void **state)
@@ -334,6 +414,7 @@ main (void)
     cmocka_unit_test (test_admit_refuses_init),
     cmocka_unit_test_setup_teardown (test_decide_without_cgroup, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
   };
   return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -59,7 +59,8 @@ static const char full[] =
   "  \"entries\": [{\"id\": \"ctr-a\", \"cgroup_mount\": \"/sys/fs/cgroup\", \"cgroup\": \"/a\", \"pid\": 7,"
   "   \"mode\": \"exclusive\", \"cpus\": \"0,2\", \"held\": \"0-3\", \"mems\": \"0\", \"placed_at\": 0, \"llcs\": [0]}],"
   "  \"occupancy\": [{\"index\": 0, \"cpus\": \"0-7\", \"size\": 8, \"held\": \"0-3\", \"held_count\": 4,"
-  "   \"shared\": \"\", \"map\": \"####....\", \"holders\": [\"ctr-a\", \"ctr-b\"]}],"
+  "   \"shared\": \"\", \"reserved\": \"7\", \"core_cpus\": [\"0-1\", \"2-3\", \"4-5\", \"6-7\"],"
+  "   \"map\": \"####...-\", \"holders\": [\"ctr-a\", \"ctr-b\"]}],"
   "  \"held\": \"0-3\", \"held_count\": 4, \"held_outside_topology\": \"\", \"error\": null}, " FEATURES_NO_CAS ","
   " \"config\": {\"path\": \"/etc/cachepin/config.json\", \"found\": false, \"state_dir\": \"/run/cachepin\","
   "  \"topology\": \"host\", \"cpus\": \"all\", \"reserved\": \"\", \"defaults\": {\"align\": \"llc\","
@@ -74,7 +75,11 @@ test_full (void **state)
   tu_assert_contains (text, "cgroup      v2; cpuset hierarchy: v2 at /sys/fs/cgroup\n");
   tu_assert_contains (text, "host: 1 package, 1 NUMA node, 1 L3, 4 cores, SMT 2");
   tu_assert_contains (text, "  PE0        0,2,4,6\n");
-  tu_assert_contains (text, "  L3#0    0-7   ####....  4/8 held  [ctr-a ctr-b]\n");
+  /* The map plan draws too: a core as its first CPU, a mark per thread (7 reserved). */
+  tu_assert_contains (text, "  L3 map, a core as its first CPU and a mark per thread:\n"
+                            "  x=held s=shared r=reserved .=free -=not allowed\n"
+                            "  L3#0 4/8 held  0:xx 2:xx 4:.. 6:.r\n"
+                            "       by ctr-a ctr-b\n");
   /* The default view: the short table; the placed time is --wide's. */
   tu_assert_contains (text, "  ID                 NAME                     MODE      CPUS           STATE\n"
                             "  ctr-a              -                        exclusive 0,2            ok\n");
