@@ -141,10 +141,6 @@ int cp_cli_check_count (const struct cp_request *req, hwloc_const_bitmap_t allow
 void cp_cli_merge_defaults (struct cp_request *req, const struct cp_request *given_req, unsigned given,
                             const struct cp_request *defaults);
 
-/* The error for what getopt_long returned that no case took: ':' (a value is
-   missing) or an unknown option.  CMD names the subcommand for the help hint. */
-int cp_cli_option_error (int opt, char **argv, const char *cmd, cp_error_t *err);
-
 /* A strict cpulist option value, wrapped with the option's name. */
 int cp_cli_cpulist_option (const char *name, const char *arg, hwloc_bitmap_t out, cp_error_t *err);
 

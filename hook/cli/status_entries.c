@@ -26,6 +26,23 @@ entry_state (json_object *e)
 #define NAME_COLS 24
 #define CPUS_COLS 14
 
+/* The cgroup of an `apply` entry's id (the cpuset hierarchy's mount, then the
+   cgroup's path) where only the id is at hand (a map's holders, the journal):
+   the path under /sys/fs/cgroup/cpuset (v1) or /sys/fs/cgroup (v2), as the
+   entries' table shows it; NULL when the id is under neither. */
+static const char *
+apply_cgroup (const char *path)
+{
+  static const char *const mounts[] = { "/sys/fs/cgroup/cpuset", "/sys/fs/cgroup" };
+  for (size_t i = 0; i < sizeof mounts / sizeof *mounts; i++)
+    {
+      size_t n = strlen (mounts[i]);
+      if (strncmp (path, mounts[i], n) == 0 && path[n] == '/')
+        return path + n;
+    }
+  return NULL;
+}
+
 /* ID in at most CP_STATUS_ID_COLS columns: a container's first 12 characters when it is
    a long hex id (as podman and crictl print it), an `apply` entry as
    "apply:<cgroup>" (its path under the cpuset mount), the middle cut if long. */
@@ -35,6 +52,8 @@ cp_status_short_id (const char *id, const char *cgroup, char *buf, size_t size)
   size_t n = strlen (id);
   if (n > CP_STATUS_ID_COLS && strspn (id, "0123456789abcdef") == n)
     return snprintf (buf, size, "%.12s", id), buf;
+  if (strncmp (id, "apply:", 6) == 0 && cgroup == NULL)
+    cgroup = apply_cgroup (id + 6);
   if (strncmp (id, "apply:", 6) != 0 || cgroup == NULL)
     return cp_view_fit (id, CP_STATUS_ID_COLS, true, buf, size);
   /* A cgroup's last component tells it best: "apply:\u2026obs.service". */

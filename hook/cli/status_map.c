@@ -136,17 +136,3 @@ cp_status_print_map (FILE *out, json_object *l, const char *label)
   if (*S (l, "held_outside_topology"))
     fprintf (out, "  held CPUs this topology does not have: %s\n", S (l, "held_outside_topology"));
 }
-
-static void
-print_warnings (FILE *out, json_object *l)
-{
-  for (size_t i = 0; i < len (l, "warnings"); i++)
-    {
-      char buf[2 * TEXT_MAX];
-      snprintf (buf, sizeof buf, "%s", json_object_get_string (at (l, "warnings", i)));
-      cp_text_sanitize (buf);
-      fprintf (out, "  warning: %s\n", buf);
-    }
-}
-
-static void

@@ -316,18 +316,6 @@ print_kubelet (const struct cp_view *v, json_object *k)
 /* The header and this many records: about ten lines. */
 #define RECENT_LINES 9
 
-/* ID as podman and crictl print a container's: its first 12 characters; for
-   "apply:<cgroup>", the end of the cgroup, which tells cgroups apart. */
-static void
-short_id (const char *id, char *buf, size_t size)
-{
-  size_t n = strlen (id);
-  if (strncmp (id, "apply:", 6) == 0 && n > 6 + 12)
-    snprintf (buf, size, "~%s", id + n - 11);
-  else
-    snprintf (buf, size, "%.12s", id);
-}
-
 /* LINE cut to RECENT_COLS bytes at a character boundary (sanitized text: UTF-8). */
 static void
 cut_line (char *line)
@@ -344,15 +332,17 @@ cut_line (char *line)
 static void
 print_record (FILE *out, json_object *r)
 {
-  char when[32] = "?", id[16], line[TEXT_MAX + 256];
+  char when[32] = "?", id[4 * CP_STATUS_ID_COLS + 8], line[TEXT_MAX + 256];
   time_t t = (time_t) num (r, "time");
   struct tm tm;
   if (gmtime_r (&t, &tm))
     strftime (when, sizeof when, "%m-%d %H:%M", &tm);
-  short_id (S (r, "id"), id, sizeof id);
+  cp_status_short_id (S (r, "id"), NULL, id, sizeof id);
   const char *kind = S (r, "kind"), *cpus = S (r, "cpus"), *reason = S (r, "reason");
   /* The front (hook, apply, release) is in --json: the width goes to the reason. */
-  int n = snprintf (line, sizeof line, "  %s %-8s %-12s", when, kind, id);
+  /* %-*s pads bytes: an ellipsis is 3 bytes in 1 column. */
+  int pad = 12 + (int) (strlen (id) - cp_view_columns (id, SIZE_MAX));
+  int n = snprintf (line, sizeof line, "  %s %-8s %-*s", when, kind, pad, id);
   if (n > 0 && (size_t) n < sizeof line && *cpus)
     n += snprintf (line + n, sizeof line - n, " cpus %s:", cpus);
   if (n > 0 && (size_t) n < sizeof line)

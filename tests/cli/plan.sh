@@ -55,7 +55,7 @@ expect_usage_error "--cpus 99999" "--cpus" plan --topology "$SYN" --cpus 99999
 expect_usage_error "--cpus abc" "--cpus" plan --topology "$SYN" --cpus abc
 # more than allowed is a request the host cannot meet: exit 3, as from apply (tests/cli/messages.sh)
 run plan --topology "$SYN" --cpus 33
-if [ "$rc" -eq 3 ] && [ ! -s "$TMP/out" ] && [ "$(cat "$TMP/err")" = "cachepin plan: --cpus: 33 is more than the 32 CPUs the topology allows (CPUs 0-31)" ]; then
+if [ "$rc" -eq 3 ] && [ ! -s "$TMP/out" ] && [ "$(cat "$TMP/err")" = "cachepin plan: --cpus: 33 is more than the 32 CPUs topology \`synthetic:package:2 l3cache:2 core:4 pu:2\` allows (CPUs 0-31)" ]; then
   ok "--cpus 33 (more than allowed) -> exit 3: $(cat "$TMP/err")"
 else
   bad "--cpus 33 (more than allowed): exit $rc, expected 3: $(cat "$TMP/out" "$TMP/err")"
