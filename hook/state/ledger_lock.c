@@ -19,7 +19,10 @@ elapsed_ms (const struct timespec *since)
 {
   struct timespec now;
   clock_gettime (CLOCK_MONOTONIC, &now);
-  return (long long) (now.tv_sec - since->tv_sec) * 1000 + (now.tv_nsec - since->tv_nsec) / 1000000;
+  /* In nanoseconds first: the tv_nsec difference alone truncates toward zero
+     when it is negative, which read up to 1 ms high. */
+  long long ns = (long long) (now.tv_sec - since->tv_sec) * 1000000000LL + (now.tv_nsec - since->tv_nsec);
+  return ns / 1000000;
 }
 
 /* flock(FD, LOCK_EX) by TIMEOUT_MS after START.  flock() has no timeout and
