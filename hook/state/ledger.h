@@ -166,8 +166,12 @@ struct cp_ledger_liveness
 int cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data);
 int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *data);
 
+/* How long an entry recorded before its cgroup existed (pid 0 and no inode: the NRI
+ * plugin's, decided at CreateContainer) is kept while its cgroup does not exist yet. */
+#define CP_LEDGER_PENDING_SECONDS 60
+
 /* Drop the entries whose container is gone: its cgroup directory no longer
- * exists, or (with ALIVE->cgroup_cpus) has another inode than the one recorded
+ * exists (unless the entry is pending: CP_LEDGER_PENDING_SECONDS), or (with ALIVE->cgroup_cpus) has another inode than the one recorded
  * (removed and made again: another cgroup, not a drifted one), or it has a pid and
  * that pid is dead, a zombie, or started at another time (the pid was reused).
  * ALIVE NULL: the real checks.  *DROPPED (if not NULL) is how many were dropped.
