@@ -9,15 +9,23 @@
  * Shutdown.  One request at a time, answered before the next is read: a placement
  * takes milliseconds, the runtime's request timeout is 2 s.
  *
+ * The pre-launched form: a runtime that starts the plugin itself (containerd's
+ * plugin_path, /opt/nri/plugins/NN-name, here a script that runs `cachepin nri`)
+ * hands it a connected socket as fd NRI_PLUGIN_SOCKET, and its name and index as
+ * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); options given
+ * still win over those.
+ *
  * Not yet (issue 22): reconnecting after a runtime restart (the plugin exits 0, as
  * a Go stub does when its connection closes, for its supervisor to start it
- * again), the pre-launched form, rebuilding what is placed at Synchronize, a
- * sandbox profile for a long-running process. */
+ * again), rebuilding what is placed at Synchronize, a sandbox profile for a
+ * long-running process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "log.h"
@@ -32,9 +40,11 @@ static const char nri_usage[] =
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
   "updates, release them when they stop.  Runs until the runtime closes the connection\n"
   "or SIGTERM.\n\n"
-  "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ")\n"
-  "  --name NAME      the plugin's name (default cachepin)\n"
-  "  --idx NN         its index, two digits: the order among plugins (default 50)\n"
+  "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ",\n"
+  "                   or the descriptor NRI_PLUGIN_SOCKET names: started by the runtime)\n"
+  "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
+  "  --idx NN         its index, two digits: the order among plugins (default\n"
+  "                   NRI_PLUGIN_IDX, or 50)\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  -h, --help       this text\n";
 
@@ -48,10 +58,27 @@ enum
 struct nri_args
 {
   struct cp_cli_common c;
-  const char *socket;
-  const char *name;
-  const char *idx;
+  const char *socket; /* NULL: the default, or NRI_PLUGIN_SOCKET's fd */
+  const char *name;   /* NULL: NRI_PLUGIN_NAME or "cachepin" */
+  const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
 };
+
+static int
+check_name (const char *what, const char *arg, cp_error_t *err)
+{
+  if (arg[0] == '\0' || strchr (arg, '-') != NULL || strlen (arg) > 64)
+    return cp_fail_input (err, "%s `%.64s`: 1 to 64 characters, no `-`", what, arg);
+  return 0;
+}
+
+/* nri pkg/api/plugin.go CheckPluginIndex: exactly two digits. */
+static int
+check_idx (const char *what, const char *arg, cp_error_t *err)
+{
+  if (strlen (arg) != 2 || arg[0] < '0' || arg[0] > '9' || arg[1] < '0' || arg[1] > '9')
+    return cp_fail_input (err, "%s `%.64s`: two digits (00 to 99)", what, arg);
+  return 0;
+}
 
 static int
 nri_option (int opt, const char *arg, void *args, cp_error_t *err)
@@ -63,19 +90,68 @@ nri_option (int opt, const char *arg, void *args, cp_error_t *err)
       a->socket = arg;
       return 1;
     case OPT_NAME:
-      if (arg[0] == '\0' || strchr (arg, '-') != NULL || strlen (arg) > 64)
-        return cp_fail_input (err, "--name `%.64s`: 1 to 64 characters, no `-`", arg);
+      if (check_name ("--name", arg, err) < 0)
+        return -1;
       a->name = arg;
       return 1;
     case OPT_IDX:
-      /* nri pkg/api/plugin.go CheckPluginIndex: exactly two digits. */
-      if (strlen (arg) != 2 || arg[0] < '0' || arg[0] > '9' || arg[1] < '0' || arg[1] > '9')
-        return cp_fail_input (err, "--idx `%.64s`: two digits (00 to 99)", arg);
+      if (check_idx ("--idx", arg, err) < 0)
+        return -1;
       a->idx = arg;
       return 1;
     default:
       return 0;
     }
+}
+
+/* The runtime's NRI_PLUGIN_NAME and NRI_PLUGIN_IDX where no option names them. */
+static int
+names_from_env (struct nri_args *a, cp_error_t *err)
+{
+  const char *name = getenv ("NRI_PLUGIN_NAME"), *idx = getenv ("NRI_PLUGIN_IDX");
+  if (a->name == NULL && name && *name)
+    {
+      if (check_name ("NRI_PLUGIN_NAME", name, err) < 0)
+        return -1;
+      a->name = name;
+    }
+  if (a->idx == NULL && idx && *idx)
+    {
+      if (check_idx ("NRI_PLUGIN_IDX", idx, err) < 0)
+        return -1;
+      a->idx = idx;
+    }
+  if (a->name == NULL)
+    a->name = "cachepin";
+  if (a->idx == NULL)
+    a->idx = "50";
+  return 0;
+}
+
+/* The connection: --socket's, else the pre-launched form's fd (NRI_PLUGIN_SOCKET:
+   a socket, 3 or above), else the default socket's. */
+static int
+connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, cp_error_t *err)
+{
+  const char *env = getenv ("NRI_PLUGIN_SOCKET");
+  if (a->socket == NULL && env && *env)
+    {
+      char *end;
+      errno = 0;
+      long fd = strtol (env, &end, 10);
+      struct stat st;
+      if (errno || *end || end == env || fd < 3 || fd > 65535 || fstat ((int) fd, &st) < 0 || !S_ISSOCK (st.st_mode))
+        return cp_fail_input (err, "NRI_PLUGIN_SOCKET `%.32s`: not a connected socket's descriptor", env);
+      unsetenv ("NRI_PLUGIN_SOCKET"); /* not for what this process may start */
+      cp_nri_conn_adopt ((int) fd, c);
+      cp_log (CP_LOG_INFO, "nri: pre-launched, on descriptor %ld", fd);
+      return 0;
+    }
+  const char *path = a->socket ? a->socket : CP_NRI_DEFAULT_SOCKET;
+  if (cp_nri_conn_dial (path, c, err) < 0)
+    return -1;
+  cp_log (CP_LOG_INFO, "nri: connected to %s", path);
+  return 0;
 }
 
 static const struct option nri_options[] = {
@@ -288,10 +364,12 @@ run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_con
 int
 cp_cmd_nri (int argc, char **argv, cp_error_t *err)
 {
-  struct nri_args a = { .socket = CP_NRI_DEFAULT_SOCKET, .name = "cachepin", .idx = "50" };
+  struct nri_args a = { 0 };
   int r = cp_cli_begin (&nri_spec, argc, argv, &a.c, &a, err);
   if (r <= 0)
     return r;
+  if (names_from_env (&a, err) < 0)
+    return -1;
   cp_log_init ("cachepin", true);
   struct cp_hostconfig hc = { 0 };
   if (cp_cli_load_config (&a.c, &hc, err) < 0)
@@ -300,11 +378,10 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   catch_stop_signals ();
   struct cp_nri_conn c;
-  if (cp_nri_conn_dial (a.socket, &c, err) < 0)
+  if (connect_runtime (&a, &c, err) < 0)
     r = -1;
   else
     {
-      cp_log (CP_LOG_INFO, "nri: connected to %s", a.socket);
       r = run (&a, &hc, &c, err);
       cp_nri_conn_close (&c);
     }

@@ -16,7 +16,8 @@
 # quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
 # with the plugin's line and the same request without strict starts unplaced; an invalid
 # annotation (smt=pe1) fails it; stop and remove empty the ledger; the plugin killed, a pod that asks still
-# starts (unplaced).
+# starts (unplaced); the pre-launched form (containerd starts it from its plugin_path with a
+# connected socket) registers, places, and ends when containerd stops.
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
 # the Debian archive unreachable with nothing cached). CACHEPIN_CRI_KEEP=1 keeps the scratch
@@ -87,6 +88,16 @@ stop_plugin () {
   wait "$PLUGIN_PID" 2>/dev/null
   PLUGIN_PID=""
 }
+stop_containerd () {
+  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; CLIENT_PID=""; rm -f "$D/cri.in" "$D/cri.out"; fi
+  if [ -n "$CTRD_PID" ]; then
+    kill "$CTRD_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$CTRD_PID" 2>/dev/null
+    wait "$CTRD_PID" 2>/dev/null
+    CTRD_PID=""
+  fi
+}
 cleanup () {
   local p c pid m
   for p in "${PODS[@]}"; do
@@ -95,13 +106,9 @@ cleanup () {
     cri rm-pod "$p" >/dev/null 2>&1
   done
   stop_plugin
-  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; fi
-  if [ -n "$CTRD_PID" ]; then
-    kill "$CTRD_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$CTRD_PID" 2>/dev/null
-    wait "$CTRD_PID" 2>/dev/null
-  fi
+  stop_containerd
+  # A pre-launched plugin (its command line names our config) outlives containerd only briefly.
+  for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
   for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
   awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
   for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
@@ -328,10 +335,39 @@ if run_pod "$TAG-gone" cachepin.io/cpus=1; then
   teardown "$POD" ${C:+"$C"}
 fi
 
+# 7. The pre-launched form: containerd starts the plugin from its plugin_path (a script
+# NN-name there, as /opt/nri/plugins holds) and hands it a connected socket (fd 3,
+# NRI_PLUGIN_SOCKET) with its name and index in NRI_PLUGIN_NAME and NRI_PLUGIN_IDX.
+stop_containerd
+printf '#!/bin/sh\nexec "%s" nri --config "%s" >>"%s" 2>&1\n' "$BIN" "$D/cachepin.json" "$D/nri-pre.log" \
+  >"$D/nri-plugins/10-cachepin"
+chmod 0755 "$D/nri-plugins/10-cachepin"
+if start_containerd; then
+  for _ in $(seq 50); do grep -q 'nri: synchronized' "$D/nri-pre.log" 2>/dev/null && break; sleep 0.1; done
+  check "pre-launched: the plugin took fd 3 from NRI_PLUGIN_SOCKET" grep -q 'nri: pre-launched, on descriptor 3' "$D/nri-pre.log"
+  check "pre-launched: registered as 10-cachepin (NRI_PLUGIN_IDX, NRI_PLUGIN_NAME)" \
+    grep -q 'nri: registered as plugin 10-cachepin' "$D/nri-pre.log"
+  if run_pod "$TAG-pre" cachepin.io/cpus=1; then
+    if create_start "$POD" app "$TAG-pre" pod:cachepin.io/cpus=1; then
+      h=$(held "$C")
+      check "pre-launched: placed, the ledger holds 1 CPU ($h)" [ "$(ncpus "$h")" = 1 ]
+      check "pre-launched: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$C")" "$h"
+    fi
+    teardown "$POD" ${C:+"$C"}
+  fi
+  stop_containerd
+  for _ in $(seq 50); do grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log" && break; sleep 0.1; done
+  check "pre-launched: containerd stopped, the plugin saw its connection close" \
+    grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log"
+else
+  bad "pre-launched: containerd did not start again"
+fi
+
 echo "$PASS passed, $FAIL failed"
 if [ "$FAIL" != 0 ]; then
   echo "--- the plugin's log ---"
   tail -30 "$D/nri.log"
+  [ -f "$D/nri-pre.log" ] && { echo "--- the pre-launched plugin's log ---"; tail -20 "$D/nri-pre.log"; }
   echo "--- containerd log (errors) ---"
   grep -E 'level=(error|warning)' "$D/containerd.log" | tail -20
   exit 1
