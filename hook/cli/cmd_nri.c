@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cli.h"
 #include "log.h"
@@ -298,6 +299,8 @@ serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_b
 {
   if (m->type != CP_TTRPC_REQUEST)
     return cp_fail_input (err, "NRI: a ttrpc message of type %u on the plugin's connection", m->type);
+  struct timespec t0, t1;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
   Ttrpc__Request *req = NULL;
   if (cp_rpc_request_decode (m->payload, m->len, &req, err) < 0)
     return -1;
@@ -322,6 +325,10 @@ serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_b
       cp_log (CP_LOG_DEBUG, "nri: %s", why);
       r = cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, m->stream, CP_RPC_UNIMPLEMENTED, why, NULL, out, err);
     }
+  /* The runtime waits for the answer (2 s at most, then it goes on without us). */
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  long us = (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+  cp_log (CP_LOG_DEBUG, "nri: %.64s answered in %ld us", req->method, us);
   ttrpc__request__free_unpacked (req, NULL);
   return r;
 }

@@ -124,6 +124,7 @@ bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
 check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
 same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
 fails () { ! "$@"; }
+apply_status () { local want=$1; shift; "$BIN" apply "$@" --config "$D/cachepin.json" >/dev/null 2>&1; [ $? = "$want" ]; }
 
 build_image () {
   local img=$D/img r=$D/img/rootfs
@@ -276,6 +277,21 @@ if run_pod "$TAG-pod" cachepin.io/cpus=1; then
     else
       bad "update with a quota: UpdateContainerResources"
     fi
+    # One ledger for every route: `cachepin apply` on the same node sees the plugin's CPU held.
+    n=$(ncpus "$ALL")
+    APPLY_CG=$CPUSET$PARENT/apply
+    if [ "$n" -ge 2 ] && mkdir -p "$APPLY_CG"; then
+      check "apply --cpus $n --strict beside it: refused, the plugin's CPU is held (exit 3)" \
+        apply_status 3 --cgroup "$APPLY_CG" --cpus "$n" --strict
+      if "$BIN" apply --cgroup "$APPLY_CG" --cpus 1 --config "$D/cachepin.json" >/dev/null 2>&1; then
+        a=$(cat "$APPLY_CG/cpuset.cpus")
+        check "apply --cpus 1 beside it: another CPU than the plugin's ($a, not $h)" [ -n "$a" ] && [ "$a" != "$h" ]
+        "$BIN" release --cgroup "$APPLY_CG" --config "$D/cachepin.json" >/dev/null 2>&1 || bad "release of the applied cgroup"
+      else
+        bad "apply --cpus 1 beside the plugin's container"
+      fi
+      rmdir "$APPLY_CG" 2>/dev/null
+    fi
     # 3. With its CPU held, every CPU exclusively cannot be had: strict fails the
     # container with the plugin's line, without strict it starts unplaced.
     n=$(ncpus "$ALL")
@@ -362,6 +378,10 @@ if start_containerd; then
 else
   bad "pre-launched: containerd did not start again"
 fi
+
+# What the plugin took to answer containerd's CreateContainer calls (its debug log).
+times=$(cat "$D/nri.log" "$D/nri-pre.log" 2>/dev/null | awk '/nri: CreateContainer answered in/ {print $(NF-1)}' | sort -n)
+[ -n "$times" ] && echo "note: CreateContainer answered in $(echo $times | tr ' ' ',') us (sorted)"
 
 echo "$PASS passed, $FAIL failed"
 if [ "$FAIL" != 0 ]; then
