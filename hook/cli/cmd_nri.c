@@ -35,6 +35,8 @@
 #include "nri_rpc.h"
 #include "util.h"
 
+#define CP_NRI_LOCK_TIMEOUT_MS 1000
+
 static const char nri_usage[] =
   "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
@@ -228,6 +230,9 @@ configure (const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_c
   cp_log (CP_LOG_INFO, "nri: configured by %s %s (registration timeout %lld ms, request timeout %lld ms)",
           req->runtime_name, req->runtime_version, (long long) req->registration_timeout,
           (long long) req->request_timeout);
+  if (req->request_timeout > 0 && req->request_timeout < 2 * CP_NRI_LOCK_TIMEOUT_MS)
+    cp_log (CP_LOG_WARNING, "nri: the runtime's request timeout (%lld ms) leaves little room for the ledger's lock "
+                            "wait (at most %d ms)", (long long) req->request_timeout, CP_NRI_LOCK_TIMEOUT_MS);
   Nri__Pkg__Api__V1alpha1__ConfigureResponse resp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
   resp.events = CP_NRI_EVENTS;
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
@@ -381,6 +386,13 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   struct cp_hostconfig hc = { 0 };
   if (cp_cli_load_config (&a.c, &hc, err) < 0)
     return -1;
+  /* Every answer well inside the runtime's request timeout (containerd's default
+     2 s; past it, it goes on without the plugin's answer): the ledger's lock is
+     waited for at most half of that (the host config's lock_timeout_ms is a hook's,
+     5 s by default); a wait that times out leaves the container unplaced, or fails a
+     strict one, as any host failure does. */
+  if (hc.lock_timeout_ms > CP_NRI_LOCK_TIMEOUT_MS)
+    hc.lock_timeout_ms = CP_NRI_LOCK_TIMEOUT_MS;
   cp_cli_stay_unsandboxed ();
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   catch_stop_signals ();

@@ -16,7 +16,8 @@
 # quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
 # with the plugin's line and the same request without strict starts unplaced; an invalid
 # annotation (smt=pe1) fails it; stop and remove empty the ledger; the plugin killed, a pod that asks still
-# starts (unplaced); the pre-launched form (containerd starts it from its plugin_path with a
+# starts (unplaced); with the ledger's lock held by another process, a container that asks
+# starts unplaced (the plugin waits 1 s at most); the pre-launched form (containerd starts it from its plugin_path with a
 # connected socket) registers, places, and ends when containerd stops.
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
@@ -340,7 +341,23 @@ if run_pod "$TAG-invalid" cachepin.io/cpus=1 cachepin.io/smt=pe1; then
   teardown "$POD"
 fi
 
-# 6. The plugin gone: a pod that asks still starts, unplaced.
+# 6. The ledger's lock held by another cachepin (a stuck hook): the plugin waits at most 1 s
+# (half containerd's 2 s request timeout), then the container starts unplaced, never failed.
+( exec 8<"$D/cpstate" 9>"$D/cpstate/ledger.lock"; flock 8; flock 9; exec sleep 30 ) </dev/null >/dev/null 2>&1 &
+LOCKER=$!
+sleep 0.5
+if run_pod "$TAG-locked" cachepin.io/cpus=1; then
+  if create_start "$POD" app "$TAG-locked" pod:cachepin.io/cpus=1; then
+    check "ledger locked: the container starts unplaced" [ -z "$(held "$C")" ]
+    check "ledger locked: the plugin said why (the lock's wait timed out)" \
+      grep -q "container $C starts unplaced: .*timed out after" "$D/nri.log"
+  fi
+  kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null
+  teardown "$POD" ${C:+"$C"}
+fi
+kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null
+
+# 7. The plugin gone: a pod that asks still starts, unplaced.
 stop_plugin
 check "the plugin stopped on SIGTERM, saying so" grep -q 'nri: stopped by a signal' "$D/nri.log"
 if run_pod "$TAG-gone" cachepin.io/cpus=1; then
@@ -351,7 +368,7 @@ if run_pod "$TAG-gone" cachepin.io/cpus=1; then
   teardown "$POD" ${C:+"$C"}
 fi
 
-# 7. The pre-launched form: containerd starts the plugin from its plugin_path (a script
+# 8. The pre-launched form: containerd starts the plugin from its plugin_path (a script
 # NN-name there, as /opt/nri/plugins holds) and hands it a connected socket (fd 3,
 # NRI_PLUGIN_SOCKET) with its name and index in NRI_PLUGIN_NAME and NRI_PLUGIN_IDX.
 stop_containerd
