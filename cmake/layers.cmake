@@ -11,9 +11,10 @@
 #   host    the host's files and buses: cgroups, /proc, debugfs, systemd, the kubelet, logs
 #   state   what persists between runs: the host config, the ledger, the topology cache
 #   engine  the steps a front end calls: admit, decide, apply, release, status
+#   nri     the NRI transport: the multiplexer's frames, ttrpc, the protobuf messages
 #   cli     the command line (argument parsing and printing), main() aside
 #   support test support (tests/support): the reference ledger codec
-set(CACHEPIN_LAYERS base policy oci host state engine cli support)
+set(CACHEPIN_LAYERS base policy oci host state engine nri cli support)
 
 set(CACHEPIN_LAYER_DIR_base    policy/base)
 set(CACHEPIN_LAYER_DIR_policy  policy)
@@ -21,6 +22,7 @@ set(CACHEPIN_LAYER_DIR_oci     oci)
 set(CACHEPIN_LAYER_DIR_host    hook/host)
 set(CACHEPIN_LAYER_DIR_state   hook/state)
 set(CACHEPIN_LAYER_DIR_engine  hook/engine)
+set(CACHEPIN_LAYER_DIR_nri     hook/nri)
 set(CACHEPIN_LAYER_DIR_cli     hook/cli)
 set(CACHEPIN_LAYER_DIR_support tests/support)
 
@@ -30,8 +32,13 @@ set(CACHEPIN_LAYER_USES_oci     policy base)
 set(CACHEPIN_LAYER_USES_host    base)
 set(CACHEPIN_LAYER_USES_state   host policy base)
 set(CACHEPIN_LAYER_USES_engine  state host oci policy base)
-set(CACHEPIN_LAYER_USES_cli     engine state host oci policy base)
+set(CACHEPIN_LAYER_USES_nri     base)
+set(CACHEPIN_LAYER_USES_cli     engine state host oci nri policy base)
 set(CACHEPIN_LAYER_USES_support state base)
+
+# Headers a layer owns that the build generates (not in its folder): protoc-c's, from
+# hook/nri/proto (cmake/nri_proto.cmake).
+set(CACHEPIN_LAYER_GENERATED_nri api.pb-c.h request.pb-c.h status.pb-c.h)
 
 # No .c or .h under hook/ longer than this (issue 20): a file that long holds two
 # modules; split it along a seam, each piece one module with its prefix, sharing

@@ -34,6 +34,8 @@ function(cachepin_add_layers suffix)
   # sd-bus: its headers only; hook/host/systemd.c dlopen()s libsystemd (CMakeLists.txt).
   target_include_directories(cp_host${suffix} PUBLIC ${SYSTEMD_INCLUDE_DIRS})
   target_include_directories(cp_cli${suffix} PUBLIC ${CMAKE_BINARY_DIR}/generated)
+  # The protobuf code protoc-c generates from hook/nri/proto (cmake/nri_proto.cmake).
+  target_link_libraries(cp_nri${suffix} PUBLIC cp_nri_proto)
   add_library(cachepin_core${suffix} INTERFACE)
   target_link_libraries(cachepin_core${suffix} INTERFACE cp_cli${suffix})
 endfunction()

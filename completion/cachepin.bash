@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release status"
+  local commands="plan hook apply release nri status"
   local request="--cpus --align --smt --mode --strict"
   COMPREPLY=()
 
@@ -31,6 +31,11 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
+    --socket)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -f -- "$cur"))
+      return 0 ;;
+    --name | --idx) return 0 ;;
     --cgroup)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
@@ -44,6 +49,7 @@ _cachepin ()
     hook) words="--config --help createRuntime prestart poststop" ;;
     apply) words="--cgroup --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --config --help" ;;
+    nri) words="--socket --name --idx --config --help" ;;
     status) words="--json --wide --config --help" ;;
     *) return 0 ;;
   esac

@@ -12,6 +12,7 @@ PACKAGES=(
   lintian                      # the .deb passes it (tests/install/lintian.sh)
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
   libsystemd-dev
+  protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

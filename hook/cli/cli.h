@@ -33,6 +33,7 @@ int cp_cmd_hook (int argc, char **argv, cp_error_t *err);
 int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
 int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 int cp_cmd_status (int argc, char **argv, cp_error_t *err);
+int cp_cmd_nri (int argc, char **argv, cp_error_t *err);
 
 /* The status object (cp_status_gather(), status.h) as text on OUT (one screen for
  * a small host): lines of at most 80 columns (short ids and names, the rest
@@ -195,6 +196,12 @@ typedef int (*cp_cli_judge_fn) (const struct cp_hostconfig *hc, bool strict, con
 int cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *target,
                   const struct cp_container_request *creq, cp_cli_judge_fn judge, struct cp_plan **plan_out,
                   cp_error_t *err);
+
+/* A long-running front end (`cachepin nri`) places one container after another in
+   one process: the sandbox a run enters before its decision would stay for the
+   next ones (a profile for a long-running process is still to come, issue 22), so
+   cp_cli_place() and cp_cli_release() enter none after this is called. */
+void cp_cli_stay_unsandboxed (void);
 
 /* A release through the engine's steps: open, the journal, the sandbox, commit;
    a release done is recorded as FRONT's. */

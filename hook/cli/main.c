@@ -35,6 +35,7 @@ static const struct command commands[] = {
   { "hook", cp_cmd_hook, "run as an OCI hook (createRuntime/prestart: place; poststop: release)", NULL, true, true },
   { "apply", cp_cmd_apply, "place a cgroup no runtime manages, and record it", "the placement was made", true, true },
   { "release", cp_cmd_release, "forget a cgroup placed with apply", "the release was made", true, true },
+  { "nri", cp_cmd_nri, "run as an NRI plugin of containerd or CRI-O (place at CreateContainer)", NULL, true, true },
   { "status", cp_cmd_status, "show the topology, the ledger, kernel features, the config (writes nothing)", NULL, true,
     true },
 };

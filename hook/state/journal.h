@@ -88,6 +88,7 @@ enum cp_journal_front
   CP_JOURNAL_HOOK = 0,
   CP_JOURNAL_APPLY,
   CP_JOURNAL_RELEASE,
+  CP_JOURNAL_NRI, /* `cachepin nri`, the NRI plugin */
   CP_JOURNAL_N_FRONTS,
 };
 

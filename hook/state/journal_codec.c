@@ -26,6 +26,7 @@ static const char *const front_names[CP_JOURNAL_N_FRONTS] = {
   [CP_JOURNAL_HOOK] = "hook",
   [CP_JOURNAL_APPLY] = "apply",
   [CP_JOURNAL_RELEASE] = "release",
+  [CP_JOURNAL_NRI] = "nri",
 };
 
 static const char *const kind_names[CP_JOURNAL_N_KINDS] = {

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bitmap.h"
@@ -398,6 +399,17 @@ cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data
   return cp_cgroup_dir_state (cgroup_mount, cgroup);
 }
 
+/* E was decided before its container's cgroup was made and the runtime may still
+ * make it: the NRI plugin answers CreateContainer (pid 0, no inode: nothing exists
+ * yet) and the runtime makes the cgroup when the container starts, a moment later.
+ * Dropping E in between would hand its CPUs out twice. */
+static bool
+pending (const struct cp_ledger_entry *e)
+{
+  long long now = (long long) time (NULL);
+  return e->pid == 0 && e->cgroup_ino == 0 && now >= e->placed_at && now - e->placed_at < CP_LEDGER_PENDING_SECONDS;
+}
+
 char *
 cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
 {
@@ -407,6 +419,8 @@ cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_li
                   : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
   if (state != 1)
     hwloc_bitmap_zero (live);
+  if (state == 0 && pending (e))
+    return NULL;
   if (state == 0)
     return cp_xasprintf ("cgroup %s under %s no longer exists", e->cgroup, e->cgroup_mount);
   /* A service restart removes its cgroup and makes it again: the new one's cpuset

@@ -178,8 +178,12 @@ int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *d
 char *cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
                             hwloc_bitmap_t live);
 
+/* How long an entry recorded before its cgroup existed (pid 0 and no inode: the NRI
+ * plugin's, decided at CreateContainer) is kept while its cgroup does not exist yet. */
+#define CP_LEDGER_PENDING_SECONDS 60
+
 /* Drop the entries whose container is gone: its cgroup directory no longer
- * exists, or (with ALIVE->cgroup_cpus) has another inode than the one recorded
+ * exists (unless the entry is pending: CP_LEDGER_PENDING_SECONDS), or (with ALIVE->cgroup_cpus) has another inode than the one recorded
  * (removed and made again: another cgroup, not a drifted one), or it has a pid and
  * that pid is dead, a zombie, or started at another time (the pid was reused).
  * ALIVE NULL: the real checks.  *DROPPED (if not NULL) is how many were dropped.

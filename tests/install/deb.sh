@@ -40,6 +40,8 @@ trap cleanup EXIT
 DEB=$(build_deb "$BUILD" "$DIR/pkg") || { fail "cpack -G DEB"; finish; exit; }
 check "package depends on its shared libraries (shlibdeps): $(dpkg-deb -f "$DEB" Depends)" \
   bash -c "dpkg-deb -f '$DEB' Depends | grep -q libhwloc"
+check "package depends on libprotobuf-c1 (the NRI plugin's messages)" \
+  bash -c "dpkg-deb -f '$DEB' Depends | grep -q libprotobuf-c1"
 # libsystemd is dlopen()ed, invisible to shlibdeps: recommended by hand (CMakeLists.txt).
 check "package recommends libsystemd0 and does not depend on it: $(dpkg-deb -f "$DEB" Recommends)" \
   bash -c "dpkg-deb -f '$DEB' Recommends | grep -q libsystemd0 && ! dpkg-deb -f '$DEB' Depends | grep -q libsystemd"

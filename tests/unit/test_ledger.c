@@ -1892,6 +1892,55 @@ test_reconcile_fake (void **state)
   cp_ledger_close (l);
 }
 
+/* An entry decided before its cgroup was made (the NRI plugin's: pid 0, no inode)
+   is kept while its cgroup does not exist yet, for CP_LEDGER_PENDING_SECONDS after it
+   was placed; one with an inode or a pid, or placed longer ago, is dropped. */
+static void
+test_reconcile_pending (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  long long now = (long long) time (NULL);
+  static const struct
+  {
+    const char *id;
+    long long age;
+    unsigned long long ino;
+    pid_t pid;
+    bool kept;
+  } cases[] = {
+    { "pending", 1, 0, 0, true },
+    { "pending, old", CP_LEDGER_PENDING_SECONDS + 1, 0, 0, false },
+    { "made, then gone", 1, 42, 0, false },
+    { "with a pid", 1, 0, 100, false },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      char cpu[8];
+      snprintf (cpu, sizeof cpu, "%zu", i);
+      struct cp_ledger_entry e = entry (cases[i].id, CP_MODE_EXCLUSIVE, cpu, cpu);
+      free (e.cgroup);
+      e.cgroup = cp_xstrdup ("/gone");
+      e.placed_at = now - cases[i].age;
+      e.cgroup_ino = cases[i].ino;
+      e.pid = cases[i].pid;
+      e.start_time = cases[i].pid ? 5000 : 0;
+      put_ok (l, &e);
+      cp_ledger_entry_clear (&e);
+    }
+  struct fake f = { 0 };
+  struct cp_ledger_liveness fake = { .cgroup_exists = fake_cgroup, .pid_start_time = fake_pid, .data = &f };
+  unsigned dropped;
+  expect_ok (cp_ledger_reconcile (l, &fake, &dropped, &err), err);
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    if ((cp_ledger_find (l, cases[i].id) != NULL) != cases[i].kept)
+      fail_msg ("%s: %s", cases[i].id, cases[i].kept ? "dropped" : "kept");
+  assert_int_equal (dropped, 3);
+  cp_ledger_close (l);
+}
+
 static bool
 check_only_askers (const struct cp_ledger_entry *e, void *data)
 {
@@ -2334,6 +2383,7 @@ main (void)
     cmocka_unit_test (test_proc_stat_parse),
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_reconcile_fake),
+    cmocka_unit_test (test_reconcile_pending),
     cmocka_unit_test (test_reconcile_drift),
     cmocka_unit_test (test_reconcile_recreated),
     cmocka_unit_test (test_entry_name),

@@ -1,0 +1,409 @@
+/* `cachepin nri`: the NRI plugin, a second front end on the hook's engine.
+ *
+ * The protocol (containerd/nri v0.8.0 pkg/stub/stub.go, what a Go plugin does):
+ * connect to the runtime's socket, multiplexed (hook/nri/nri_wire.h); call
+ * Runtime.RegisterPlugin{name, idx} on connection 2; serve the Plugin service on
+ * connection 1: Configure (answered with the events subscribed to), Synchronize
+ * (the containers that exist: answered with no updates, `more` echoed so that a
+ * split synchronization goes on), then the container events (nri_events.c), and
+ * Shutdown.  One request at a time, answered before the next is read: a placement
+ * takes milliseconds, the runtime's request timeout is 2 s.
+ *
+ * The pre-launched form: a runtime that starts the plugin itself (containerd's
+ * plugin_path, /opt/nri/plugins/NN-name, here a script that runs `cachepin nri`)
+ * hands it a connected socket as fd NRI_PLUGIN_SOCKET, and its name and index as
+ * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); options given
+ * still win over those.
+ *
+ * Not yet (issue 22): reconnecting after a runtime restart (the plugin exits 0, as
+ * a Go stub does when its connection closes, for its supervisor to start it
+ * again), rebuilding what is placed at Synchronize, a sandbox profile for a
+ * long-running process. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "log.h"
+#include "nri_conn.h"
+#include "nri_plugin.h"
+#include "nri_rpc.h"
+#include "util.h"
+
+#define CP_NRI_LOCK_TIMEOUT_MS 1000
+
+static const char nri_usage[] =
+  "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--config PATH]\n"
+  "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
+  "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
+  "updates, release them when they stop.  Runs until the runtime closes the connection\n"
+  "or SIGTERM.\n\n"
+  "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ",\n"
+  "                   or the descriptor NRI_PLUGIN_SOCKET names: started by the runtime)\n"
+  "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
+  "  --idx NN         its index, two digits: the order among plugins (default\n"
+  "                   NRI_PLUGIN_IDX, or 50)\n"
+  "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  -h, --help       this text\n";
+
+enum
+{
+  OPT_SOCKET = 0x200,
+  OPT_NAME,
+  OPT_IDX,
+};
+
+struct nri_args
+{
+  struct cp_cli_common c;
+  const char *socket; /* NULL: the default, or NRI_PLUGIN_SOCKET's fd */
+  const char *name;   /* NULL: NRI_PLUGIN_NAME or "cachepin" */
+  const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
+};
+
+static int
+check_name (const char *what, const char *arg, cp_error_t *err)
+{
+  if (arg[0] == '\0' || strchr (arg, '-') != NULL || strlen (arg) > 64)
+    return cp_fail_input (err, "%s `%.64s`: 1 to 64 characters, no `-`", what, arg);
+  return 0;
+}
+
+/* nri pkg/api/plugin.go CheckPluginIndex: exactly two digits. */
+static int
+check_idx (const char *what, const char *arg, cp_error_t *err)
+{
+  if (strlen (arg) != 2 || arg[0] < '0' || arg[0] > '9' || arg[1] < '0' || arg[1] > '9')
+    return cp_fail_input (err, "%s `%.64s`: two digits (00 to 99)", what, arg);
+  return 0;
+}
+
+static int
+nri_option (int opt, const char *arg, void *args, cp_error_t *err)
+{
+  struct nri_args *a = args;
+  switch (opt)
+    {
+    case OPT_SOCKET:
+      a->socket = arg;
+      return 1;
+    case OPT_NAME:
+      if (check_name ("--name", arg, err) < 0)
+        return -1;
+      a->name = arg;
+      return 1;
+    case OPT_IDX:
+      if (check_idx ("--idx", arg, err) < 0)
+        return -1;
+      a->idx = arg;
+      return 1;
+    default:
+      return 0;
+    }
+}
+
+/* The runtime's NRI_PLUGIN_NAME and NRI_PLUGIN_IDX where no option names them. */
+static int
+names_from_env (struct nri_args *a, cp_error_t *err)
+{
+  const char *name = getenv ("NRI_PLUGIN_NAME"), *idx = getenv ("NRI_PLUGIN_IDX");
+  if (a->name == NULL && name && *name)
+    {
+      if (check_name ("NRI_PLUGIN_NAME", name, err) < 0)
+        return -1;
+      a->name = name;
+    }
+  if (a->idx == NULL && idx && *idx)
+    {
+      if (check_idx ("NRI_PLUGIN_IDX", idx, err) < 0)
+        return -1;
+      a->idx = idx;
+    }
+  if (a->name == NULL)
+    a->name = "cachepin";
+  if (a->idx == NULL)
+    a->idx = "50";
+  return 0;
+}
+
+/* The connection: --socket's, else the pre-launched form's fd (NRI_PLUGIN_SOCKET:
+   a socket, 3 or above), else the default socket's. */
+static int
+connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, cp_error_t *err)
+{
+  const char *env = getenv ("NRI_PLUGIN_SOCKET");
+  if (a->socket == NULL && env && *env)
+    {
+      char *end;
+      errno = 0;
+      long fd = strtol (env, &end, 10);
+      struct stat st;
+      if (errno || *end || end == env || fd < 3 || fd > 65535 || fstat ((int) fd, &st) < 0 || !S_ISSOCK (st.st_mode))
+        return cp_fail_input (err, "NRI_PLUGIN_SOCKET `%.32s`: not a connected socket's descriptor", env);
+      unsetenv ("NRI_PLUGIN_SOCKET"); /* not for what this process may start */
+      cp_nri_conn_adopt ((int) fd, c);
+      cp_log (CP_LOG_INFO, "nri: pre-launched, on descriptor %ld", fd);
+      return 0;
+    }
+  const char *path = a->socket ? a->socket : CP_NRI_DEFAULT_SOCKET;
+  if (cp_nri_conn_dial (path, c, err) < 0)
+    return -1;
+  cp_log (CP_LOG_INFO, "nri: connected to %s", path);
+  return 0;
+}
+
+static const struct option nri_options[] = {
+  { "socket", required_argument, NULL, OPT_SOCKET },
+  { "name", required_argument, NULL, OPT_NAME },
+  { "idx", required_argument, NULL, OPT_IDX },
+  CP_CONFIG_LONG_OPTION,
+  CP_HELP_LONG_OPTION,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cp_cli_spec nri_spec = {
+  .name = "nri",
+  .usage = nri_usage,
+  .shortopts = "+:h",
+  .options = nri_options,
+  .option = nri_option,
+};
+
+static volatile sig_atomic_t stopping;
+
+static void
+on_stop (int sig)
+{
+  (void) sig;
+  stopping = 1;
+}
+
+/* SIGTERM and SIGINT end the loop at its next wait (no SA_RESTART: poll returns). */
+static void
+catch_stop_signals (void)
+{
+  struct sigaction sa = { .sa_handler = on_stop };
+  sigemptyset (&sa.sa_mask);
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGINT, &sa, NULL);
+}
+
+static int
+register_plugin (struct cp_nri_conn *c, const struct nri_args *a, struct cp_buf *out, cp_error_t *err)
+{
+  Nri__Pkg__Api__V1alpha1__RegisterPluginRequest req = NRI__PKG__API__V1ALPHA1__REGISTER_PLUGIN_REQUEST__INIT;
+  req.plugin_name = (char *) a->name;
+  req.plugin_idx = (char *) a->idx;
+  uint32_t stream = c->next_stream;
+  c->next_stream += 2;
+  if (cp_rpc_request_encode (CP_MUX_CONN_RUNTIME, stream, CP_NRI_SERVICE_RUNTIME, "RegisterPlugin", &req.base, out,
+                             err) < 0)
+    return -1;
+  return cp_nri_conn_send (c, out, err);
+}
+
+/* The answer to our RegisterPlugin (the only call we make). */
+static int
+registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, cp_error_t *err)
+{
+  if (m->type != CP_TTRPC_RESPONSE)
+    return cp_fail_input (err, "NRI: a ttrpc message of type %u on the runtime's connection", m->type);
+  int32_t code;
+  cleanup_free char *message = NULL;
+  if (cp_rpc_response_decode (m->payload, m->len, &code, &message, err) < 0)
+    return -1;
+  if (code != CP_RPC_OK)
+    return cp_fail_runtime (err, "NRI: the runtime refused to register plugin %s-%s: %s (code %d)", a->idx, a->name,
+                            message ? message : "no reason given", code);
+  cp_log (CP_LOG_INFO, "nri: registered as plugin %s-%s", a->idx, a->name);
+  return 0;
+}
+
+static int
+configure (const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_call *call, cp_error_t *err)
+{
+  cp_log (CP_LOG_INFO, "nri: configured by %s %s (registration timeout %lld ms, request timeout %lld ms)",
+          req->runtime_name, req->runtime_version, (long long) req->registration_timeout,
+          (long long) req->request_timeout);
+  if (req->request_timeout > 0 && req->request_timeout < 2 * CP_NRI_LOCK_TIMEOUT_MS)
+    cp_log (CP_LOG_WARNING, "nri: the runtime's request timeout (%lld ms) leaves little room for the ledger's lock "
+                            "wait (at most %d ms)", (long long) req->request_timeout, CP_NRI_LOCK_TIMEOUT_MS);
+  Nri__Pkg__Api__V1alpha1__ConfigureResponse resp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
+  resp.events = CP_NRI_EVENTS;
+  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
+}
+
+static int
+synchronize (const Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req, struct cp_nri_call *call, cp_error_t *err)
+{
+  cp_log (CP_LOG_INFO, "nri: synchronized: %zu pods, %zu containers%s", req->n_pods, req->n_containers,
+          req->more ? ", more to come" : "");
+  Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
+  resp.more = req->more; /* the runtime sends the rest only when we say we take it */
+  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
+}
+
+/* One method of the Plugin service: its request message and its handler. */
+typedef int (*method_fn) (const struct cp_hostconfig *hc, const ProtobufCMessage *req, struct cp_nri_call *call,
+                          bool *stop, cp_error_t *err);
+
+#define ADAPT(fn, type, call_expr)                                                                            \
+  static int fn (const struct cp_hostconfig *hc, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop, \
+                 cp_error_t *err)                                                                             \
+  {                                                                                                           \
+    (void) hc;                                                                                                \
+    (void) stop;                                                                                              \
+    const type *req = (const type *) m;                                                                       \
+    return call_expr;                                                                                         \
+  }
+
+ADAPT (m_configure, Nri__Pkg__Api__V1alpha1__ConfigureRequest, configure (req, call, err))
+ADAPT (m_synchronize, Nri__Pkg__Api__V1alpha1__SynchronizeRequest, synchronize (req, call, err))
+ADAPT (m_create, Nri__Pkg__Api__V1alpha1__CreateContainerRequest, cp_nri_create_container (hc, req, call, err))
+ADAPT (m_update, Nri__Pkg__Api__V1alpha1__UpdateContainerRequest, cp_nri_update_container (hc, req, call, err))
+ADAPT (m_stop, Nri__Pkg__Api__V1alpha1__StopContainerRequest, cp_nri_stop_container (hc, req, call, err))
+ADAPT (m_state, Nri__Pkg__Api__V1alpha1__StateChangeEvent, cp_nri_state_change (hc, req, call, err))
+
+static int
+m_shutdown (const struct cp_hostconfig *hc, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,
+            cp_error_t *err)
+{
+  (void) hc;
+  (void) m;
+  cp_log (CP_LOG_INFO, "nri: the runtime is shutting down");
+  *stop = true;
+  Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
+  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
+}
+
+static const struct
+{
+  const char *name;
+  const ProtobufCMessageDescriptor *desc;
+  method_fn fn;
+} methods[] = {
+  { "Configure", &nri__pkg__api__v1alpha1__configure_request__descriptor, m_configure },
+  { "Synchronize", &nri__pkg__api__v1alpha1__synchronize_request__descriptor, m_synchronize },
+  { "Shutdown", &nri__pkg__api__v1alpha1__empty__descriptor, m_shutdown },
+  { "CreateContainer", &nri__pkg__api__v1alpha1__create_container_request__descriptor, m_create },
+  { "UpdateContainer", &nri__pkg__api__v1alpha1__update_container_request__descriptor, m_update },
+  { "StopContainer", &nri__pkg__api__v1alpha1__stop_container_request__descriptor, m_stop },
+  { "StateChange", &nri__pkg__api__v1alpha1__state_change_event__descriptor, m_state },
+};
+
+/* A request of the runtime on connection 1, answered into OUT.  A request we
+   cannot read closes the connection (one line); a method we do not serve is
+   answered Unimplemented, as a Go server does. */
+static int
+serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_buf *out, bool *stop, cp_error_t *err)
+{
+  if (m->type != CP_TTRPC_REQUEST)
+    return cp_fail_input (err, "NRI: a ttrpc message of type %u on the plugin's connection", m->type);
+  struct timespec t0, t1;
+  clock_gettime (CLOCK_MONOTONIC, &t0);
+  Ttrpc__Request *req = NULL;
+  if (cp_rpc_request_decode (m->payload, m->len, &req, err) < 0)
+    return -1;
+  struct cp_nri_call call = { .stream = m->stream, .out = out };
+  int r = -2;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (methods) && r == -2; i++)
+    {
+      if (strcmp (req->service, CP_NRI_SERVICE_PLUGIN) != 0 || strcmp (req->method, methods[i].name) != 0)
+        continue;
+      ProtobufCMessage *msg = NULL;
+      if (cp_rpc_message_decode (methods[i].desc, req->payload.data, req->payload.len, &msg, err) < 0)
+        r = cp_error_wrap (err, "%s", req->method);
+      else
+        {
+          r = methods[i].fn (hc, msg, &call, stop, err);
+          protobuf_c_message_free_unpacked (msg, NULL);
+        }
+    }
+  if (r == -2)
+    {
+      cleanup_free char *why = cp_xasprintf ("%.128s.%.64s: not served by cachepin", req->service, req->method);
+      cp_log (CP_LOG_DEBUG, "nri: %s", why);
+      r = cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, m->stream, CP_RPC_UNIMPLEMENTED, why, NULL, out, err);
+    }
+  /* The runtime waits for the answer (2 s at most, then it goes on without us). */
+  clock_gettime (CLOCK_MONOTONIC, &t1);
+  long us = (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+  cp_log (CP_LOG_DEBUG, "nri: %.64s answered in %ld us", req->method, us);
+  ttrpc__request__free_unpacked (req, NULL);
+  return r;
+}
+
+static int
+run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_conn *c, cp_error_t *err)
+{
+  struct cp_buf out = { 0 };
+  int ret = register_plugin (c, a, &out, err);
+  bool stop = false;
+  while (ret == 0 && !stop && !stopping)
+    {
+      uint32_t conn;
+      struct cp_ttrpc_msg m;
+      int r = cp_nri_conn_recv (c, -1, &conn, &m, err);
+      if (r == CP_NRI_INTERRUPTED || r == CP_NRI_TIMED_OUT)
+        continue;
+      if (r == 0)
+        {
+          cp_log (CP_LOG_INFO, "nri: the runtime closed the connection");
+          break;
+        }
+      if (r < 0)
+        {
+          ret = -1;
+          break;
+        }
+      if (conn == CP_MUX_CONN_RUNTIME)
+        ret = registered (&m, a, err);
+      else if (serve (hc, &m, &out, &stop, err) < 0 || cp_nri_conn_send (c, &out, err) < 0)
+        ret = -1;
+      cp_ttrpc_msg_clear (&m);
+    }
+  if (stopping)
+    cp_log (CP_LOG_INFO, "nri: stopped by a signal");
+  cp_buf_free (&out);
+  return ret;
+}
+
+int
+cp_cmd_nri (int argc, char **argv, cp_error_t *err)
+{
+  struct nri_args a = { 0 };
+  int r = cp_cli_begin (&nri_spec, argc, argv, &a.c, &a, err);
+  if (r <= 0)
+    return r;
+  if (names_from_env (&a, err) < 0)
+    return -1;
+  cp_log_init ("cachepin", true);
+  struct cp_hostconfig hc = { 0 };
+  if (cp_cli_load_config (&a.c, &hc, err) < 0)
+    return -1;
+  /* Every answer well inside the runtime's request timeout (containerd's default
+     2 s; past it, it goes on without the plugin's answer): the ledger's lock is
+     waited for at most half of that (the host config's lock_timeout_ms is a hook's,
+     5 s by default); a wait that times out leaves the container unplaced, or fails a
+     strict one, as any host failure does. */
+  if (hc.lock_timeout_ms > CP_NRI_LOCK_TIMEOUT_MS)
+    hc.lock_timeout_ms = CP_NRI_LOCK_TIMEOUT_MS;
+  cp_cli_stay_unsandboxed ();
+  cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
+  catch_stop_signals ();
+  struct cp_nri_conn c;
+  if (connect_runtime (&a, &c, err) < 0)
+    r = -1;
+  else
+    {
+      r = run (&a, &hc, &c, err);
+      cp_nri_conn_close (&c);
+    }
+  cp_hostconfig_free (&hc);
+  return r;
+}

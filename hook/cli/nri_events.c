@@ -1,0 +1,314 @@
+/* `cachepin nri`: the container events, through the same engine as the hook.
+ *
+ * CreateContainer is the hook's createRuntime with what NRI knows before the
+ * container exists: the pod's and the container's annotations (the container's
+ * win on a key both set) make the request, the container's linux.resources.cpu and
+ * linux.cgroupsPath its bounds and its cgroup, read by the very parser of
+ * config.json the hook uses; the decision is recorded in the shared ledger under
+ * its lock with the container id as the entry's id (what the hook would use), and
+ * answered as an adjustment of linux.resources.cpu.cpus and .mems, which the runtime
+ * writes into the spec and so into the cgroup it makes.  The failure policy is the
+ * hook's (engine/admission.h): a container that did not ask is answered with no
+ * adjustment; one whose annotations are wrong, or that asked for strict and cannot
+ * be met, fails with one line; anything else leaves it unplaced. */
+#define _GNU_SOURCE
+#include <json-c/json.h>
+#include <string.h>
+
+#include "nri_plugin.h"
+#include "nri_rpc.h"
+#include "admission.h"
+#include "annotations.h"
+#include "cgroup.h"
+#include "cli.h"
+#include "config.h"
+#include "cpulist.h"
+#include "ledger.h"
+#include "log.h"
+#include "placer.h"
+#include "util.h"
+
+typedef Nri__Pkg__Api__V1alpha1__Container nri_container;
+typedef Nri__Pkg__Api__V1alpha1__PodSandbox nri_pod;
+
+static int
+reply (struct cp_nri_call *call, const ProtobufCMessage *msg, cp_error_t *err)
+{
+  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, msg, call->out, err);
+}
+
+/* The container fails: ERR's line, which containerd puts in the CreateContainer error. */
+static int
+fail (struct cp_nri_call *call, cp_error_t *why, cp_error_t *err)
+{
+  cleanup_free char *line = cp_xasprintf ("cachepin: %s", cp_error_message (*why));
+  cp_error_free (why);
+  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_FAILED_PRECONDITION, line, NULL,
+                                 call->out, err);
+}
+
+/* The pod's annotations, then the container's: one value per key, the container's
+   where both have it. */
+static int
+annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotations *out, cp_error_t *err)
+{
+  size_t max = (pod ? pod->n_annotations : 0) + c->n_annotations, n = 0;
+  cleanup_free const char **keys = calloc (max + 1, sizeof *keys);
+  cleanup_free const char **values = calloc (max + 1, sizeof *values);
+  if (keys == NULL || values == NULL)
+    abort ();
+  for (int pass = 0; pass < 2; pass++)
+    {
+      size_t count = pass == 0 ? (pod ? pod->n_annotations : 0) : c->n_annotations;
+      for (size_t i = 0; i < count; i++)
+        {
+          const char *k = pass == 0 ? pod->annotations[i]->key : c->annotations[i]->key;
+          const char *v = pass == 0 ? pod->annotations[i]->value : c->annotations[i]->value;
+          size_t j = 0;
+          while (j < n && strcmp (keys[j], k) != 0)
+            j++;
+          keys[j] = k;
+          values[j] = v;
+          if (j == n)
+            n++;
+        }
+    }
+  return cp_annotations_from_map (keys, values, n, "annotations", out, err);
+}
+
+/* The container's linux.cgroupsPath and linux.resources.cpu as config.json would
+   carry them, read by cp_oci_config_parse(): the same bounds and cgroup path as the
+   hook gets from the runtime's spec. */
+static int
+config_of (const nri_container *c, struct cp_oci_config *cfg, cp_error_t *err)
+{
+  json_object *root = json_object_new_object ();
+  json_object *linux_ = json_object_new_object ();
+  json_object_object_add (root, "linux", linux_);
+  const Nri__Pkg__Api__V1alpha1__LinuxContainer *l = c->linux;
+  if (l && l->cgroups_path && l->cgroups_path[0])
+    json_object_object_add (linux_, "cgroupsPath", json_object_new_string (l->cgroups_path));
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = l && l->resources ? l->resources->cpu : NULL;
+  if (cpu)
+    {
+      json_object *res = json_object_new_object (), *o = json_object_new_object ();
+      json_object_object_add (linux_, "resources", res);
+      json_object_object_add (res, "cpu", o);
+      if (cpu->quota)
+        json_object_object_add (o, "quota", json_object_new_int64 (cpu->quota->value));
+      if (cpu->period)
+        json_object_object_add (o, "period", json_object_new_uint64 (cpu->period->value));
+      if (cpu->cpus && cpu->cpus[0])
+        json_object_object_add (o, "cpus", json_object_new_string (cpu->cpus));
+      if (cpu->mems && cpu->mems[0])
+        json_object_object_add (o, "mems", json_object_new_string (cpu->mems));
+    }
+  size_t len;
+  const char *text = json_object_to_json_string_length (root, JSON_C_TO_STRING_PLAIN, &len);
+  int r = cp_oci_config_parse (text, len, cfg, err);
+  json_object_put (root);
+  return r < 0 ? cp_error_wrap (err, "container %s", c->id) : 0;
+}
+
+static int
+adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *err)
+{
+  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
+  cleanup_free char *mems = cp_cpulist_format (plan->mems);
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  cpu.cpus = cpus;
+  if (mems[0])
+    cpu.mems = mems;
+  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  res.cpu = &cpu;
+  Nri__Pkg__Api__V1alpha1__LinuxContainerAdjustment linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_ADJUSTMENT__INIT;
+  linux_.resources = &res;
+  Nri__Pkg__Api__V1alpha1__ContainerAdjustment adj = NRI__PKG__API__V1ALPHA1__CONTAINER_ADJUSTMENT__INIT;
+  adj.linux = &linux_;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse resp = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
+  resp.adjust = &adj;
+  return reply (call, &resp.base, err);
+}
+
+/* The request's placement: the cgroup where the runtime will make it, the
+   engine's steps; 0 placed (*PLAN), 1 unplaced (logged), -1 failed (*WHY). */
+static int
+place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
+       struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
+{
+  const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
+  cleanup_free char *mount = NULL;
+  cleanup_free char *cgroup = NULL;
+  if (path == NULL)
+    cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
+                     cfg->cgroups_path ? cfg->cgroups_path : "");
+  else if (cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
+    {
+      if (creq->core_sched)
+        cp_log (CP_LOG_WARNING, "container %s: cachepin.io/core-sched is not given through NRI yet: placed without it",
+                id);
+      struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
+      int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
+      return r < 0 ? -1 : r;
+    }
+  return cp_admission_host_failure (hc, creq->req.strict, id, why) < 0 ? -1 : 1;
+}
+
+int
+cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__CreateContainerRequest *req,
+                         struct cp_nri_call *call, cp_error_t *err)
+{
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse none = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
+  const nri_container *c = req->container;
+  if (c == NULL || c->id == NULL || c->id[0] == '\0')
+    return reply (call, &none.base, err); /* nothing to place, nothing of ours to fail */
+  cleanup_error cp_error_t why = NULL;
+  struct cp_annotations ann = { 0 };
+  if (annotations_of (req->pod, c, &ann, &why) < 0)
+    {
+      cp_admission_refuse (c->id, &why);
+      return fail (call, &why, err);
+    }
+  if (!cp_annotations_wants_cachepin (&ann))
+    {
+      cp_annotations_free (&ann);
+      return reply (call, &none.base, err); /* not ours: nothing judged, nothing written */
+    }
+  struct cp_oci_config cfg = { 0 };
+  struct cp_limits limits;
+  struct cp_container_request creq;
+  int r;
+  if (config_of (c, &cfg, &why) < 0
+      || cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) < 0)
+    {
+      cp_admission_refuse (c->id, &why);
+      r = -1;
+    }
+  else
+    {
+      cleanup_plan struct cp_plan *plan = NULL;
+      r = place (hc, c->id, &cfg, &creq, &plan, &why);
+      if (r == 0)
+        {
+          cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
+          cleanup_free char *mems = cp_cpulist_format (plan->mems);
+          cp_log (CP_LOG_INFO, "placed %s (pod %s): cpus %s mems %s (cpus from %s); %s", c->id,
+                  req->pod && req->pod->name ? req->pod->name : "?", cpus, mems, creq.cpus_source, plan->reason);
+          r = adjustment (call, plan, err) < 0 ? -2 : 0;
+        }
+    }
+  cp_oci_config_free (&cfg);
+  cp_annotations_free (&ann);
+  if (r == -2)
+    return -1;
+  if (r < 0)
+    return fail (call, &why, err);
+  return r == 0 ? 0 : reply (call, &none.base, err);
+}
+
+/* The placed CPUs and nodes of ID in the ledger, as cpulists (*CPUS NULL: not
+   placed).  The ledger is locked only while it is read. */
+static int
+placed_of (const struct cp_hostconfig *hc, const char *id, char **cpus, char **mems, cp_error_t *err)
+{
+  *cpus = *mems = NULL;
+  struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  /* Read only: what reconcile dropped on the way is dropped again by the next
+     run that commits. */
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  if (e)
+    {
+      *cpus = cp_cpulist_format (e->cpus);
+      *mems = cp_cpulist_format (e->mems);
+    }
+  cp_ledger_close (l);
+  return 0;
+}
+
+/* UpdateContainer: a placed container keeps its cpuset.  The update's other
+   resources pass through: the answer is an update of this very container naming
+   only cpus and mems, which the runtime merges into the update it was asked. */
+int
+cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
+                         struct cp_nri_call *call, cp_error_t *err)
+{
+  Nri__Pkg__Api__V1alpha1__UpdateContainerResponse resp = NRI__PKG__API__V1ALPHA1__UPDATE_CONTAINER_RESPONSE__INIT;
+  const nri_container *c = req->container;
+  if (c == NULL || c->id == NULL || c->id[0] == '\0')
+    return reply (call, &resp.base, err);
+  cleanup_free char *cpus = NULL;
+  cleanup_free char *mems = NULL;
+  cleanup_error cp_error_t why = NULL;
+  if (placed_of (hc, c->id, &cpus, &mems, &why) < 0)
+    {
+      /* Never fails an update: it goes through as asked, and that is said. */
+      cp_log (CP_LOG_WARNING, "update of %s: its placement could not be read, the update goes through: %s", c->id,
+              cp_error_message (why));
+      return reply (call, &resp.base, err);
+    }
+  if (cpus == NULL)
+    return reply (call, &resp.base, err); /* not placed: not ours */
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *asked
+      = req->linux_resources && req->linux_resources->cpu ? req->linux_resources->cpu : NULL;
+  if (asked && asked->cpus && asked->cpus[0] && strcmp (asked->cpus, cpus) != 0)
+    cp_log (CP_LOG_INFO, "update of %s: cpuset %s asked, its placement %s kept", c->id, asked->cpus, cpus);
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  cpu.cpus = cpus;
+  if (mems[0])
+    cpu.mems = mems;
+  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  res.cpu = &cpu;
+  Nri__Pkg__Api__V1alpha1__LinuxContainerUpdate linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_UPDATE__INIT;
+  linux_.resources = &res;
+  Nri__Pkg__Api__V1alpha1__ContainerUpdate upd = NRI__PKG__API__V1ALPHA1__CONTAINER_UPDATE__INIT;
+  upd.container_id = c->id;
+  upd.linux = &linux_;
+  Nri__Pkg__Api__V1alpha1__ContainerUpdate *updates[1] = { &upd };
+  resp.n_update = 1;
+  resp.update = updates;
+  return reply (call, &resp.base, err);
+}
+
+/* The hook's poststop: the entry of C, if it is C's (its cgroup, as config.json
+   would name it), released; nothing fails here (the next reconcile frees what is
+   left). */
+static void
+release (const struct cp_hostconfig *hc, const nri_container *c)
+{
+  if (c == NULL || c->id == NULL || c->id[0] == '\0')
+    return;
+  struct cp_oci_config cfg = { 0 };
+  cleanup_error cp_error_t why = NULL;
+  if (config_of (c, &cfg, &why) < 0)
+    cp_error_free (&why); /* released by id alone */
+  struct cp_release rel = { .id = c->id, .cgroup = cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path };
+  enum cp_release_result result;
+  if (cp_cli_release (hc, CP_JOURNAL_NRI, &rel, &result, &why) < 0)
+    cp_log (CP_LOG_WARNING, "release of %s: %s", c->id, cp_error_message (why));
+  else if (result == CP_RELEASE_DONE)
+    cp_log (CP_LOG_INFO, "released %s", c->id);
+  cp_oci_config_free (&cfg);
+}
+
+int
+cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
+                       struct cp_nri_call *call, cp_error_t *err)
+{
+  release (hc, req->container);
+  Nri__Pkg__Api__V1alpha1__StopContainerResponse resp = NRI__PKG__API__V1ALPHA1__STOP_CONTAINER_RESPONSE__INIT;
+  return reply (call, &resp.base, err);
+}
+
+/* RemoveContainer (and any other state change subscribed to): a container removed
+   without a stop we saw (created while we were away) is released too. */
+int
+cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
+                     struct cp_nri_call *call, cp_error_t *err)
+{
+  if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER)
+    release (hc, ev->container);
+  Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
+  return reply (call, &resp.base, err);
+}

@@ -1,0 +1,108 @@
+/* cachepin: the NRI socket (nri_conn.h). */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "nri_conn.h"
+
+int
+cp_nri_conn_dial (const char *path, struct cp_nri_conn *c, cp_error_t *err)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  if (strlen (path) >= sizeof sa.sun_path)
+    return cp_fail_input (err, "NRI socket %s: path too long", path);
+  strcpy (sa.sun_path, path);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return cp_fail_errno (err, errno, "NRI socket: socket");
+  if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+    {
+      int e = errno;
+      close (fd);
+      return cp_fail_errno (err, e, "NRI socket %s: connect", path);
+    }
+  cp_nri_conn_adopt (fd, c);
+  return 0;
+}
+
+void
+cp_nri_conn_adopt (int fd, struct cp_nri_conn *c)
+{
+  c->fd = fd;
+  cp_nri_wire_init (&c->wire);
+  c->next_stream = 1;
+}
+
+void
+cp_nri_conn_close (struct cp_nri_conn *c)
+{
+  if (c->fd >= 0)
+    close (c->fd);
+  c->fd = -1;
+  cp_nri_wire_clear (&c->wire);
+}
+
+int
+cp_nri_conn_send (struct cp_nri_conn *c, struct cp_buf *out, cp_error_t *err)
+{
+  size_t off = 0;
+  while (off < out->len)
+    {
+      ssize_t n = send (c->fd, out->p + off, out->len - off, MSG_NOSIGNAL);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return cp_fail_errno (err, n < 0 ? errno : EPIPE, "NRI socket: write");
+      off += (size_t) n;
+    }
+  out->len = 0;
+  return 0;
+}
+
+/* A message already read, of either connection: 1, 0 or < 0 as cp_nri_wire_next(). */
+static int
+buffered (struct cp_nri_conn *c, uint32_t *conn, struct cp_ttrpc_msg *msg, cp_error_t *err)
+{
+  for (uint32_t id = 1; id < CP_MUX_CONNS; id++)
+    {
+      int r = cp_nri_wire_next (&c->wire, id, msg, err);
+      if (r != 0)
+        {
+          *conn = id;
+          return r;
+        }
+    }
+  return 0;
+}
+
+int
+cp_nri_conn_recv (struct cp_nri_conn *c, int timeout_ms, uint32_t *conn, struct cp_ttrpc_msg *msg, cp_error_t *err)
+{
+  for (;;)
+    {
+      int r = buffered (c, conn, msg, err);
+      if (r != 0)
+        return r;
+      struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+      r = poll (&pfd, 1, timeout_ms);
+      if (r < 0 && errno == EINTR)
+        return CP_NRI_INTERRUPTED;
+      if (r < 0)
+        return cp_fail_errno (err, errno, "NRI socket: poll");
+      if (r == 0)
+        return CP_NRI_TIMED_OUT;
+      uint8_t buf[65536];
+      ssize_t n = read (c->fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        return CP_NRI_INTERRUPTED;
+      if (n < 0)
+        return cp_fail_errno (err, errno, "NRI socket: read");
+      if (n == 0)
+        return 0;
+      if (cp_nri_wire_feed (&c->wire, buf, (size_t) n, err) < 0)
+        return -1;
+    }
+}

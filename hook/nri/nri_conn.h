@@ -1,0 +1,40 @@
+/* cachepin: the plugin's end of the NRI socket: dial, write frames, read ttrpc
+ * messages (nri_wire.h) from either multiplexed connection. */
+#ifndef CP_NRI_CONN_H
+#define CP_NRI_CONN_H
+
+#include <stdint.h>
+
+#include "error.h"
+#include "nri_wire.h"
+
+#define CP_NRI_DEFAULT_SOCKET "/var/run/nri/nri.sock"
+
+struct cp_nri_conn
+{
+  int fd;
+  struct cp_nri_wire wire;
+  uint32_t next_stream; /* our client calls' stream ids: odd, growing (ttrpc) */
+};
+
+/* Connect to the runtime's NRI socket PATH. */
+int cp_nri_conn_dial (const char *path, struct cp_nri_conn *c, cp_error_t *err);
+
+/* Take FD, already connected (the pre-launched form). */
+void cp_nri_conn_adopt (int fd, struct cp_nri_conn *c);
+
+void cp_nri_conn_close (struct cp_nri_conn *c);
+
+/* Write all of OUT's bytes (whole frames), then empty it. */
+int cp_nri_conn_send (struct cp_nri_conn *c, struct cp_buf *out, cp_error_t *err);
+
+/* The next ttrpc message of either connection: 1 with *CONN and *MSG filled, 0
+ * when the runtime closed the socket, < 0 on a malformed frame or a read error.
+ * Waits at most TIMEOUT_MS (-1: for ever) for bytes: CP_NRI_TIMED_OUT then; an
+ * interrupting signal returns CP_NRI_INTERRUPTED. */
+#define CP_NRI_TIMED_OUT (-2)
+#define CP_NRI_INTERRUPTED (-3)
+int cp_nri_conn_recv (struct cp_nri_conn *c, int timeout_ms, uint32_t *conn, struct cp_ttrpc_msg *msg,
+                      cp_error_t *err);
+
+#endif

@@ -1,0 +1,412 @@
+#!/usr/bin/env bash
+# `cachepin nri`, the NRI plugin, under containerd 2.1.9's CRI, driven as the kubelet drives it.
+#
+#   tests/cri/nri.sh --cachepin BIN --stubs DIR
+#
+# containerd from Debian sid (fetched by fetch-debs.sh, never installed) on a private socket,
+# root and state directory, NRI enabled on a private socket; the plugin started on it with a
+# host config and a state directory of the test's; pods run on containerd's runc handler (no
+# hook anywhere). The CRI client and its stubs are containerd.sh's (cri_client.py).
+#
+# Checked: the plugin registers and is configured; a pod asking for 1 CPU (a pod annotation)
+# gets a container whose spec (linux.resources.cpu.cpus), cgroup and Cpus_allowed_list are
+# the CPU the ledger holds for it under its container id; its sandbox and a container of a
+# pod without annotations are left alone; UpdateContainerResources with a cpuset of every CPU
+# leaves the placed cpuset (spec and cgroup) and one with only a quota passes through (the
+# quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
+# with the plugin's line and the same request without strict starts unplaced; an invalid
+# annotation (smt=pe1) fails it; stop and remove empty the ledger; the plugin killed, a pod that asks still
+# starts (unplaced); with the ledger's lock held by another process, a container that asks
+# starts unplaced (the plugin waits 1 s at most); the pre-launched form (containerd starts it from its plugin_path with a
+# connected socket) registers, places, and ends when containerd stops.
+#
+# Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
+# the Debian archive unreachable with nothing cached). CACHEPIN_CRI_KEEP=1 keeps the scratch
+# directory.
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BIN="" STUBS=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --cachepin) BIN=$(realpath "$2"); shift 2 ;;
+    --stubs) STUBS=$2; shift 2 ;;
+    *) echo "usage: nri.sh --cachepin BIN --stubs DIR" >&2; exit 2 ;;
+  esac
+done
+[ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "nri.sh: --cachepin and --stubs are needed" >&2; exit 2; }
+
+skip () { echo "SKIPPED: $*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root"
+PY=/usr/bin/python3
+RUNC=$(command -v runc) || skip "runc not installed"
+BUSYBOX=$(command -v busybox) || skip "busybox-static not installed"
+command -v jq >/dev/null || skip "jq not installed"
+"$PY" -c 'import grpc, grpc_tools' 2>/dev/null || skip "python3-grpcio and python3-grpc-tools not installed"
+# shellcheck source=../cli/lib/cpuset.sh
+. "$SRC/tests/cli/lib/cpuset.sh"
+CPUSET=$(find_cpuset_mount)
+[ -n "$CPUSET" ] || skip "no cpuset cgroup controller"
+
+CTRD=$(bash "$HERE/fetch-debs.sh" --suite sid containerd=2.1.9+ds1-5) \
+  || skip "containerd from sid: the Debian archive is unreachable and nothing is cached"
+CRIAPI=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) \
+  || skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached"
+PROTO=$CRIAPI/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
+mkdir -p "$STUBS"
+if [ ! -f "$STUBS/api_pb2_grpc.py" ] || [ "$PROTO" -nt "$STUBS/api_pb2_grpc.py" ]; then
+  grep -v 'gogoproto' "$PROTO" >"$STUBS/api.proto"
+  "$PY" -m grpc_tools.protoc -I"$STUBS" --python_out="$STUBS" --grpc_python_out="$STUBS" "$STUBS/api.proto" \
+    || { echo "FAIL: protoc could not compile $PROTO"; exit 1; }
+fi
+
+D=$(mktemp -d /tmp/cp-nri.XXXXXX)
+SOCK=$D/c.sock
+NRISOCK=$D/nri.sock
+TAG=cachepin-nri-$$
+PARENT=/$TAG
+IMAGE=localhost/cachepin-test/busybox:$TAG
+CTRD_PID="" CLIENT_PID="" PLUGIN_PID=""
+PODS=()
+PASS=0 FAIL=0
+export CRI_STUBS=$STUBS
+
+cri () {
+  local line
+  printf '%q ' "$@" >&7 && echo >&7 || return 1
+  while IFS= read -r line <&8; do
+    case $line in .END\ *) return "${line#.END }" ;; esac
+    printf '%s\n' "$line"
+  done
+  return 1
+}
+ctr () { "$CTRD/usr/bin/ctr" --address "$SOCK" -n k8s.io "$@"; }
+
+stop_plugin () {
+  [ -n "$PLUGIN_PID" ] || return 0
+  kill "$PLUGIN_PID" 2>/dev/null
+  wait "$PLUGIN_PID" 2>/dev/null
+  PLUGIN_PID=""
+}
+stop_containerd () {
+  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; CLIENT_PID=""; rm -f "$D/cri.in" "$D/cri.out"; fi
+  if [ -n "$CTRD_PID" ]; then
+    kill "$CTRD_PID" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$CTRD_PID" 2>/dev/null
+    wait "$CTRD_PID" 2>/dev/null
+    CTRD_PID=""
+  fi
+}
+cleanup () {
+  local p c pid m
+  for p in "${PODS[@]}"; do
+    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
+    cri stop-pod "$p" >/dev/null 2>&1
+    cri rm-pod "$p" >/dev/null 2>&1
+  done
+  stop_plugin
+  stop_containerd
+  # A pre-launched plugin (its command line names our config) outlives containerd only briefly.
+  for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
+  for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
+  awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
+    [ -d "$m$PARENT" ] && find "$m$PARENT" -depth -type d -exec rmdir {} + 2>/dev/null
+  done
+  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+pass () { PASS=$((PASS + 1)); echo "ok   $*"; }
+bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
+check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
+same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
+fails () { ! "$@"; }
+apply_status () { local want=$1; shift; "$BIN" apply "$@" --config "$D/cachepin.json" >/dev/null 2>&1; [ $? = "$want" ]; }
+
+build_image () {
+  local img=$D/img r=$D/img/rootfs
+  mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/etc"
+  cp "$BUSYBOX" "$r/bin/busybox"
+  for c in sh sleep cat grep; do ln -s busybox "$r/bin/$c"; done
+  tar --sort=name --owner=0 --group=0 --numeric-owner -C "$r" -cf "$img/layer.tar" .
+  local diff
+  diff=sha256:$(sha256sum "$img/layer.tar" | cut -d' ' -f1)
+  jq -n --arg diff "$diff" '{architecture: "amd64", os: "linux",
+      config: {Cmd: ["sleep", "2147483647"], Env: ["PATH=/bin"]},
+      rootfs: {type: "layers", diff_ids: [$diff]}}' >"$img/config.json"
+  jq -n --arg tag "$IMAGE" '[{Config: "config.json", RepoTags: [$tag], Layers: ["layer.tar"]}]' >"$img/manifest.json"
+  tar -C "$img" -cf "$D/image.tar" manifest.json config.json layer.tar
+}
+
+configure () {
+  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d" "$D/nri-plugins" "$D/nri-conf"
+  mkdir -p -m 0700 "$D/cpstate"
+  printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/cpstate" >"$D/cachepin.json"
+  cat >"$D/config.toml" <<EOF2
+version = 3
+root = '$D/root'
+state = '$D/state'
+[grpc]
+  address = '$SOCK'
+[ttrpc]
+  address = '$SOCK.ttrpc'
+[plugins.'io.containerd.internal.v1.opt']
+  path = '$D/opt'
+[plugins.'io.containerd.nri.v1.nri']
+  disable = false
+  socket_path = '$NRISOCK'
+  plugin_path = '$D/nri-plugins'
+  plugin_config_path = '$D/nri-conf'
+[plugins.'io.containerd.cri.v1.images'.pinned_images]
+  sandbox = '$IMAGE'
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+[plugins.'io.containerd.cri.v1.runtime'.cni]
+  bin_dirs = ['$D/cni/bin']
+  conf_dir = '$D/cni/net.d'
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  BinaryName = '$RUNC'
+EOF2
+}
+
+start_containerd () {
+  (PATH=$CTRD/usr/bin:$PATH exec "$CTRD/usr/bin/containerd" --config "$D/config.toml") >>"$D/containerd.log" 2>&1 &
+  CTRD_PID=$!
+  mkfifo "$D/cri.in" "$D/cri.out"
+  "$PY" "$HERE/cri_client.py" --socket "$SOCK" --serve <"$D/cri.in" >"$D/cri.out" &
+  CLIENT_PID=$!
+  exec 7>"$D/cri.in" 8<"$D/cri.out"
+  for _ in $(seq 100); do
+    cri version >/dev/null 2>&1 && [ -S "$NRISOCK" ] && return 0
+    kill -0 "$CTRD_PID" 2>/dev/null || break
+    sleep 0.2
+  done
+  tail -20 "$D/containerd.log"
+  return 1
+}
+
+# start_plugin: `cachepin nri` on the private socket, registered and synchronized.
+start_plugin () {
+  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 &
+  PLUGIN_PID=$!
+  for _ in $(seq 50); do
+    grep -q 'nri: synchronized' "$D/nri.log" 2>/dev/null && return 0
+    kill -0 "$PLUGIN_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  cat "$D/nri.log"
+  return 1
+}
+
+ledger () { cat "$D/cpstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
+held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .cpus] | join(",")'; }
+entries () { ledger | jq '.entries | length'; }
+allowed () { cri exec "$1" grep '^Cpus_allowed_list:' /proc/self/status 2>/dev/null | awk '{print $2}'; }
+cgroup_cpus () {
+  local dir=$CPUSET$PARENT${1:+/$1}
+  cat "$dir/cpuset.effective_cpus" 2>/dev/null || cat "$dir/cpuset.cpus.effective" 2>/dev/null
+}
+spec_cpus () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.cpus // empty'; }
+spec_quota () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.quota // empty'; }
+ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
+
+run_pod () {
+  local name=$1
+  shift
+  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
+  PODS+=("$POD")
+}
+create_start () {
+  local pod=$1 name=$2 podname=$3
+  shift 3
+  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
+  cri start "$C" || { bad "$name: StartContainer"; return 1; }
+  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
+}
+teardown () {
+  local pod=$1 c
+  shift
+  for c in "$@"; do cri stop "$c" && cri rm "$c" || bad "stop/remove $c"; done
+  if cri stop-pod "$pod" && cri rm-pod "$pod"; then
+    local kept=() p
+    for p in "${PODS[@]}"; do [ "$p" = "$pod" ] || kept+=("$p"); done
+    PODS=(${kept[@]+"${kept[@]}"})
+  else
+    bad "stop/remove pod $pod"
+  fi
+  for c in "$@"; do check "removed: the ledger no longer holds $c" [ -z "$(held "$c")" ]; done
+}
+
+# ---- the test -------------------------------------------------------------------------------
+build_image || { echo "FAIL: building the image"; exit 1; }
+configure
+start_containerd || { echo "FAIL: containerd did not start (log above)"; exit 1; }
+echo "containerd: $(cri version)"
+ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
+if start_plugin; then pass "the plugin registered, was configured and synchronized"; else bad "the plugin did not start"; exit 1; fi
+check "the plugin logged containerd's configuration (request timeout 2000 ms)" grep -q 'request timeout 2000 ms' "$D/nri.log"
+
+# 1. A pod annotation: placed at CreateContainer, in its spec, cgroup and affinity.
+if run_pod "$TAG-pod" cachepin.io/cpus=1; then
+  ALL=$(cgroup_cpus) # the pods' parent, made with the first pod
+  if create_start "$POD" app "$TAG-pod" pod:cachepin.io/cpus=1; then
+    C1=$C h=$(held "$C")
+    check "placed: the ledger holds 1 CPU under the container's id ($h)" [ "$(ncpus "$h")" = 1 ]
+    check "placed: its spec's linux.resources.cpu.cpus is that CPU ($(spec_cpus "$C"))" same "$(spec_cpus "$C")" "$h"
+    check "placed: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$C")" "$h"
+    check "placed: its Cpus_allowed_list is that CPU" same "$(allowed "$C")" "$h"
+    check "placed: the plugin logged it" grep -q "placed $C " "$D/nri.log"
+    check "placed: the sandbox (pause) container holds nothing" [ -z "$(held "$POD")" ]
+    check "placed: the sandbox keeps its parent's CPUs" same "$(cgroup_cpus "$POD")" "$ALL"
+    # 2. Updates: a cpuset of every CPU is overridden, a quota passes through.
+    if [ "$ALL" = "$h" ]; then
+      echo "note: the pods' parent has one CPU: an update with a cpuset changes nothing here"
+    elif cri update "$C" 200000 "$ALL"; then
+      check "update with cpuset $ALL: the cgroup keeps the placed $h" same "$(cgroup_cpus "$C")" "$h"
+      check "update with cpuset $ALL: the spec keeps the placed $h" same "$(spec_cpus "$C")" "$h"
+      check "update with cpuset $ALL: the plugin logged the override" grep -q "update of $C: cpuset $ALL asked" "$D/nri.log"
+    else
+      bad "update with a cpuset: UpdateContainerResources"
+    fi
+    if cri update "$C" 300000; then
+      check "update with a quota only: the quota lands in the spec ($(spec_quota "$C"))" [ "$(spec_quota "$C")" = 300000 ]
+      check "update with a quota only: the cpuset stays $h" same "$(cgroup_cpus "$C")" "$h"
+    else
+      bad "update with a quota: UpdateContainerResources"
+    fi
+    # One ledger for every route: `cachepin apply` on the same node sees the plugin's CPU held.
+    n=$(ncpus "$ALL")
+    APPLY_CG=$CPUSET$PARENT/apply
+    if [ "$n" -ge 2 ] && mkdir -p "$APPLY_CG"; then
+      check "apply --cpus $n --strict beside it: refused, the plugin's CPU is held (exit 3)" \
+        apply_status 3 --cgroup "$APPLY_CG" --cpus "$n" --strict
+      if "$BIN" apply --cgroup "$APPLY_CG" --cpus 1 --config "$D/cachepin.json" >/dev/null 2>&1; then
+        a=$(cat "$APPLY_CG/cpuset.cpus")
+        check "apply --cpus 1 beside it: another CPU than the plugin's ($a, not $h)" [ -n "$a" ] && [ "$a" != "$h" ]
+        "$BIN" release --cgroup "$APPLY_CG" --config "$D/cachepin.json" >/dev/null 2>&1 || bad "release of the applied cgroup"
+      else
+        bad "apply --cpus 1 beside the plugin's container"
+      fi
+      rmdir "$APPLY_CG" 2>/dev/null
+    fi
+    # 3. With its CPU held, every CPU exclusively cannot be had: strict fails the
+    # container with the plugin's line, without strict it starts unplaced.
+    n=$(ncpus "$ALL")
+    if [ "$n" -ge 2 ]; then
+      if run_pod "$TAG-strict" cachepin.io/cpus="$n" cachepin.io/strict=true; then
+        check "strict, $n CPUs with one held: CreateContainer fails" \
+          fails cri create "$POD" app "$IMAGE" "$PARENT" "$TAG-strict" pod:cachepin.io/cpus="$n" pod:cachepin.io/strict=true
+        line=$(grep -o 'desc = cachepin: [^"]*' "$D/containerd.log" | tail -1)
+        check "strict: containerd's error is the plugin's line ($line)" [ -n "$line" ]
+        check "strict: the ledger holds only the first container" [ "$(entries)" = 1 ]
+        teardown "$POD"
+      fi
+      if run_pod "$TAG-spill" cachepin.io/cpus="$n"; then
+        if create_start "$POD" app "$TAG-spill" pod:cachepin.io/cpus="$n"; then
+          check "not strict, $n CPUs with one held: it starts unplaced (nothing in the ledger for it)" [ -z "$(held "$C")" ]
+          check "not strict: its cgroup keeps the parent's CPUs" same "$(cgroup_cpus "$C")" "$ALL"
+          check "not strict: the plugin said why" grep -q "$C" "$D/nri.log"
+        fi
+        teardown "$POD" ${C:+"$C"}
+      fi
+    else
+      echo "note: one CPU: the strict and unplaced cases need two"
+    fi
+  fi
+  teardown "$POD" ${C1:+"$C1"}
+fi
+check "pod removed: the ledger is empty" [ "$(entries)" = 0 ]
+
+# 4. A pod without annotations: untouched.
+if run_pod "$TAG-plain"; then
+  if create_start "$POD" plain "$TAG-plain"; then
+    check "no annotation: the ledger holds nothing for it" [ -z "$(held "$C")" ]
+    check "no annotation: its cgroup keeps the parent's CPUs" same "$(cgroup_cpus "$C")" "$ALL"
+    check "no annotation: its spec names no cpuset" [ -z "$(spec_cpus "$C")" ]
+  fi
+  teardown "$POD" ${C:+"$C"}
+fi
+
+# 5. An invalid annotation fails the container whatever else it asks (the hook's rule).
+if run_pod "$TAG-invalid" cachepin.io/cpus=1 cachepin.io/smt=pe1; then
+  check "smt=pe1: CreateContainer fails" \
+    fails cri create "$POD" app "$IMAGE" "$PARENT" "$TAG-invalid" pod:cachepin.io/cpus=1 pod:cachepin.io/smt=pe1
+  check "smt=pe1: containerd's error is the plugin's line naming the annotation" \
+    grep -q 'desc = cachepin: .*cachepin.io/smt' "$D/containerd.log"
+  check "smt=pe1: nothing in the ledger" [ "$(entries)" = 0 ]
+  teardown "$POD"
+fi
+
+# 6. The ledger's lock held by another cachepin (a stuck hook): the plugin waits at most 1 s
+# (half containerd's 2 s request timeout), then the container starts unplaced, never failed.
+( exec 8<"$D/cpstate" 9>"$D/cpstate/ledger.lock"; flock 8; flock 9; exec sleep 30 ) </dev/null >/dev/null 2>&1 &
+LOCKER=$!
+sleep 0.5
+if run_pod "$TAG-locked" cachepin.io/cpus=1; then
+  if create_start "$POD" app "$TAG-locked" pod:cachepin.io/cpus=1; then
+    check "ledger locked: the container starts unplaced" [ -z "$(held "$C")" ]
+    check "ledger locked: the plugin said why (the lock's wait timed out)" \
+      grep -q "container $C starts unplaced: .*timed out after" "$D/nri.log"
+  fi
+  kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null
+  teardown "$POD" ${C:+"$C"}
+fi
+kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null
+
+# 7. The plugin gone: a pod that asks still starts, unplaced.
+stop_plugin
+check "the plugin stopped on SIGTERM, saying so" grep -q 'nri: stopped by a signal' "$D/nri.log"
+if run_pod "$TAG-gone" cachepin.io/cpus=1; then
+  if create_start "$POD" app "$TAG-gone" pod:cachepin.io/cpus=1; then
+    check "plugin gone: the container runs on its parent's CPUs" same "$(cgroup_cpus "$C")" "$ALL"
+    check "plugin gone: nothing in the ledger" [ "$(entries)" = 0 ]
+  fi
+  teardown "$POD" ${C:+"$C"}
+fi
+
+# 8. The pre-launched form: containerd starts the plugin from its plugin_path (a script
+# NN-name there, as /opt/nri/plugins holds) and hands it a connected socket (fd 3,
+# NRI_PLUGIN_SOCKET) with its name and index in NRI_PLUGIN_NAME and NRI_PLUGIN_IDX.
+stop_containerd
+printf '#!/bin/sh\nexec "%s" nri --config "%s" >>"%s" 2>&1\n' "$BIN" "$D/cachepin.json" "$D/nri-pre.log" \
+  >"$D/nri-plugins/10-cachepin"
+chmod 0755 "$D/nri-plugins/10-cachepin"
+if start_containerd; then
+  for _ in $(seq 50); do grep -q 'nri: synchronized' "$D/nri-pre.log" 2>/dev/null && break; sleep 0.1; done
+  check "pre-launched: the plugin took fd 3 from NRI_PLUGIN_SOCKET" grep -q 'nri: pre-launched, on descriptor 3' "$D/nri-pre.log"
+  check "pre-launched: registered as 10-cachepin (NRI_PLUGIN_IDX, NRI_PLUGIN_NAME)" \
+    grep -q 'nri: registered as plugin 10-cachepin' "$D/nri-pre.log"
+  if run_pod "$TAG-pre" cachepin.io/cpus=1; then
+    if create_start "$POD" app "$TAG-pre" pod:cachepin.io/cpus=1; then
+      h=$(held "$C")
+      check "pre-launched: placed, the ledger holds 1 CPU ($h)" [ "$(ncpus "$h")" = 1 ]
+      check "pre-launched: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$C")" "$h"
+    fi
+    teardown "$POD" ${C:+"$C"}
+  fi
+  stop_containerd
+  for _ in $(seq 50); do grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log" && break; sleep 0.1; done
+  check "pre-launched: containerd stopped, the plugin saw its connection close" \
+    grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log"
+else
+  bad "pre-launched: containerd did not start again"
+fi
+
+# What the plugin took to answer containerd's CreateContainer calls (its debug log).
+times=$(cat "$D/nri.log" "$D/nri-pre.log" 2>/dev/null | awk '/nri: CreateContainer answered in/ {print $(NF-1)}' | sort -n)
+[ -n "$times" ] && echo "note: CreateContainer answered in $(echo $times | tr ' ' ',') us (sorted)"
+
+echo "$PASS passed, $FAIL failed"
+if [ "$FAIL" != 0 ]; then
+  echo "--- the plugin's log ---"
+  tail -30 "$D/nri.log"
+  [ -f "$D/nri-pre.log" ] && { echo "--- the pre-launched plugin's log ---"; tail -20 "$D/nri-pre.log"; }
+  echo "--- containerd log (errors) ---"
+  grep -E 'level=(error|warning)' "$D/containerd.log" | tail -20
+  exit 1
+fi
+exit 0

@@ -1,0 +1,297 @@
+/* `cachepin nri`'s handlers (hook/cli/nri_events.c) on NRI messages built here, with
+   a state directory of the test's and the host's topology: what CreateContainer,
+   UpdateContainer and StopContainer answer (decoded from the frames they write, as
+   containerd reads them) and what the ledger then holds.  The container's cgroup is
+   never made: the plugin decides before the runtime makes it. */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cgroup.h"
+#include "cli.h"
+#include "cpulist.h"
+#include "hostconfig.h"
+#include "ledger.h"
+#include "log.h"
+#include "nri_plugin.h"
+#include "nri_rpc.h"
+#include "topo.h"
+#include "util.h"
+
+typedef Nri__Pkg__Api__V1alpha1__PodSandbox__AnnotationsEntry pod_kv_t;
+typedef Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ctr_kv_t;
+
+struct fixture
+{
+  char *dir;
+  struct cp_hostconfig hc;
+};
+
+static int
+setup (void **state)
+{
+  struct fixture *fx = cp_xmalloc0 (sizeof *fx);
+  fx->dir = cp_xstrdup ("/tmp/cp-nri-XXXXXX");
+  assert_non_null (mkdtemp (fx->dir));
+  assert_int_equal (chmod (fx->dir, 0700), 0);
+  cp_hostconfig_init (&fx->hc);
+  free (fx->hc.state_dir);
+  fx->hc.state_dir = cp_xstrdup (fx->dir);
+  free (fx->hc.kubelet_state);
+  fx->hc.kubelet_state = cp_xstrdup ("");
+  cp_log_set_level (CP_LOG_ERROR);
+  cp_cli_stay_unsandboxed (); /* the test goes on after a placement */
+  *state = fx;
+  return 0;
+}
+
+static int
+teardown (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", fx->dir);
+  assert_int_equal (system (cmd), 0);
+  cp_hostconfig_free (&fx->hc);
+  free (fx->dir);
+  free (fx);
+  return 0;
+}
+
+/* The response OUT holds (one message on connection 1, stream 7): its status code,
+   message and payload decoded as DESC (NULL when not OK). */
+static ProtobufCMessage *
+answer (struct cp_buf *out, const ProtobufCMessageDescriptor *desc, int32_t *code, char **message)
+{
+  struct cp_nri_wire w;
+  cp_nri_wire_init (&w);
+  cp_error_t err = NULL;
+  assert_int_equal (cp_nri_wire_feed (&w, out->p, out->len, &err), 0);
+  struct cp_ttrpc_msg m;
+  assert_int_equal (cp_nri_wire_next (&w, CP_MUX_CONN_PLUGIN, &m, &err), 1);
+  assert_int_equal (m.type, CP_TTRPC_RESPONSE);
+  assert_int_equal (m.stream, 7);
+  Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
+  assert_non_null (resp);
+  *code = resp->status ? resp->status->code : 0;
+  *message = resp->status && resp->status->message ? cp_xstrdup (resp->status->message) : NULL;
+  ProtobufCMessage *msg = NULL;
+  if (*code == 0)
+    {
+      msg = protobuf_c_message_unpack (desc, NULL, resp->payload.len, resp->payload.data);
+      assert_non_null (msg);
+    }
+  ttrpc__response__free_unpacked (resp, NULL);
+  cp_ttrpc_msg_clear (&m);
+  cp_nri_wire_clear (&w);
+  out->len = 0;
+  return msg;
+}
+
+static char *
+held (const struct fixture *fx, const char *id)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->dir, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  char *cpus = e ? cp_cpulist_format (e->cpus) : NULL;
+  cp_ledger_close (l);
+  return cpus;
+}
+
+/* A container ID of a pod, with the pod's annotation POD_CPUS and its own CTR_CPUS
+   and CTR_SMT (NULL: none), its cgroup /cp-nri-unit/ID. */
+struct msg
+{
+  Nri__Pkg__Api__V1alpha1__PodSandbox pod;
+  Nri__Pkg__Api__V1alpha1__Container ctr;
+  Nri__Pkg__Api__V1alpha1__LinuxContainer linux_;
+  pod_kv_t pod_kv[1];
+  ctr_kv_t ctr_kv[2];
+  pod_kv_t *pod_p[1];
+  ctr_kv_t *ctr_p[2];
+  char path[64];
+};
+
+static void
+build (struct msg *m, const char *id, const char *pod_cpus, const char *ctr_cpus, const char *ctr_smt)
+{
+  *m = (struct msg) { .pod = NRI__PKG__API__V1ALPHA1__POD_SANDBOX__INIT,
+                      .ctr = NRI__PKG__API__V1ALPHA1__CONTAINER__INIT,
+                      .linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER__INIT };
+  m->pod.id = (char *) "pod";
+  m->pod.name = (char *) "pod";
+  m->ctr.id = (char *) id;
+  snprintf (m->path, sizeof m->path, "/cp-nri-unit/%s", id);
+  m->linux_.cgroups_path = m->path;
+  m->ctr.linux = &m->linux_;
+  m->pod_kv[0] = (pod_kv_t) NRI__PKG__API__V1ALPHA1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT;
+  for (size_t i = 0; i < 2; i++)
+    m->ctr_kv[i] = (ctr_kv_t) NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT;
+  if (pod_cpus)
+    {
+      m->pod_kv[0].key = (char *) "cachepin.io/cpus";
+      m->pod_kv[0].value = (char *) pod_cpus;
+      m->pod_p[0] = &m->pod_kv[0];
+      m->pod.annotations = m->pod_p;
+      m->pod.n_annotations = 1;
+    }
+  size_t n = 0;
+  if (ctr_cpus)
+    {
+      m->ctr_kv[n].key = (char *) "cachepin.io/cpus";
+      m->ctr_kv[n].value = (char *) ctr_cpus;
+      m->ctr_p[n] = &m->ctr_kv[n];
+      n++;
+    }
+  if (ctr_smt)
+    {
+      m->ctr_kv[n].key = (char *) "cachepin.io/smt";
+      m->ctr_kv[n].value = (char *) ctr_smt;
+      m->ctr_p[n] = &m->ctr_kv[n];
+      n++;
+    }
+  m->ctr.annotations = m->ctr_p;
+  m->ctr.n_annotations = n;
+}
+
+static Nri__Pkg__Api__V1alpha1__CreateContainerResponse *
+create (struct fixture *fx, struct msg *m, int32_t *code, char **message)
+{
+  Nri__Pkg__Api__V1alpha1__CreateContainerRequest req = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_REQUEST__INIT;
+  req.pod = &m->pod;
+  req.container = &m->ctr;
+  struct cp_buf out = { 0 };
+  struct cp_nri_call call = { .stream = 7, .out = &out };
+  cp_error_t err = NULL;
+  if (cp_nri_create_container (&fx->hc, &req, &call, &err) < 0)
+    fail_msg ("create: %s", cp_error_message (err));
+  void *r = answer (&out, &nri__pkg__api__v1alpha1__create_container_response__descriptor, code, message);
+  cp_buf_free (&out);
+  return r;
+}
+
+/* The pod asks for every CPU, the container for 1: the container's key wins; the
+   answer is an adjustment of cpus (1 CPU the topology allows) and mems, and the
+   ledger holds that CPU under the container's id.  An update asking for every CPU
+   is answered with the placed cpuset; the stop releases it. */
+static void
+test_create_update_stop (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_topo *topo = tu_topo ("host");
+  cleanup_free char *all = cp_cpulist_format (topo->allowed);
+  char many[16];
+  snprintf (many, sizeof many, "%d", hwloc_bitmap_weight (topo->allowed));
+  struct msg m;
+  build (&m, "ctr", many, "1", NULL);
+  int32_t code;
+  cleanup_free char *message = NULL;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
+  assert_int_equal (code, 0);
+  assert_non_null (r->adjust);
+  assert_non_null (r->adjust->linux);
+  assert_non_null (r->adjust->linux->resources);
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = r->adjust->linux->resources->cpu;
+  assert_non_null (cpu);
+  hwloc_bitmap_t set = tu_set (cpu->cpus);
+  assert_int_equal (hwloc_bitmap_weight (set), 1);
+  assert_true (hwloc_bitmap_isincluded (set, topo->allowed));
+  assert_true (cpu->mems && cpu->mems[0]);
+  cleanup_free char *h = held (fx, "ctr");
+  assert_non_null (h);
+  assert_string_equal (h, cpu->cpus);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  hwloc_bitmap_free (set);
+
+  /* UpdateContainer with every CPU: the answer keeps the placed one. */
+  Nri__Pkg__Api__V1alpha1__LinuxCPU asked = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  asked.cpus = all;
+  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  res.cpu = &asked;
+  Nri__Pkg__Api__V1alpha1__UpdateContainerRequest up = NRI__PKG__API__V1ALPHA1__UPDATE_CONTAINER_REQUEST__INIT;
+  up.pod = &m.pod;
+  up.container = &m.ctr;
+  up.linux_resources = &res;
+  struct cp_buf out = { 0 };
+  struct cp_nri_call call = { .stream = 7, .out = &out };
+  cp_error_t err = NULL;
+  assert_int_equal (cp_nri_update_container (&fx->hc, &up, &call, &err), 0);
+  cleanup_free char *msg2 = NULL;
+  Nri__Pkg__Api__V1alpha1__UpdateContainerResponse *ur = (void *) answer (
+      &out, &nri__pkg__api__v1alpha1__update_container_response__descriptor, &code, &msg2);
+  assert_int_equal (code, 0);
+  assert_int_equal (ur->n_update, 1);
+  assert_string_equal (ur->update[0]->container_id, "ctr");
+  assert_string_equal (ur->update[0]->linux->resources->cpu->cpus, h);
+  assert_null (ur->update[0]->linux->resources->cpu->quota); /* the rest passes through */
+  protobuf_c_message_free_unpacked (&ur->base, NULL);
+
+  /* StopContainer: released. */
+  Nri__Pkg__Api__V1alpha1__StopContainerRequest stop = NRI__PKG__API__V1ALPHA1__STOP_CONTAINER_REQUEST__INIT;
+  stop.pod = &m.pod;
+  stop.container = &m.ctr;
+  assert_int_equal (cp_nri_stop_container (&fx->hc, &stop, &call, &err), 0);
+  cleanup_free char *msg3 = NULL;
+  ProtobufCMessage *sr = answer (&out, &nri__pkg__api__v1alpha1__stop_container_response__descriptor, &code, &msg3);
+  assert_int_equal (code, 0);
+  protobuf_c_message_free_unpacked (sr, NULL);
+  cleanup_free char *after = held (fx, "ctr");
+  assert_null (after);
+  cp_buf_free (&out);
+  cp_topo_free (topo);
+}
+
+/* No cachepin.io/ annotation: an empty answer, nothing recorded.  An invalid one: the
+   creation fails with one line naming the annotation. */
+static void
+test_not_ours_and_invalid (void **state)
+{
+  struct fixture *fx = *state;
+  struct msg m;
+  build (&m, "plain", NULL, NULL, NULL);
+  int32_t code;
+  cleanup_free char *message = NULL;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
+  assert_int_equal (code, 0);
+  assert_null (r->adjust);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  cleanup_free char *h = held (fx, "plain");
+  assert_null (h);
+
+  build (&m, "bad", NULL, "1", "pe1");
+  cleanup_free char *why = NULL;
+  r = create (fx, &m, &code, &why);
+  assert_null (r);
+  assert_int_equal (code, CP_RPC_FAILED_PRECONDITION);
+  assert_non_null (why);
+  assert_true (strncmp (why, "cachepin: ", 10) == 0);
+  tu_assert_contains (why, "cachepin.io/smt");
+  assert_null (strchr (why, '\n'));
+  cleanup_free char *h2 = held (fx, "bad");
+  assert_null (h2);
+}
+
+int
+main (void)
+{
+  /* The cgroup the container would get must be where a cpuset hierarchy is (it is
+     never made): without one, skipped (77, tests/CMakeLists.txt). */
+  cleanup_free char *mount = NULL, *cg = NULL;
+  cp_error_t err = NULL;
+  if (cp_cgroup_locate_path ("/cp-nri-unit/ctr", &mount, &cg, &err) < 0)
+    {
+      printf ("SKIP: no cpuset cgroup hierarchy: %s\n", cp_error_message (err));
+      cp_error_free (&err);
+      return 77;
+    }
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test_setup_teardown (test_create_update_stop, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_not_ours_and_invalid, setup, teardown),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
