@@ -109,6 +109,7 @@ poststop b
 poststop a
 hook a "$A" '{"cachepin.io/cpus": "1", "cachepin.io/mode": "shared"}'
 check "a (shared): placed" "$RC" 0
+[ "$RC" = 0 ] || sed 's/^/  | /' "$D/err"
 PLACED_SHARED=$(cat "$TOP/a/cpuset.cpus")
 check "a (shared): the whole of one L3, its one CPU" "$(expand "$PLACED_SHARED" | wc -l)" 1
 echo "$USE" > "$TOP/a/cpuset.cpus"
