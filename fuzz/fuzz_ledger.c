@@ -50,6 +50,7 @@ entry_dup (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
 {
   *dst = *src;
   dst->id = cp_xstrdup (src->id);
+  dst->name = src->name ? cp_xstrdup (src->name) : NULL; /* *dst = *src shared it */
   dst->cgroup_mount = cp_xstrdup (src->cgroup_mount);
   dst->cgroup = cp_xstrdup (src->cgroup);
   dst->cpus = hwloc_bitmap_dup (src->cpus);
