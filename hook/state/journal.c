@@ -146,24 +146,6 @@ cp_journal_close (struct cp_journal *j)
   free (j);
 }
 
-/* S cut to MAX bytes at a character boundary and made safe (text.h). */
-static char *
-clean_text (const char *s, size_t max)
-{
-  if (s == NULL)
-    return cp_xstrdup ("");
-  size_t len = strnlen (s, max + 1);
-  if (len > max)
-    {
-      len = max;
-      while (len > 0 && ((unsigned char) s[len] & 0xc0) == 0x80)
-        len--; /* s[len] continues a character: cut before the character */
-    }
-  char *t = cp_xstrndup (s, len);
-  cp_text_sanitize (t);
-  return t;
-}
-
 static hwloc_bitmap_t
 clean_set (hwloc_const_bitmap_t set)
 {
@@ -186,15 +168,15 @@ cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journal_re
     c->time = CP_JOURNAL_MAX_TIME;
   c->front = (unsigned) r->front < CP_JOURNAL_N_FRONTS ? r->front : CP_JOURNAL_HOOK;
   c->kind = (unsigned) r->kind < CP_JOURNAL_N_KINDS ? r->kind : CP_JOURNAL_UNPLACED;
-  c->id = clean_text (r->id, CP_JOURNAL_MAX_ID);
+  c->id = cp_text_clean_copy (r->id, CP_JOURNAL_MAX_ID);
   if (c->id[0] == '\0')
     {
       free (c->id);
       c->id = cp_xstrdup ("?"); /* a bug of the caller's: keep the record anyway */
     }
-  c->name = clean_text (r->name, CP_JOURNAL_MAX_NAME);
-  c->cgroup = clean_text (r->cgroup, CP_JOURNAL_MAX_CGROUP);
-  c->reason = clean_text (r->reason, CP_JOURNAL_MAX_REASON);
+  c->name = cp_text_clean_copy (r->name, CP_JOURNAL_MAX_NAME);
+  c->cgroup = cp_text_clean_copy (r->cgroup, CP_JOURNAL_MAX_CGROUP);
+  c->reason = cp_text_clean_copy (r->reason, CP_JOURNAL_MAX_REASON);
   c->cpus = clean_set (r->cpus);
   c->mems = clean_set (r->mems);
 }
@@ -328,7 +310,7 @@ cp_journal_note (const char *state_dir, const struct cp_journal_record *r)
       if (cp_journal_commit (j, &err) == 0)
         return;
     }
-  cleanup_free char *id = clean_text (r->id, 64);
+  cleanup_free char *id = cp_text_clean_copy (r->id, 64);
   cp_log (CP_LOG_WARNING, "could not keep `%s %s` in the journal of decisions: %s", cp_journal_kind_name (r->kind),
           id, cp_error_message (err));
 }
