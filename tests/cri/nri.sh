@@ -112,6 +112,16 @@ cleanup () {
   for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
   for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
   awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
+  # A container's process that outlived its shim (containerd killed under it) is
+  # still in our cgroups: kill it, or it runs on and its cgroups stay behind.
+  local killed=0
+  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
+    [ -d "$m$PARENT" ] || continue
+    for pid in $(find "$m$PARENT" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+      kill -KILL "$pid" 2>/dev/null && killed=1
+    done
+  done
+  [ "$killed" = 0 ] || sleep 0.5
   for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
     [ -d "$m$PARENT" ] && find "$m$PARENT" -depth -type d -exec rmdir {} + 2>/dev/null
   done
