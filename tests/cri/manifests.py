@@ -6,7 +6,8 @@ containerd snippets and base spec at <prefix>/share/containerd/, the host config
 /etc/cachepin/config.json; one installer image name, tagged with the project's version; the
 runtime handler, RuntimeClass and node label the same everywhere; the installer holds only
 the host paths and privileges it needs; the example pod's annotations are values the real
-binary accepts; the base spec has no rlimits; install.sh, run for real, adds the handler to a
+binary accepts; the base spec has no rlimits; nri-plugin.yaml runs `cachepin nri` as the
+binary accepts it, with the node's paths, pids and priority the plugin needs; install.sh, run for real, adds the handler to a
 containerd config in that config's version (keeping its settings, runc included), writes the
 base spec before the config and uninstalls in the reverse order, and refuses a version-1
 config in one line, writing nothing.
@@ -191,6 +192,112 @@ def check_installer(src, version):
     idle = [c for c in pod["containers"] if not c.get("volumeMounts")]
     check("DaemonSet: the long-running container mounts nothing and is not root",
           len(idle) == len(pod["containers"]) and all(c["securityContext"].get("runAsNonRoot") for c in idle))
+
+
+def default_state_dir(binary):
+    """The state directory the binary uses without a config naming one."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        f.write("{}")
+        f.flush()
+        r = subprocess.run([binary, "status", "--json", "--config", f.name], capture_output=True, text=True)
+    try:
+        return json.loads(r.stdout)["config"]["state_dir"]
+    except (ValueError, KeyError):
+        return None
+
+
+def check_nri_plugin(src, binary):
+    """nri-plugin.yaml: `cachepin nri` on every node, with the host paths, namespaces and
+    priority it needs, a command the binary accepts, the installer's image."""
+    k = docs_by_kind(src, "deploy/kubernetes/nri-plugin.yaml")
+    check("nri-plugin.yaml: one DaemonSet, nothing else", list(k) == ["DaemonSet"] and len(k["DaemonSet"]) == 1,
+          str(sorted(k)))
+    ds = k["DaemonSet"][0]
+    pod = ds["spec"]["template"]["spec"]
+    check("nri-plugin: in kube-system", ds["metadata"].get("namespace") == "kube-system")
+    check("nri-plugin: selector matches its pods' labels",
+          ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items())
+    check("nri-plugin: priorityClassName system-node-critical", pod.get("priorityClassName") == "system-node-critical")
+    check("nri-plugin: tolerates every taint (every node)", {"operator": "Exists"} in pod.get("tolerations", []))
+    check("nri-plugin: no nodeSelector (every node)", "nodeSelector" not in pod)
+    # The ledger's hook entries are freed when their pid is gone: the node's pids, not a namespace's.
+    check("nri-plugin: hostPID", pod.get("hostPID") is True)
+    for host in ("hostNetwork", "hostIPC"):
+        check(f"nri-plugin: no {host}", not pod.get(host))
+    check("nri-plugin: no service account token", pod.get("automountServiceAccountToken") is False)
+
+    state = default_state_dir(binary)
+    check(f"the binary's default state directory is /run/cachepin ({state})", state == "/run/cachepin")
+    vols = {v["name"]: v for v in pod["volumes"]}
+    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    want_paths = {"/var/run/nri", state, "/sys", ETC}
+    check(f"nri-plugin: host paths {sorted(want_paths)}, nothing else", host_paths == want_paths, str(host_paths))
+    check("nri-plugin: no other volume", len(vols) == len(host_paths), str(sorted(vols)))
+    (c,) = pod["containers"]
+    mounts = {vols[m["name"]]["hostPath"]["path"]: m for m in c.get("volumeMounts", [])}
+    check("nri-plugin: the plugin mounts each host path at the same path (the config's paths are the node's)",
+          sorted(mounts) == sorted(want_paths) and all(m["mountPath"] == p for p, m in mounts.items()),
+          str({p: m["mountPath"] for p, m in mounts.items()}))
+    check("nri-plugin: /sys and /etc/cachepin read-only, the socket and the state directory writable",
+          all(mounts.get(p, {}).get("readOnly") is True for p in ("/sys", ETC))
+          and all(not mounts.get(p, {}).get("readOnly") for p in ("/var/run/nri", state)))
+    check("nri-plugin: /var/run/nri must exist (the runtime makes it when NRI is on)",
+          vols["nri"]["hostPath"].get("type") == "Directory")
+    sc = c.get("securityContext", {})
+    # On cgroup v2 only a privileged container stays in the host's cgroup namespace.
+    check("nri-plugin: privileged, root", sc.get("privileged") is True and sc.get("runAsUser") == 0)
+    res = c.get("resources", {})
+    check("nri-plugin: requests cpu and memory, limits memory and not cpu",
+          {"cpu", "memory"} <= set(res.get("requests", {})) and "memory" in res.get("limits", {})
+          and "cpu" not in res.get("limits", {}), str(res))
+    check("nri-plugin: no liveness probe (it exits when its connection closes)", "livenessProbe" not in c)
+
+    installer = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["DaemonSet"][0]["spec"]["template"]["spec"]
+    images = {x["image"] for x in pod["containers"] + pod.get("initContainers", [])}
+    want = {x["image"] for x in installer["containers"]}
+    check(f"nri-plugin: the installer's image ({sorted(want)})", images == want, str(images))
+    cmd = c.get("command", []) + c.get("args", [])
+    check(f"nri-plugin: runs {BIN} nri (the image's copy, Containerfile's /opt/cachepin)",
+          cmd[:2] == [BIN, "nri"], str(cmd))
+    cf = read(src, "deploy/kubernetes/Containerfile")
+    check(f"Containerfile: {PREFIX} is the image's /cachepin (the bundled binary runs there)",
+          f"ln -s /cachepin {PREFIX}" in cf)
+    # The options, as the binary parses them: an option it refuses fails before --help.
+    r = subprocess.run([binary] + cmd[1:] + ["--help"], capture_output=True, text=True)
+    check(f"nri-plugin: `cachepin {' '.join(cmd[1:])}` is accepted (--help after it exits 0)",
+          r.returncode == 0 and r.stdout.startswith("Usage: cachepin nri"), r.stderr.strip())
+    args = dict(zip(cmd[2::2], cmd[3::2]))
+    check("nri-plugin: the default socket", args.get("--socket", "/var/run/nri/nri.sock") == "/var/run/nri/nri.sock")
+    # The state directory the kubelet may make (0755) is made 0700 before the plugin
+    # starts, and only when empty.
+    init = pod.get("initContainers", [])
+    script = " ".join(init[0].get("command", [])) if init else ""
+    check(f"nri-plugin: an init container makes an empty {state} 0700 and mounts nothing else",
+          len(init) == 1 and f"chmod 0700 {state}" in script and f"ls -A {state}" in script
+          and [vols[m["name"]]["hostPath"]["path"] for m in init[0].get("volumeMounts", [])] == [state], script)
+    isc = init[0].get("securityContext", {}) if init else {}
+    check("nri-plugin: the init container drops every capability, no privilege escalation",
+          isc.get("capabilities", {}).get("drop") == ["ALL"] and isc.get("allowPrivilegeEscalation") is False)
+    check_state_dir_script(script, state)
+
+
+def check_state_dir_script(script, state):
+    """The init container's script, run for real on a directory as the kubelet makes it."""
+    cmd = script.split(" ", 2)[2] if script.startswith("/bin/sh -c ") else ""
+    with tempfile.TemporaryDirectory(prefix="cachepin-state-") as d:
+        made = os.path.join(d, "made")
+        os.mkdir(made, 0o755)
+        os.chmod(made, 0o755)
+        held = os.path.join(d, "held")
+        os.mkdir(held, 0o755)
+        os.chmod(held, 0o755)
+        open(os.path.join(held, "ledger.json"), "w").close()
+        for path in (made, held):
+            subprocess.run(["sh", "-c", cmd.replace(state, path)], capture_output=True)
+        check("nri-plugin: the init container makes an empty directory 0700",
+              oct(os.stat(made).st_mode & 0o7777) == oct(0o700), oct(os.stat(made).st_mode & 0o7777))
+        check("nri-plugin: the init container leaves a directory with a ledger as it is",
+              oct(os.stat(held).st_mode & 0o7777) == oct(0o755), oct(os.stat(held).st_mode & 0o7777))
 
 
 def check_runtimeclass_and_pod(src, binary):
@@ -379,6 +486,7 @@ def main(argv):
     check_image_build(src, version)
     check_installer(src, version)
     check_runtimeclass_and_pod(src, binary)
+    check_nri_plugin(src, binary)
     check_install_run(src, binary)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
     return 1 if failures else 0
