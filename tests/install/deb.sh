@@ -46,6 +46,13 @@ check "package depends on libprotobuf-c1 (the NRI plugin's messages)" \
 check "package recommends libsystemd0 and does not depend on it: $(dpkg-deb -f "$DEB" Recommends)" \
   bash -c "dpkg-deb -f '$DEB' Recommends | grep -q libsystemd0 && ! dpkg-deb -f '$DEB' Depends | grep -q libsystemd"
 
+# The NRI plugin's files: shipped, inert. Nothing in /opt (Debian policy 9.1.1, and a file
+# in containerd's plugin_path /opt/nri/plugins would be started by containerd unasked).
+contents=$(dpkg-deb -c "$DEB" | awk '{print substr($6, 2)}')
+check "package ships /usr/lib/systemd/system/cachepin-nri.service" grep -qx /usr/lib/systemd/system/cachepin-nri.service <<< "$contents"
+check "package ships /usr/libexec/cachepin/50-cachepin" grep -qx /usr/libexec/cachepin/50-cachepin <<< "$contents"
+check "package ships nothing under /opt [$(grep '^/opt' <<< "$contents" | tr '\n' ' ')]" bash -c "! grep -q '^/opt' <<< '$contents'"
+
 # What exists before, so that the purge is judged on what the package added.
 dpkg-deb -c "$DEB" | awk '{print substr($6, 2)}' | sed 's|/$||' | grep . > "$DIR/paths"
 while read -r p; do [ -e "$p" ] && echo "$p"; done < "$DIR/paths" > "$DIR/existed"
@@ -59,6 +66,15 @@ check "the hooks.d files name /usr/bin/cachepin" \
   [ "$(jq -r .hook.path /usr/share/containers/oci/hooks.d/cachepin-{create,poststop}.json | sort -u)" = /usr/bin/cachepin ]
 check "man cachepin finds the page" bash -c "man -w cachepin | grep -q /usr/share/man/man8/cachepin.8"
 check "man cachepin-annotations finds the page" bash -c "man -w 7 cachepin-annotations | grep -q man7/cachepin-annotations.7"
+
+check "cachepin-nri.service runs /usr/bin/cachepin nri" grep -qx 'ExecStart=/usr/bin/cachepin nri' /usr/lib/systemd/system/cachepin-nri.service
+check "50-cachepin execs /usr/bin/cachepin nri" grep -qx 'exec /usr/bin/cachepin nri' /usr/libexec/cachepin/50-cachepin
+if command -v systemd-analyze >/dev/null; then
+  out=$(systemd-analyze verify /usr/lib/systemd/system/cachepin-nri.service 2>&1)
+  check "systemd-analyze verify of the installed unit: nothing said (binary, man page there) [$out]" [ -z "$out" ]
+fi
+enabled=$(find /etc/systemd/system -name cachepin-nri.service 2>/dev/null)
+check "cachepin-nri.service is not enabled by the package [$enabled]" [ -z "$enabled" ]
 
 # A local busybox image (no pull), as tests/e2e/podman.sh builds it.
 mkdir -p "$DIR/rootfs/bin"
