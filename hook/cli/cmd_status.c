@@ -66,16 +66,14 @@ static const struct cp_cli_spec status_spec = {
   .option = status_option,
 };
 
-/* Status reads what it can and reports each part it could not in that part;
-   when one of those is a permission refused to a user who is not root, one
-   line on stderr says what to do about it (the output stays as it is). */
+/* Status reads what it can and reports each part it could not in that part,
+   with its errno; when one of those is a permission refused to a user who is
+   not root, one line on stderr says what to do about it (the output stays as
+   it is). */
 static void
 hint_root (json_object *status)
 {
-  if (geteuid () == 0)
-    return;
-  const char *text = json_object_to_json_string_ext (status, JSON_C_TO_STRING_PLAIN);
-  if (strstr (text, strerror (EACCES)) || strstr (text, strerror (EPERM)))
+  if (geteuid () != 0 && cp_status_denied (status))
     fprintf (stderr, "cachepin status: some parts could not be read (%s): run as root to see them\n",
              strerror (EACCES));
 }

@@ -3,6 +3,7 @@
  * effect, assembled from the parts status_host.c and status_ledger.c read
  * (status_internal.h). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <string.h>
 
 #include "manager.h"
@@ -70,6 +71,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "sched_cache", jstr (cp_sched_cache_setting_name (hc->sched_cache)));
   add (o, "kernel_root", jstr (hc->kernel_root));
   add (o, "kubelet_state", jstr (hc->kubelet_state));
+  add (o, "errno", NULL);
   add (o, "error", NULL);
   return o;
 }
@@ -102,12 +104,14 @@ recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config
   if (!have_config)
     {
       add (root, "recent", NULL);
+      add (root, "recent_errno", NULL);
       add (root, "recent_error", jstr ("the host configuration could not be read: no state directory"));
       return;
     }
   if (cp_journal_read (hc->state_dir, CP_STATUS_RECENT, &l, &e) < 0)
     {
       add (root, "recent", NULL);
+      add (root, "recent_errno", jerrno (cp_error_errno (e)));
       add (root, "recent_error", jstr (cp_error_message (e)));
       return;
     }
@@ -116,6 +120,7 @@ recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config
     json_object_array_add (a, record_json (&l->records[i]));
   cp_journal_list_free (l);
   add (root, "recent", a);
+  add (root, "recent_errno", NULL);
   add (root, "recent_error", NULL);
 }
 
@@ -197,4 +202,48 @@ cp_status_gather (const char *config, json_object **out, cp_error_t *err)
     }
   *out = root;
   return 0;
+}
+
+/* EACCES or EPERM in O's "errno" (named as jerrno() names them). */
+static bool
+errno_denied (json_object *o, const char *key)
+{
+  json_object *v = NULL;
+  if (!json_object_is_type (o, json_type_object) || !json_object_object_get_ex (o, key, &v)
+      || !json_object_is_type (v, json_type_string))
+    return false;
+  const char *name = json_object_get_string (v);
+  return strcmp (name, strerrorname_np (EACCES)) == 0 || strcmp (name, strerrorname_np (EPERM)) == 0;
+}
+
+/* EACCES or EPERM in OBJ's own "errno", or in that of an object it holds (the
+   kernel features are parts within "features"). */
+static bool
+part_denied (json_object *obj)
+{
+  if (errno_denied (obj, "errno"))
+    return true;
+  if (!json_object_is_type (obj, json_type_object))
+    return false;
+  json_object_object_foreach (obj, key, inner)
+  {
+    (void) key;
+    if (errno_denied (inner, "errno"))
+      return true;
+  }
+  return false;
+}
+
+bool
+cp_status_denied (json_object *status)
+{
+  if (errno_denied (status, "recent_errno"))
+    return true;
+  json_object_object_foreach (status, name, part)
+  {
+    (void) name;
+    if (part_denied (part))
+      return true;
+  }
+  return false;
 }

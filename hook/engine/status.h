@@ -8,17 +8,23 @@
 #define CP_STATUS_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "error.h"
 
-/* Everything, read-only and without the ledger's lock, into *OUT, from the host
- * config at CONFIG (NULL: CP_HOSTCONFIG_DEFAULT_PATH); each part that cannot be
- * read says so in its own "error" and does not stop the others.  Fails only when
- * no part could be read at all. */
 /* How many of the journal's records "recent" shows (hook/state/journal.h). */
 #define CP_STATUS_RECENT 10
 
+/* Everything, read-only and without the ledger's lock, into *OUT, from the host
+ * config at CONFIG (NULL: CP_HOSTCONFIG_DEFAULT_PATH); each part that cannot be
+ * read says so in its own "error" (and "errno") and does not stop the others.
+ * Fails only when no part could be read at all. */
 int cp_status_gather (const char *config, json_object **out, cp_error_t *err);
+
+/* Whether a part of STATUS (a part at its top, a kernel feature, the journal's
+   "recent") could not be read for a permission refused: its "errno" is EACCES
+   or EPERM.  Decided on the errnos, never on the messages' text. */
+bool cp_status_denied (json_object *status);
 
 #endif

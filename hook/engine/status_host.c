@@ -67,6 +67,7 @@ cp_status_cgroup (bool *ok)
   cleanup_error cp_error_t e = NULL;
   if (cgroup_read (o, &e) == 0)
     {
+      add (o, "errno", NULL);
       add (o, "error", NULL);
       *ok = true;
       return o;
@@ -98,6 +99,7 @@ cas_part (const struct cp_hostconfig *hc, bool *ok)
       add (o, "interface", NULL);
       add (o, "state", NULL);
       add (o, "enabled", NULL);
+      add (o, "errno", jerrno (cp_error_errno (e)));
       add (o, "error", jstr (cp_error_message (e)));
       return o;
     }
@@ -108,7 +110,7 @@ cas_part (const struct cp_hostconfig *hc, bool *ok)
   add (o, "interface", jstr (cp_sched_cas_iface_name (cas.iface)));
   add (o, "state", jstr (state));
   add (o, "enabled", cas.avail == CP_SCHED_SUPPORTED ? json_object_new_boolean (cas.enabled == 1) : NULL);
-  add (o, "errno", cas.errnum ? jstr (strerrorname_np (cas.errnum)) : NULL);
+  add (o, "errno", jerrno (cas.errnum));
   add (o, "error", NULL);
   return o;
 }
@@ -123,7 +125,7 @@ core_part (const struct cp_hostconfig *hc, bool *ok)
   *ok = *ok || known;
   add (o, "state", known ? jstr (cp_sched_core_avail_name (core.avail)) : NULL);
   add (o, "smt_active", !known || core.smt_active < 0 ? NULL : json_object_new_boolean (core.smt_active == 1));
-  add (o, "errno", known && core.errnum ? jstr (strerrorname_np (core.errnum)) : NULL);
+  add (o, "errno", jerrno (known ? core.errnum : cp_error_errno (e)));
   add (o, "error", known ? NULL : jstr (cp_error_message (e)));
   return o;
 }

@@ -2,13 +2,14 @@
  * status_host.c the cgroup mode and kernel features, status_ledger.c the topology
  * and the ledger, status_text.c the text).  Each part is a JSON object whose keys
  * are always present (null when unknown) with an "error": null or why the part
- * could not be read; *OK is set when the part could be read at least in part. */
+ * could not be read, and an "errno": the errno behind it (null: none or no error); *OK is set when the part could be read at least in part. */
 #ifndef CP_STATUS_INTERNAL_H
 #define CP_STATUS_INTERNAL_H
 
 #include <hwloc.h>
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <string.h>
 
 #include "cpulist.h"
 #include "error.h"
@@ -51,13 +52,24 @@ add (json_object *obj, const char *key, json_object *value)
   json_object_object_add (obj, key, value);
 }
 
-/* A part that could not be read: KEYS (NULL-terminated) present and null, and why. */
+/* An errno by its name ("EACCES"), null for none: what a part's "errno" holds,
+   so that a front end decides on the error (cmd_status.c's root hint) without
+   reading its text. */
+static inline json_object *
+jerrno (int errnum)
+{
+  return errnum ? jstr (strerrorname_np (errnum)) : NULL;
+}
+
+/* A part that could not be read: KEYS (NULL-terminated) present and null, why,
+   and the errno behind it. */
 static inline json_object *
 failed_part (const char *const *keys, cp_error_t e)
 {
   json_object *o = json_object_new_object ();
   for (const char *const *k = keys; *k; k++)
     add (o, *k, NULL);
+  add (o, "errno", jerrno (cp_error_errno (e)));
   add (o, "error", jstr (cp_error_message (e)));
   return o;
 }

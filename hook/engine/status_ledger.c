@@ -125,6 +125,7 @@ cp_status_topology (const struct cp_topo *topo, const char *source, const struct
   topo_pe0_smt (topo, o);
   add (o, "cpu_kinds", topo_kinds (topo));
   add (o, "cache", cache_part (origin));
+  add (o, "errno", NULL);
   add (o, "error", NULL);
   return o;
 }
@@ -428,6 +429,7 @@ cp_status_ledger (const struct cp_hostconfig *hc, bool have_config, const struct
     for (const char *const *k = keys + 2; *k; k++)
       add (o, *k, NULL);
   live_free (&lv);
+  add (o, "errno", NULL);
   add (o, "error", NULL);
   return o;
 }

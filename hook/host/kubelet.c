@@ -110,6 +110,8 @@ manager_status (const struct cp_manager_ctx *ctx)
   json_object_object_add (o, "state_file", r != 0 ? json_object_new_string (ctx->kubelet_state) : NULL);
   json_object_object_add (o, "policy", r > 0 ? json_object_new_string (policy) : NULL);
   json_object_object_add (o, "warning", warning ? json_object_new_string (warning) : NULL);
+  const char *errname = r < 0 && cp_error_errno (e) ? strerrorname_np (cp_error_errno (e)) : NULL;
+  json_object_object_add (o, "errno", errname ? json_object_new_string (errname) : NULL);
   json_object_object_add (o, "error", r < 0 ? json_object_new_string (cp_error_message (e)) : NULL);
   return o;
 }

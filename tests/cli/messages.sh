@@ -228,6 +228,11 @@ else
   check "status: exit 0 (it shows what it can)" "$RC" 0
   check "status: one line says run as root" "$(cat "$D/err")" \
     "cachepin status: some parts could not be read (Permission denied): run as root to see them"
+  # the hint is decided on the errno each part carries, not on its message's words
+  nobody status --json --config "$NR/cfg.json"
+  check "status --json: the ledger's errno" "$(jq -r '.ledger.errno' "$D/out")" EACCES
+  check "status --json: the journal's errno" "$(jq -r '.recent_errno' "$D/out")" EACCES
+  check "status --json: the config's errno" "$(jq -r '.config.errno' "$D/out")" null
   # plan reads no file of root's: an unreadable topology is the user's file, no hint
   lstopo-no-graphics --input "pack:1 core:2 pu:1" --of xml "$NR/t.xml" 2>/dev/null && chmod 600 "$NR/t.xml"
   nobody plan --topology "$NR/t.xml" --cpus 1

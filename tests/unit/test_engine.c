@@ -195,8 +195,7 @@ static int
 setup (void **state)
 {
   struct fixture *fx = cp_xmalloc0 (sizeof *fx);
-  fx->dir = cp_xstrdup ("/tmp/cp-engine-XXXXXX");
-  assert_non_null (mkdtemp (fx->dir));
+  fx->dir = tu_tmpdir ("engine");
   fx->state = cp_xasprintf ("%s/state", fx->dir);
   fx->cgroot = cp_xasprintf ("%s/cgroup", fx->dir);
   fx->kernel = cp_xasprintf ("%s/kernel", fx->dir);
@@ -206,13 +205,7 @@ setup (void **state)
   /* What a cgroup root holds: a parent with its cpuset. */
   cleanup_free char *cpus = cp_xasprintf ("%s/pod/cpuset.cpus", fx->cgroot);
   tu_write_file (cpus, "0\n", 2);
-  cp_hostconfig_init (&fx->hc);
-  free (fx->hc.state_dir);
-  fx->hc.state_dir = cp_xstrdup (fx->state);
-  free (fx->hc.kernel_root);
-  fx->hc.kernel_root = cp_xstrdup (fx->kernel);
-  free (fx->hc.kubelet_state);
-  fx->hc.kubelet_state = cp_xstrdup ("");
+  tu_hostconfig (&fx->hc, fx->state, fx->kernel);
   cp_log_set_level (CP_LOG_ERROR);
   *state = fx;
   return 0;
@@ -222,8 +215,7 @@ static int
 teardown (void **state)
 {
   struct fixture *fx = *state;
-  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", fx->dir);
-  assert_int_equal (system (cmd), 0);
+  tu_rmtree (fx->dir);
   cp_hostconfig_free (&fx->hc);
   free (fx->dir);
   free (fx->state);

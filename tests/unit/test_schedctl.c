@@ -103,8 +103,7 @@ static int
 setup (void **state)
 {
   struct fixture *fx = cp_xmalloc0 (sizeof *fx);
-  fx->dir = cp_xstrdup ("/tmp/cp-schedctl-XXXXXX");
-  assert_non_null (mkdtemp (fx->dir));
+  fx->dir = tu_tmpdir ("schedctl");
   fx->root = cp_xasprintf ("%s/root", fx->dir);
   fx->state = cp_xasprintf ("%s/state", fx->dir);
   cleanup_free char *cmd = cp_xasprintf ("mkdir -p %s/" CP_SCHED_CAS_DIR " %s", fx->root, fx->state);
@@ -112,11 +111,7 @@ setup (void **state)
   assert_int_equal (chmod (fx->state, 0700), 0);
   fx->switch_path = cp_xasprintf ("%s/" CP_SCHED_CAS_DIR "/enabled", fx->root);
   put (fx->switch_path, "0\n");
-  cp_hostconfig_init (&fx->hc);
-  free (fx->hc.kernel_root);
-  fx->hc.kernel_root = cp_xstrdup (fx->root);
-  free (fx->hc.state_dir);
-  fx->hc.state_dir = cp_xstrdup (fx->state);
+  tu_hostconfig (&fx->hc, fx->state, fx->root);
   fx->hc.sched_cache = CP_SCHED_CACHE_ON_DEMAND;
   *state = fx;
   return 0;
@@ -126,8 +121,7 @@ static int
 teardown (void **state)
 {
   struct fixture *fx = *state;
-  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", fx->dir);
-  assert_int_equal (system (cmd), 0);
+  tu_rmtree (fx->dir);
   cp_hostconfig_free (&fx->hc);
   free (fx->dir);
   free (fx->root);

@@ -118,6 +118,34 @@ test_failed_parts (void **state)
   assert_int_equal (lines_starting (text, "  L3#"), 0);
 }
 
+/* The root hint (cmd_status.c) is decided on the parts' errnos: EACCES or EPERM
+   in any part, a kernel feature or the journal's; another errno, or a message
+   that only reads like a refusal, is not one. */
+static bool
+denied (const char *json)
+{
+  json_object *status = json_tokener_parse (json);
+  assert_non_null (status);
+  bool d = cp_status_denied (status);
+  json_object_put (status);
+  return d;
+}
+
+static void
+test_denied (void **state)
+{
+  (void) state;
+  assert_true (denied ("{\"ledger\": {\"errno\": \"EACCES\", \"error\": \"x\"}, \"cgroup\": {\"errno\": null}}"));
+  assert_true (denied ("{\"config\": {\"errno\": \"EPERM\", \"error\": \"x\"}}"));
+  assert_true (denied ("{\"recent\": null, \"recent_errno\": \"EACCES\", \"recent_error\": \"x\"}"));
+  assert_true (denied ("{\"features\": {\"cache_aware_scheduling\": {\"state\": \"denied\", \"errno\": \"EACCES\"}}}"));
+  assert_true (denied ("{\"kubelet\": {\"errno\": \"EACCES\", \"error\": \"x\"}}"));
+  assert_false (denied ("{\"ledger\": {\"errno\": \"ENOENT\", \"error\": \"open: Permission denied\"},"
+                        " \"warnings\": [\"Operation not permitted\"], \"recent_errno\": null}"));
+  assert_false (denied ("{\"topology\": {\"errno\": 13}, \"features\": {\"core_scheduling\": {\"errno\": \"EINVAL\"}}}"));
+  assert_false (denied ("{}"));
+}
+
 /* CAS's other states, and core scheduling denied. */
 static void
 test_feature_states (void **state)
@@ -269,6 +297,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_full),          cmocka_unit_test (test_failed_parts), cmocka_unit_test (test_feature_states),
+    cmocka_unit_test (test_denied),
     cmocka_unit_test (test_sanitized),     cmocka_unit_test (test_garbage),
     cmocka_unit_test (test_eighty_columns), cmocka_unit_test (test_hostile_name),
   };

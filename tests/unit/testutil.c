@@ -185,3 +185,35 @@ tu_assert_full_load_model (const struct cp_topo *loaded, hwloc_topology_t full, 
   free (b);
   cp_topo_free (reference);
 }
+
+char *
+tu_tmpdir (const char *name)
+{
+  char *dir = cp_xasprintf ("/tmp/cp-%s-XXXXXX", name);
+  if (mkdtemp (dir) == NULL)
+    fail_msg ("mkdtemp %s: %s", dir, strerror (errno));
+  return dir;
+}
+
+void
+tu_rmtree (const char *dir)
+{
+  cleanup_free char *cmd = cp_xasprintf ("rm -rf -- '%s'", dir);
+  if (system (cmd) != 0)
+    fail_msg ("%s failed", cmd);
+}
+
+void
+tu_hostconfig (struct cp_hostconfig *hc, const char *state_dir, const char *kernel_root)
+{
+  cp_hostconfig_init (hc);
+  free (hc->state_dir);
+  hc->state_dir = cp_xstrdup (state_dir);
+  if (kernel_root)
+    {
+      free (hc->kernel_root);
+      hc->kernel_root = cp_xstrdup (kernel_root);
+    }
+  free (hc->kubelet_state);
+  hc->kubelet_state = cp_xstrdup ("");
+}

@@ -12,6 +12,7 @@
 
 #include "bitmap.h"
 #include "error.h"
+#include "hostconfig.h"
 #include "placement.h"
 #include "request.h"
 #include "topo.h"
@@ -59,5 +60,17 @@ void tu_assert_full_load_model (const struct cp_topo *loaded, hwloc_topology_t f
 
 /* Write LEN bytes of DATA to PATH (created 0644, truncated); fails the test on error. */
 void tu_write_file (const char *path, const char *data, size_t len);
+
+/* A new directory /tmp/cp-NAME-XXXXXX (mode 0700, as mkdtemp makes it: a state
+ * directory the ledger accepts); the caller frees the path.  Fails the test on error. */
+char *tu_tmpdir (const char *name);
+
+/* Remove DIR and everything below it; fails the test on error. */
+void tu_rmtree (const char *dir);
+
+/* HC: the defaults, with the ledger in STATE_DIR, the kernel's files under
+ * KERNEL_ROOT (NULL: the default, /) and no kubelet state file read, so that a
+ * test touches only its own trees.  cp_hostconfig_free() it. */
+void tu_hostconfig (struct cp_hostconfig *hc, const char *state_dir, const char *kernel_root);
 
 #endif

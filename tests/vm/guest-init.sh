@@ -114,6 +114,12 @@ if [ $cg_rc != 0 ]; then
   sync; poweroff -f
 fi
 
+# Go programs (runc) with one P: under single-threaded TCG every vCPU takes turns
+# on one host core, and a Go runtime with a P per vCPU spends those turns on its
+# idle Ps' spinning and GC workers.  It changes nothing the tests look at (a
+# hook's environment is its spec's, a container's its config.json's); --env
+# GOMAXPROCS=N overrides it.
+export GOMAXPROCS=1
 # shellcheck disable=SC1091 # written by run-vm.sh
 [ -f /cpvm/env ] && . /cpvm/env
 export CPVM_CGROUP="$cgroup"

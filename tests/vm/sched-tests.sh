@@ -217,12 +217,15 @@ else cpvm_fail sched.effect.off "$off_n/$SAMPLES samples on one L3 with CAS off,
 CPVM_HOOKS=$(hooks 2)
 cpvm_create runc cas-k --annotations "{\"cachepin.io/cpus\": \"2\", $ASK_ON}" -- sleep 600
 cpvm_expect_eq sched.hook.killed.on 1 "$(cat $DBG/enabled)"
-flock $STATE/ledger.lock sleep 8 & locker=$!
-sleep 0.5
+# The lock is held by the sleep alone (the subshell execs into it), so killing it
+# gives the lock back as soon as the delete is over, not when a fixed sleep ends;
+# the delete starts once the lock is seen taken.
+( exec 9>$STATE/ledger.lock; flock 9; exec sleep 120 ) & locker=$!
+for ((i = 0; i < 100; i++)); do flock -n $STATE/ledger.lock true || break; sleep 0.05; done
 t0=$(cut -d' ' -f1 /proc/uptime)
 cpvm_delete runc cas-k
 cpvm_info "runc delete with the poststop hook stalled: $(awk -v a="$t0" -v b="$(cut -d' ' -f1 /proc/uptime)" 'BEGIN { printf "%.1f", b - a }') s"
-wait $locker
+kill $locker; wait $locker 2>/dev/null
 cpvm_expect_eq sched.hook.killed.entry 1 "$(in_ledger cas-k)" "the killed poststop released nothing:"
 cpvm_expect_eq sched.hook.killed.held 1 "$(cat $DBG/enabled)"
 CPVM_HOOKS=$(hooks 60)
