@@ -56,7 +56,8 @@
  *     (and list); beneath each of READ_DIRS (/proc, /sys with the cgroup mounts,
  *     the kubelet state's directory) read and list; nothing else, nothing executed.
  *     A unix socket's path is not a file Landlock guards (up to ABI 6): connect()
- *     to the runtime's socket and to /dev/log still works;
+ *     to the runtime's socket and to /dev/log still works.  /sys is read only:
+ *     the kernel's cache-aware scheduling switch reads as denied (sched_cas.c);
  *  3. seccomp: the hook's killed list, its allowlist, and what a request needs:
  *     openat with O_CREAT and linkat without AT_SYMLINK_FOLLOW through any
  *     directory fd (the state directory is opened anew per request; Landlock
