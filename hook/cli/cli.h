@@ -199,9 +199,18 @@ int cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, c
 
 /* A long-running front end (`cachepin nri`) places one container after another in
    one process: the sandbox a run enters before its decision would stay for the
-   next ones (a profile for a long-running process is still to come, issue 22), so
-   cp_cli_place() and cp_cli_release() enter none after this is called. */
+   next ones, so cp_cli_place() and cp_cli_release() enter none after this is
+   called (cp_cli_enter_plugin_sandbox() calls it: its profile covers them). */
 void cp_cli_stay_unsandboxed (void);
+
+/* The plugin's sandbox (sandbox.h, CP_SANDBOX_PLUGIN), entered once for the rest
+   of the process, unless HC says `sandbox: false`: the state directory (made if
+   missing) and the topology cache (discovered now if stale, so that requests
+   read it) ready first, then the directories its requests read beneath: /proc,
+   /sys (the cgroup mounts with it) and the kubelet state's.  The runtime's
+   connection and syslog's socket are opened before.  Fails (*ERR) when the
+   state directory cannot be had or the sandbox cannot be set up. */
+int cp_cli_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err);
 
 /* A release through the engine's steps: open, the journal, the sandbox, commit;
    a release done is recorded as FRONT's. */

@@ -15,10 +15,18 @@
  * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); options given
  * still win over those.
  *
+ * The sandbox: once connected, before the first request, the plugin enters its
+ * own profile (hook/host/sandbox.h, CP_SANDBOX_PLUGIN; cp_cli_enter_plugin_sandbox()):
+ * no_new_privs, Landlock (the state directory read-write, /proc, /sys and the
+ * kubelet state's directory read), a seccomp allowlist with what a request needs
+ * (flock, unix sockets only, poll, sleeps) and the hook's killed list (execve,
+ * ptrace, mount, bpf, ...).  `sandbox: false` in the host config leaves it out.
+ * A sandbox that cannot be entered ends the plugin (exit 1): containerd goes on
+ * without it, as when it is not running.
+ *
  * Not yet (issue 22): reconnecting after a runtime restart (the plugin exits 0, as
  * a Go stub does when its connection closes, for its supervisor to start it
- * again), rebuilding what is placed at Synchronize, a sandbox profile for a
- * long-running process. */
+ * again), rebuilding what is placed at Synchronize. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -393,7 +401,6 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
      strict one, as any host failure does. */
   if (hc.lock_timeout_ms > CP_NRI_LOCK_TIMEOUT_MS)
     hc.lock_timeout_ms = CP_NRI_LOCK_TIMEOUT_MS;
-  cp_cli_stay_unsandboxed ();
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   catch_stop_signals ();
   struct cp_nri_conn c;
@@ -401,7 +408,8 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     r = -1;
   else
     {
-      r = run (&a, &hc, &c, err);
+      /* Everything set up (config, socket, syslog): the sandbox for the rest. */
+      r = cp_cli_enter_plugin_sandbox (&hc, err) < 0 ? -1 : run (&a, &hc, &c, err);
       cp_nri_conn_close (&c);
     }
   cp_hostconfig_free (&hc);

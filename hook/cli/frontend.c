@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "util.h"
@@ -15,6 +16,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sandbox.h"
+#include "topocache.h"
 #include "admission.h"
 #include "events.h"
 
@@ -110,6 +112,17 @@ cp_cli_load_config (const struct cp_cli_common *common, struct cp_hostconfig *hc
   return 0;
 }
 
+static void
+log_sandbox (enum cp_log_level level, const char *what, int abi)
+{
+  if (CP_SANDBOX_SANITIZER_BUILD)
+    cp_log (level, "%s: no_new_privs only (a sanitizer build: see hook/host/sandbox.h)", what);
+  else if (abi > 0)
+    cp_log (level, "%s: no_new_privs, Landlock ABI %d, seccomp", what, abi);
+  else
+    cp_log (level, "%s: no_new_privs, seccomp (this kernel has no Landlock)", what);
+}
+
 int
 cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *sb, cp_error_t *err)
 {
@@ -120,12 +133,50 @@ cp_cli_enter_sandbox (const struct cp_hostconfig *hc, const struct cp_sandbox *s
   journal.sandboxed = true;
   if (abi < 0)
     return -1;
-  if (CP_SANDBOX_SANITIZER_BUILD)
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs only (a sanitizer build: see hook/host/sandbox.h)");
-  else if (abi > 0)
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, Landlock ABI %d, seccomp", abi);
-  else
-    cp_log (CP_LOG_DEBUG, "sandbox: no_new_privs, seccomp (this kernel has no Landlock)");
+  log_sandbox (CP_LOG_DEBUG, "sandbox", abi);
+  return 0;
+}
+
+/* The kubelet state file's directory ("/" or none: NULL, no rule). */
+static char *
+kubelet_dir (const char *state_file)
+{
+  const char *slash = state_file ? strrchr (state_file, '/') : NULL;
+  if (slash == NULL || slash == state_file)
+    return NULL;
+  return cp_xasprintf ("%.*s", (int) (slash - state_file), state_file);
+}
+
+int
+cp_cli_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err)
+{
+  cp_cli_stay_unsandboxed (); /* this one covers every request */
+  if (!hc->sandbox)
+    {
+      cp_log (CP_LOG_INFO, "nri: not sandboxed (the host config says `sandbox: false`)");
+      return 0;
+    }
+  cleanup_close int dirfd = cp_ledger_open_dir (hc->state_dir, err);
+  if (dirfd < 0)
+    return cp_error_wrap (err, "sandbox");
+  /* A discovery reads files (hwloc's plugins) and makes calls the profile
+     refuses: done here, the requests read the cache (one stale later, after a
+     CPU hotplug, is discovered again inside, with what /sys and /proc give). */
+  cleanup_topo struct cp_topo *topo = NULL;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_topocache_load (hc, 0, &topo, &e) < 0)
+    cp_log (CP_LOG_WARNING, "nri: the topology, read before the sandbox: %s", cp_error_message (e));
+  cleanup_free char *kubelet = kubelet_dir (hc->kubelet_state);
+  struct cp_sandbox sb = {
+    .profile = CP_SANDBOX_PLUGIN,
+    .state_dirfd = dirfd,
+    .cgroup_mountfd = -1,
+    .read_dirs = { "/proc", "/sys", kubelet },
+  };
+  int abi = cp_sandbox_enter (&sb, err);
+  if (abi < 0)
+    return cp_error_wrap (err, "nri");
+  log_sandbox (CP_LOG_INFO, "nri: sandboxed", abi);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
@@ -35,6 +36,7 @@
 #define LL_FS_EXECUTE (1ULL << 0)
 #define LL_FS_WRITE_FILE (1ULL << 1)
 #define LL_FS_READ_FILE (1ULL << 2)
+#define LL_FS_READ_DIR (1ULL << 3)
 #define LL_FS_REMOVE_FILE (1ULL << 5)
 #define LL_FS_MAKE_REG (1ULL << 8)
 #define LL_FS_ABI1 ((1ULL << 13) - 1) /* EXECUTE .. MAKE_SYM */
@@ -64,6 +66,23 @@ ll_add (int ruleset, int dirfd, uint64_t access, uint64_t handled, const char *w
   struct ll_path_beneath_attr rule = { .allowed_access = access & handled, .parent_fd = dirfd };
   if (syscall (SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) < 0)
     return cp_fail_errno (err, errno, "landlock: rule for %s", what);
+  return 0;
+}
+
+/* The plugin's READ_DIRS: read and list beneath each that exists now. */
+static int
+ll_add_read_dirs (int ruleset, const struct cp_sandbox *sb, uint64_t handled, cp_error_t *err)
+{
+  for (size_t i = 0; i < CP_SANDBOX_MAX_READ_DIRS && sb->read_dirs[i]; i++)
+    {
+      cleanup_close int fd = open (sb->read_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue; /* nothing there to read now (a host without a kubelet) */
+      if (fd < 0)
+        return cp_fail_errno (err, errno, "landlock: open %s", sb->read_dirs[i]);
+      if (ll_add (ruleset, fd, LL_FS_READ_FILE | LL_FS_READ_DIR, handled, sb->read_dirs[i], err) < 0)
+        return -1;
+    }
   return 0;
 }
 
@@ -100,11 +119,12 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
     return cp_fail_errno (err, errno, "landlock: create ruleset (ABI %ld)", abi);
 
   uint64_t fs = attr.handled_access_fs;
-  if (sb->state_dirfd >= 0
-      && ll_add (ruleset, sb->state_dirfd,
-                 LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_MAKE_REG | LL_FS_REMOVE_FILE | LL_FS_TRUNCATE, fs,
-                 "the state directory", err)
-             < 0)
+  /* The plugin opens the state directory itself at each request (O_RDONLY). */
+  uint64_t state = LL_FS_READ_FILE | LL_FS_WRITE_FILE | LL_FS_MAKE_REG | LL_FS_REMOVE_FILE | LL_FS_TRUNCATE
+                   | (sb->profile == CP_SANDBOX_PLUGIN ? LL_FS_READ_DIR : 0);
+  if (sb->state_dirfd >= 0 && ll_add (ruleset, sb->state_dirfd, state, fs, "the state directory", err) < 0)
+    return -1;
+  if (sb->profile == CP_SANDBOX_PLUGIN && ll_add_read_dirs (ruleset, sb, fs, err) < 0)
     return -1;
   if (sb->cgroup_mountfd >= 0
       && ll_add (ruleset, sb->cgroup_mountfd, LL_FS_READ_FILE | LL_FS_WRITE_FILE, fs, "the cgroup hierarchy", err)
@@ -191,6 +211,49 @@ rule (scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n, const 
   rule ((ctx), (action), (name), CP_ARRAY_SIZE (((struct scmp_arg_cmp[]){ __VA_ARGS__ })),     \
         ((struct scmp_arg_cmp[]){ __VA_ARGS__ }), err)
 
+/* The plugin's, on top of the hook's: what one request's steps need, each one
+ * seen in `strace -f` of the plugin under containerd (tests/cri/nri.sh), or taken
+ * by the same steps elsewhere (the 32-bit and time64 names, readlink for
+ * /proc).  See sandbox.h. */
+static const char *const CP_SANDBOX_PLUGIN_ALLOWED[] = {
+  /* the ledger's and the journal's locks, and their back-off */
+  "flock", "nanosleep", "clock_nanosleep", "clock_nanosleep_time64",
+  /* the state directory made if missing (EEXIST) and checked as ours */
+  "mkdir", "mkdirat", "getuid", "geteuid", "getgid", "getegid", "getuid32", "geteuid32", "getgid32", "getegid32",
+  /* the runtime's socket (and a new one after a restart), syslog's reconnect */
+  "connect", "sendmsg", "recvmsg", "recvfrom", "poll", "ppoll", "ppoll_time64",
+  /* reading /proc and /sys: a topology discovery when the cache is stale */
+  "getdents64", "faccessat", "faccessat2", "access", "readlink", "readlinkat", "uname", "fstatfs", "fstatfs64",
+  "statfs", "statfs64", "lseek", "_llseek", "sched_getaffinity", "getrandom",
+};
+
+static int
+build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
+{
+  const uint32_t allow = SCMP_ACT_ALLOW;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED); i++)
+    if (rule (ctx, allow, CP_SANDBOX_PLUGIN_ALLOWED[i], 0, NULL, err) < 0)
+      return -1;
+  /* Creating and linking through the directory fd of the request (Landlock says
+     where); never following a symlink nor naming an fd (AT_EMPTY_PATH). */
+  if (rule (ctx, allow, "openat", 0, NULL, err) < 0
+      || RULE (ctx, allow, "linkat", SCMP_A4 (SCMP_CMP_EQ, 0)) < 0)
+    return -1;
+  /* Unix sockets only: no network. */
+  if (RULE (ctx, allow, "socket", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) AF_UNIX)) < 0)
+    return -1;
+  /* Is a container's process still there: signal 0, no signal sent. */
+  if (RULE (ctx, allow, "kill", SCMP_A1 (SCMP_CMP_EQ, 0)) < 0)
+    return -1;
+  /* opendir(): the flags asked and close-on-exec set. */
+  static const int fcntl_cmds[] = { F_GETFL, F_GETFD, F_SETFD };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fcntl_cmds); i++)
+    if (RULE (ctx, allow, "fcntl", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0
+        || RULE (ctx, allow, "fcntl64", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0)
+      return -1;
+  return 0;
+}
+
 static void
 seccomp_releasep (scmp_filter_ctx *ctx)
 {
@@ -250,6 +313,8 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
           || RULE (ctx, allow, "recvmsg", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->bus_fd)) < 0
           || rule (ctx, allow, "ppoll", 0, NULL, err) < 0 || rule (ctx, allow, "ppoll_time64", 0, NULL, err) < 0
           || rule (ctx, allow, "poll", 0, NULL, err) < 0))
+    return -1;
+  if (sb->profile == CP_SANDBOX_PLUGIN && build_plugin_filter (ctx, err) < 0)
     return -1;
   /* raise(): abort() (out of memory, _FORTIFY_SOURCE, the stack protector) and
      the fault-injection builds' simulated kills.  To this process only. */

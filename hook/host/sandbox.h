@@ -40,7 +40,35 @@
  * recvmsg on that one connected socket, opened and authenticated before, and
  * ppoll/poll (sd-bus waits for the reply with them).
  * Everything else, socket() and connect() included (syslog(3) reconnecting
- * after a syslogd restart), answers EPERM. */
+ * after a syslogd restart), answers EPERM.
+ *
+ * The plugin's profile (CP_SANDBOX_PLUGIN, `cachepin nri`).  A process that lives
+ * for days and runs per request what the hook runs once: it opens the state
+ * directory, takes the ledger's and the journal's flocks (polling them with
+ * sleeps), reads and commits the ledger, the journal and the topology cache,
+ * reads /proc/<pid> and the cgroup files of other containers (reconcile, drift),
+ * the kubelet's state file, talks on its one connected socket and logs to syslog;
+ * it may connect again to the runtime's socket after a restart.  It never execs,
+ * never writes a cgroup (the runtime applies its adjustment), never needs a new
+ * privilege.  So, entered once after start-up, before the first request:
+ *  1. no_new_privs, as above;
+ *  2. Landlock: beneath the state directory read, write, create, remove, truncate
+ *     (and list); beneath each of READ_DIRS (/proc, /sys with the cgroup mounts,
+ *     the kubelet state's directory) read and list; nothing else, nothing executed.
+ *     A unix socket's path is not a file Landlock guards (up to ABI 6): connect()
+ *     to the runtime's socket and to /dev/log still works.  /sys is read only:
+ *     the kernel's cache-aware scheduling switch reads as denied (sched_cas.c);
+ *  3. seccomp: the hook's killed list, its allowlist, and what a request needs:
+ *     openat with O_CREAT and linkat without AT_SYMLINK_FOLLOW through any
+ *     directory fd (the state directory is opened anew per request; Landlock
+ *     bounds where: without Landlock these are not bound to a path), mkdir (the
+ *     state directory exists: EEXIST), flock, socket(AF_UNIX) only, connect,
+ *     sendmsg/recvmsg/recvfrom, poll/ppoll, nanosleep/clock_nanosleep, kill with
+ *     signal 0 (is a container's process alive), getuid and its family,
+ *     sched_getaffinity, and what a topology discovery reads with (getdents64,
+ *     faccessat, readlink, uname, fstatfs, lseek; sched_setaffinity is refused:
+ *     hwloc then skips its cpuid pass).  No fork, no exec, no socket of another
+ *     family: EPERM or killed as for the hook. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
 
@@ -65,9 +93,20 @@
 #define CP_SANDBOX_SANITIZER_BUILD 0
 #endif
 
+/* Which process the sandbox is for. */
+enum cp_sandbox_profile
+{
+  CP_SANDBOX_HOOK = 0, /* one run: what its last steps need (the default) */
+  CP_SANDBOX_PLUGIN,   /* `cachepin nri`: every request's steps, for as long as it runs */
+};
+
+/* The plugin's directories to read beneath, at most. */
+#define CP_SANDBOX_MAX_READ_DIRS 4
+
 /* What the rest of the run still needs. */
 struct cp_sandbox
 {
+  enum cp_sandbox_profile profile;
   int state_dirfd;    /* the ledger's directory: files in it may be created, replaced,
                          read, written and removed (-1: none) */
   int cgroup_mountfd; /* the mount of the cgroup hierarchy: files beneath it may be read
@@ -75,6 +114,10 @@ struct cp_sandbox
   pid_t pid;          /* files beneath /proc/<pid> may be read (0: none) */
   bool bus;           /* an established D-Bus connection (systemd.h) is used: */
   int bus_fd;         /* sendmsg and recvmsg on this socket, and poll/ppoll */
+  /* CP_SANDBOX_PLUGIN only: directories (absolute paths, NULL-terminated, NULL:
+     none) beneath which files may be read and directories listed; one missing
+     now gets no rule. */
+  const char *read_dirs[CP_SANDBOX_MAX_READ_DIRS + 1];
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

@@ -259,6 +259,8 @@ echo "containerd: $(cri version)"
 ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
 if start_plugin; then pass "the plugin registered, was configured and synchronized"; else bad "the plugin did not start"; exit 1; fi
 check "the plugin logged containerd's configuration (request timeout 2000 ms)" grep -q 'request timeout 2000 ms' "$D/nri.log"
+check "the plugin is sandboxed: NoNewPrivs 1, Seccomp 2 (filter) in /proc/$PLUGIN_PID/status" \
+  [ "$(awk '/^NoNewPrivs:/ {n = $2} /^Seccomp:/ {s = $2} END {print n "," s}' "/proc/$PLUGIN_PID/status")" = 1,2 ]
 
 # 1. A pod annotation: placed at CreateContainer, in its spec, cgroup and affinity.
 if run_pod "$TAG-pod" cachepin.io/cpus=1; then

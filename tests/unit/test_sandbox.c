@@ -40,6 +40,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -48,6 +49,7 @@
 #include <sys/wait.h>
 #include <syslog.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroup_internal.h"
@@ -645,6 +647,152 @@ test_no_bus_no_sendmsg (void **state)
   expect_exit0 (status);
 }
 
+/* ---- the plugin's profile (CP_SANDBOX_PLUGIN) --------------------------------------- */
+
+/* Fork; the child binds a unix socket (standing for the runtime's NRI socket)
+   under the scratch root, enters the plugin's profile on the state directory with
+   the stand-in cgroup tree and /proc as its read directories, and runs FN with
+   the socket's path.  Returns the child's wait status. */
+typedef void (*plugin_fn) (int abi, const char *sock, pid_t target);
+
+static int
+run_plugin_sandboxed (plugin_fn fn)
+{
+  fflush (NULL);
+  pid_t parent = getpid ();
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      struct sockaddr_un sa = { .sun_family = AF_UNIX };
+      snprintf (sa.sun_path, sizeof sa.sun_path, "%.64s/nri-%d.sock", G.root, (int) getpid ());
+      const char *sock = sa.sun_path;
+      int l = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      CHILD_CHECK (l >= 0 && bind (l, (struct sockaddr *) &sa, sizeof sa) == 0 && listen (l, 4) == 0);
+      int dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      CHILD_CHECK (dirfd >= 0);
+      openlog ("cachepin-test", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+      struct cp_sandbox sb = {
+        .profile = CP_SANDBOX_PLUGIN, .state_dirfd = dirfd, .cgroup_mountfd = -1, .read_dirs = { "/proc", G.cg },
+      };
+      cp_error_t err = NULL;
+      int abi = cp_sandbox_enter (&sb, &err);
+      if (abi < 0)
+        {
+          fprintf (stderr, "child: cp_sandbox_enter (plugin): %s\n", cp_error_message (err));
+          _exit (2);
+        }
+      close (dirfd); /* the plugin opens the state directory anew per request */
+      fn (abi, sock, parent);
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  return status;
+}
+
+/* One request's steps: the state directory opened by path and checked as ours,
+   the ledger's lock taken, the ledger committed (tmp, rename, link, unlink), /proc
+   and cgroup files read, a container's process checked alive, the runtime's
+   socket connected again, polled and written, a back-off sleep, syslog. */
+static void
+plugin_allowed (int abi, const char *sock, pid_t target)
+{
+  CHILD_REFUSED (mkdir (G.state, 0700), EEXIST);
+  int dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  CHILD_CHECK (dirfd >= 0);
+  CHILD_CHECK (geteuid () == getuid ());
+  int lock = openat (dirfd, CP_LEDGER_LOCK_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  CHILD_CHECK (lock >= 0 && flock (dirfd, LOCK_EX | LOCK_NB) == 0 && flock (lock, LOCK_EX | LOCK_NB) == 0);
+  int fd = openat (dirfd, CP_LEDGER_TMP_FILE, O_CREAT | O_TRUNC | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  CHILD_CHECK (fd >= 0 && write (fd, "{}\n", 3) == 3 && fsync (fd) == 0 && close (fd) == 0);
+  CHILD_CHECK (renameat (dirfd, CP_LEDGER_TMP_FILE, dirfd, CP_LEDGER_FILE) == 0);
+  CHILD_CHECK (linkat (dirfd, CP_LEDGER_FILE, dirfd, CP_LEDGER_PREV_FILE, 0) == 0);
+  CHILD_CHECK (unlinkat (dirfd, CP_LEDGER_PREV_FILE, 0) == 0 && unlinkat (dirfd, CP_LEDGER_FILE, 0) == 0);
+  CHILD_CHECK (unlinkat (dirfd, CP_LEDGER_LOCK_FILE, 0) == 0);
+  close (lock);
+  close (dirfd);
+
+  char path[256], buf[64] = { 0 };
+  snprintf (path, sizeof path, "/proc/%d/stat", (int) target);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && read (fd, buf, sizeof buf - 1) > 0);
+  close (fd);
+  snprintf (path, sizeof path, "%s/cpuset.cpus", G.cg);
+  fd = open (path, O_RDONLY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && read (fd, buf, sizeof buf - 1) > 0);
+  close (fd);
+  /* Signal 0 passes seccomp; Landlock from ABI 6 scopes signals to the sandbox,
+     and answers EPERM for a live process outside it, which the ledger's check
+     (ESRCH: gone) reads as alive, as it should. */
+  CHILD_CHECK (kill (getpid (), 0) == 0);
+  CHILD_CHECK (kill (target, 0) == 0 || (abi >= 6 && errno == EPERM));
+
+  int s = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "%.100s", sock);
+  CHILD_CHECK (s >= 0 && connect (s, (struct sockaddr *) &sa, sizeof sa) == 0);
+  struct pollfd pfd = { .fd = s, .events = POLLOUT };
+  CHILD_CHECK (poll (&pfd, 1, 1000) == 1);
+  CHILD_CHECK (send (s, "x", 1, MSG_NOSIGNAL) == 1);
+  close (s);
+  struct timespec nap = { 0, 1000000 };
+  CHILD_CHECK (nanosleep (&nap, NULL) == 0);
+  syslog (LOG_DEBUG, "plugin sandbox test: syslog still works");
+}
+
+static void
+test_plugin_allowed (void **state)
+{
+  (void) state;
+  expect_exit0 (run_plugin_sandboxed (plugin_allowed));
+}
+
+/* No network, no other signal, no cgroup write, nothing outside its directories. */
+static void
+plugin_refused (int abi, const char *sock, pid_t target)
+{
+  (void) sock;
+  CHILD_REFUSED (socket (AF_INET, SOCK_STREAM, 0), EPERM);
+  CHILD_REFUSED (socket (AF_INET6, SOCK_DGRAM, 0), EPERM);
+  CHILD_REFUSED (socket (AF_NETLINK, SOCK_RAW, 0), EPERM);
+  CHILD_REFUSED (kill (target, SIGTERM), EPERM);
+  CHILD_REFUSED (syscall (SYS_fork), EPERM);
+  CHILD_REFUSED (syscall (SYS_sched_setaffinity, 0, 0, NULL), EPERM);
+  if (abi == 0)
+    return; /* what only Landlock refuses */
+  char path[256];
+  snprintf (path, sizeof path, "%s/cpuset.cpus", G.cg);
+  CHILD_REFUSED (open (path, O_WRONLY | O_CLOEXEC), EACCES);
+  CHILD_REFUSED (open (G.outside, O_RDONLY | O_CLOEXEC), EACCES);
+  snprintf (path, sizeof path, "%s/new.txt", G.root);
+  CHILD_REFUSED (open (path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600), EACCES);
+}
+
+static void
+test_plugin_refused (void **state)
+{
+  (void) state;
+  expect_exit0 (run_plugin_sandboxed (plugin_refused));
+}
+
+static void
+plugin_execve (int abi, const char *sock, pid_t target)
+{
+  (void) abi, (void) sock, (void) target;
+  char *argv[] = { "/bin/true", NULL };
+  execve ("/bin/true", argv, NULL);
+  _exit (3); /* refused instead of killed: the test sees exit 3 */
+}
+
+static void
+test_plugin_execve_killed (void **state)
+{
+  (void) state;
+  expect_sigsys (run_plugin_sandboxed (plugin_execve), "plugin profile: execve");
+}
+
 /* Where the sandbox cannot be tested: a sanitizer build (it is not loaded there,
    see sandbox.h) and valgrind (which implements neither seccomp nor Landlock). */
 static const char *
@@ -700,6 +848,9 @@ main (void)
     cmocka_unit_test (test_empty_spec),
     cmocka_unit_test (test_bus_fd),
     cmocka_unit_test (test_no_bus_no_sendmsg),
+    cmocka_unit_test (test_plugin_allowed),
+    cmocka_unit_test (test_plugin_refused),
+    cmocka_unit_test (test_plugin_execve_killed),
   };
   return cmocka_run_group_tests (tests, setup, teardown);
 }
