@@ -33,7 +33,7 @@ MNT=$(find_cpuset_mount)
 command -v jq >/dev/null || die "no jq"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null || die "cmake failed"
 cmake --build "$BUILD" -j2 --target cachepin bench-nri >/dev/null || die "build failed"
-BIN=$BUILD/cachepin
+BIN=${BIN:-$BUILD/cachepin} # BIN=: another cachepin binary (an earlier build), measured the same way
 
 D=$(mktemp -d /tmp/cachepin-nri-bench.XXXXXX)
 TOP="$MNT/cachepin-nri-bench-$$"
