@@ -516,11 +516,23 @@ cp_topo_from_hwloc (hwloc_topology_t t, const char *source, struct cp_topo **out
   return 0;
 }
 
+struct cp_topo *
+cp_topo_ref (struct cp_topo *topo)
+{
+  topo->refs++;
+  return topo;
+}
+
 void
 cp_topo_free (struct cp_topo *topo)
 {
   if (topo == NULL)
     return;
+  if (topo->refs > 0)
+    {
+      topo->refs--;
+      return;
+    }
   for (unsigned c = 0; c < topo->n_cores; c++)
     hwloc_bitmap_free (topo->cores[c].pus);
   free (topo->cores);

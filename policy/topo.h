@@ -60,6 +60,8 @@ struct cp_topo
   unsigned l2_depth;        /* 2, or 0 when the source has no L2 */
   int *core_of_pu;          /* Linux CPU number -> position in cores, -1 if none */
   unsigned pu_limit;        /* size of core_of_pu: highest online CPU number + 1 */
+  unsigned refs;            /* holders besides the first (cp_topo_ref()); cp_topo_free()
+                               frees the model when the last one lets go */
 };
 
 /* Bounds on what a topology source may ask hwloc to build, checked before it does.
@@ -92,6 +94,11 @@ void cp_topo_hwloc_prepare (hwloc_topology_t topology);
 int cp_topo_from_hwloc (hwloc_topology_t topology, const char *source, struct cp_topo **out,
                         cp_error_t *err);
 
+/* One more holder of TOPO (a long-running process keeps the model across calls
+ * while each call frees its own: hook/state/topocache.h).  Returns TOPO. */
+struct cp_topo *cp_topo_ref (struct cp_topo *topo);
+
+/* Let go of TOPO: freed when no other holder is left.  NULL is fine. */
 void cp_topo_free (struct cp_topo *topo);
 
 #define cleanup_topo __attribute__ ((cleanup (cp_topo_freep)))

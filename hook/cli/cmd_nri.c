@@ -37,10 +37,13 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ledger.h"
 #include "log.h"
 #include "nri_conn.h"
 #include "nri_plugin.h"
 #include "nri_rpc.h"
+#include "recheck.h"
+#include "topocache.h"
 #include "util.h"
 
 #define CP_NRI_LOCK_TIMEOUT_MS 1000
@@ -401,6 +404,15 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
      strict one, as any host failure does. */
   if (hc.lock_timeout_ms > CP_NRI_LOCK_TIMEOUT_MS)
     hc.lock_timeout_ms = CP_NRI_LOCK_TIMEOUT_MS;
+  /* A long-running process: the topology model stays in memory while its key
+     holds, and an entry found alive is checked again only after the recheck
+     window (recheck.h: a dead container's CPUs, or a drift, are seen up to
+     CP_PLACER_RECHECK_SECONDS later than by the hook), and the parsed ledger is
+     reused while ledger.json is provably the file it was read from or written
+     as (ledger_store.h: checked under the lock, at every call). */
+  cp_topocache_keep (true);
+  cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, NULL);
+  cp_ledger_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   catch_stop_signals ();
   struct cp_nri_conn c;

@@ -19,6 +19,7 @@
 #include "schedctl.h"
 #include "events.h"
 #include "topocache.h"
+#include "recheck.h"
 
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
@@ -123,7 +124,18 @@ open_ledger (const struct cp_hostconfig *hc, enum reconcile_scope scope, struct 
     .check = scope == RECONCILE_CAS_ASKERS ? release_checks : NULL,
     .data = cp_cgroup_mounts_new (),
   };
+  /* A long-running front end's placements check an entry it found alive again
+     only once its window has passed (recheck.h: a dead container's CPUs, or a
+     drift, are seen up to that much later than by the hook). */
+  bool window = scope == RECONCILE_ALL && cp_recheck_on ();
+  if (window)
+    {
+      cp_recheck_begin ();
+      alive.check = cp_recheck_due;
+    }
   int r = cp_ledger_reconcile (l, &alive, NULL, err);
+  if (r == 0 && window)
+    cp_recheck_seen (l);
   cp_cgroup_mounts_free (alive.data);
   if (r < 0)
     {

@@ -533,6 +533,7 @@ cp_ledger_close (struct cp_ledger *l)
 {
   if (l == NULL)
     return;
+  cp_ledger_cache_give (l); /* before the lock goes */
   for (size_t i = 0; i < l->n; i++)
     cp_ledger_entry_clear (&l->entries[i]);
   free (l->entries);

@@ -209,12 +209,20 @@ go_back (struct cp_ledger *l, const char *lost, bool missing)
 static int
 load (struct cp_ledger *l, cp_error_t *err)
 {
+  /* A long-running process's parsed ledger, when ledger.json is still the file
+     it was read from or written as (under the lock: nobody replaces it now). */
+  struct cp_ledger_ident ident = { 0 };
+  bool known = cp_ledger_cache_on () && cp_ledger_ident_now (l, &ident);
+  if (known && cp_ledger_cache_take (l, &ident))
+    return 0;
   struct cp_ledger *parsed = NULL;
   cleanup_free char *why = NULL;
   int r = read_generation (l, CP_LEDGER_FILE, &parsed, &why, err);
   if (r > 0)
     {
       adopt (l, parsed);
+      l->ident = ident;
+      l->ident_known = known;
       return 0;
     }
   if (r < 0 && why == NULL)
@@ -443,6 +451,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
     return cp_fail_runtime (err, "commit: the ledger has no state directory");
   if (!l->dirty)
     return 0;
+  l->ident_known = false; /* until the new file is in place */
   cleanup_free char *text = cp_ledger_serialize (l);
   size_t len = strlen (text);
   /* Never write what the next open would refuse to read. */
@@ -472,6 +481,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
   if (fsync (l->dirfd) < 0)
     return cp_fail_errno (err, errno, "fsync `%s`", l->dir);
   l->dirty = false;
+  l->ident_known = cp_ledger_cache_on () && cp_ledger_ident_now (l, &l->ident);
   return 0;
 }
 

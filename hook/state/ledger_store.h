@@ -100,4 +100,20 @@ int cp_ledger_dirfd (const struct cp_ledger *l);
  * leaves either the old or the new ledger.json. */
 int cp_ledger_commit (struct cp_ledger *l, cp_error_t *err);
 
+/* The parsed ledger kept between calls, for a long-running process (the NRI
+ * plugin; ledger_cache.c).  With ON, a ledger closed unchanged since its read or
+ * its last commit hands its entries to the cache, with the identity of the
+ * ledger.json they are (its state directory's device and inode, and its own
+ * device, inode, size, modification, change and birth times); the next
+ * cp_ledger_open() of the same directory takes them back instead of reading and
+ * parsing the file when, under the lock, ledger.json still has that identity.
+ * Every writer (the hook, apply, another plugin) replaces ledger.json by a rename
+ * of a new file: a new inode and new times, so its write is always seen and read.
+ * The ledger has no generation counter, and its format is not changed for one.
+ * OFF (the default: the hook, apply) reads the file every time and frees the cache. */
+void cp_ledger_cache_keep (bool on);
+
+/* How many opens took the cache, and how many read the file while it was on. */
+void cp_ledger_cache_stats (unsigned long *hits, unsigned long *misses);
+
 #endif

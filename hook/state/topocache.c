@@ -224,6 +224,42 @@ cp_topocache_load (const struct cp_hostconfig *hc, unsigned flags, struct cp_top
   return cp_topocache_load_from (hc, flags, out, NULL, err);
 }
 
+/* cp_topocache_keep()'s model and the key it was loaded under. */
+static struct
+{
+  bool on;
+  char *key;
+  struct cp_topo *topo;
+} kept;
+
+static void
+keep_clear (void)
+{
+  free (kept.key);
+  kept.key = NULL;
+  cp_topo_free (kept.topo);
+  kept.topo = NULL;
+}
+
+void
+cp_topocache_keep (bool on)
+{
+  kept.on = on;
+  if (!on)
+    keep_clear ();
+}
+
+/* Keep TOPO, loaded under KEY, when asked to. */
+static void
+keep (const char *key, struct cp_topo *topo)
+{
+  if (!kept.on)
+    return;
+  keep_clear ();
+  kept.key = cp_xstrdup (key);
+  kept.topo = cp_topo_ref (topo);
+}
+
 int
 cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out,
                         struct cp_topocache_origin *origin, cp_error_t *err)
@@ -241,12 +277,21 @@ cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct c
         origin->why_not = cp_xasprintf ("no key: %s", cp_error_message (why));
       return cp_topocache_discover (hc->topology, out, err);
     }
+  if (kept.topo && strcmp (kept.key, key) == 0)
+    {
+      cp_log (CP_LOG_DEBUG, "topology: the model kept in memory (same key)");
+      if (origin)
+        origin->used = true;
+      *out = cp_topo_ref (kept.topo);
+      return 0;
+    }
   dirfd = open_dir (hc->state_dir, flags, &why);
   if (dirfd >= 0 && load_cached (dirfd, name, key, out, &why) == 0)
     {
       cp_log (CP_LOG_DEBUG, "topology: from the cache %s", name);
       if (origin)
         origin->used = true;
+      keep (key, *out);
       return 0;
     }
   const char *reason = why ? cp_error_message (why) : "no state directory";
@@ -255,6 +300,7 @@ cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct c
     origin->why_not = cp_xstrdup (reason);
   if (cp_topocache_discover (hc->topology, out, err) < 0)
     return -1;
+  keep (key, *out);
   if (dirfd < 0 || (flags & CP_TOPOCACHE_READ_ONLY))
     return 0;
   cp_error_free (&why);

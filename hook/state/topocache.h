@@ -70,6 +70,15 @@ enum cp_topocache_flags
  * discovery does. */
 int cp_topocache_load (const struct cp_hostconfig *hc, unsigned flags, struct cp_topo **out, cp_error_t *err);
 
+/* A long-running process (`cachepin nri`) keeps the model in memory across calls:
+ * with ON, the model a load returns is kept as well, and the next load returns it
+ * again (one more holder, cp_topo_ref(): the caller frees it as always) while the
+ * key computed now is the key it was loaded under, so a hotplug, a reboot, a new
+ * file or an affinity change is seen at the very next call, as with the file.
+ * What is skipped is the cache file's read and decode (or the discovery).  OFF
+ * (the default: the hook, apply, status) lets the kept model go. */
+void cp_topocache_keep (bool on);
+
 /* Where a model cp_topocache_load_from() returned came from (`cachepin status`). */
 struct cp_topocache_origin
 {

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,8 @@
 #include "ledger_store.h"
 #include "log.h"
 #include "placer.h"
+#include "proc.h"
+#include "recheck.h"
 #include "topo.h"
 
 /* ---- the failure policy ----------------------------------------------------------- */
@@ -395,6 +398,93 @@ test_open_needs_cgroup_path (void **state)
   cp_error_free (&err);
 }
 
+/* ---- the recheck window of a long-running front end (recheck.h) ---------------------- */
+
+static long long fake_ms;
+static long long
+fake_clock (void)
+{
+  return fake_ms;
+}
+
+/* Put an entry ID for a live child process into the fixture's ledger (another
+   writer's: the hook's), and return the child. */
+static pid_t
+put_live (struct fixture *fx, const char *id)
+{
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      pause ();
+      _exit (0);
+    }
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  unsigned long long start = 0;
+  bool zombie = false;
+  if (cp_proc_start_time (child, &start, &zombie, &err) < 0 || cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  cleanup_free char *cgroup = cp_xasprintf ("/pod/%s", id);
+  struct cp_ledger_entry e = { .id = (char *) id, .cgroup_mount = fx->cgroot, .cgroup = cgroup, .pid = child,
+                               .start_time = start, .mode = CP_MODE_SHARED, .cpus = tu_set ("0"),
+                               .held = tu_set (""), .mems = tu_set ("0"), .placed_at = 1700000000 };
+  if (cp_ledger_put (l, &e, &err) < 0 || cp_ledger_commit (l, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  cp_ledger_close (l);
+  hwloc_bitmap_free (e.cpus);
+  hwloc_bitmap_free (e.held);
+  hwloc_bitmap_free (e.mems);
+  return child;
+}
+
+static void
+end_child (pid_t child)
+{
+  kill (child, SIGKILL);
+  waitpid (child, NULL, 0);
+}
+
+/* Whether a placement's reconcile (cp_placer_open_ledger) keeps ID. */
+static bool
+kept (struct fixture *fx, const char *id)
+{
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (&fx->hc, &l, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  bool found = cp_ledger_find (l, id) != NULL;
+  cp_ledger_close (l);
+  return found;
+}
+
+/* An entry found alive is checked again only once the window has passed: its
+   container's death is seen by the window's end, not before; an entry new to
+   this process is checked at once; without a window, at every placement. */
+static void
+test_recheck_window (void **state)
+{
+  struct fixture *fx = *state;
+  fake_ms = 1000000;
+  cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, fake_clock);
+  pid_t a = put_live (fx, "a");
+  assert_true (kept (fx, "a")); /* checked: alive, remembered */
+  end_child (a);
+  fake_ms += 2000; /* within the window (its second half starts at 2.5 s) */
+  assert_true (kept (fx, "a"));
+  pid_t b = put_live (fx, "b"); /* new to this process: checked now */
+  end_child (b);
+  assert_false (kept (fx, "b"));
+  fake_ms += CP_PLACER_RECHECK_SECONDS * 1000 - 2000; /* the window has passed */
+  assert_false (kept (fx, "a"));
+
+  cp_placer_recheck_after (0, NULL);
+  pid_t c = put_live (fx, "c");
+  assert_true (kept (fx, "c"));
+  end_child (c);
+  assert_false (kept (fx, "c"));
+}
+
 int
 main (void)
 {
@@ -405,6 +495,7 @@ main (void)
     cmocka_unit_test (test_admit_pid_cgroup),
     cmocka_unit_test (test_admit_refuses_init),
     cmocka_unit_test_setup_teardown (test_decide_without_cgroup, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_recheck_window, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
   };

@@ -142,7 +142,7 @@ make_state_dir (const struct tdir *t)
     fail_msg ("mkdir %s: %s", t->state, strerror (errno));
 }
 
-/* An entry owning its strings and sets; free with entry_free(). */
+/* An entry owning its strings and sets; free with cp_ledger_entry_clear(). */
 static struct cp_ledger_entry
 entry (const char *id, enum cp_mode mode, const char *cpus, const char *held)
 {
@@ -2355,11 +2355,100 @@ test_fault_fail (void **state)
 }
 #endif
 
+/* ---------------------------------------------------------- the parsed-ledger cache */
+
+/* A writer other than this process (the hook, apply): a child, without the cache,
+   puts E into DIR's ledger and commits. */
+static void
+other_writer_puts (const char *dir, const struct cp_ledger_entry *e)
+{
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      cp_ledger_cache_keep (false);
+      cp_error_t err = NULL;
+      struct cp_ledger *l = NULL;
+      if (cp_ledger_open (dir, 5000, &l, &err) < 0 || cp_ledger_put (l, e, &err) < 0
+          || cp_ledger_commit (l, &err) < 0)
+        _exit (1);
+      cp_ledger_close (l);
+      _exit (0);
+    }
+  assert_int_equal (wait_status (pid), 0);
+}
+
+/* cp_ledger_cache_keep(): an unchanged ledger.json is not read again (its parsed
+   entries come back from the cache), and a write by another process, even one of
+   the same size, is always read. */
+static void
+test_cache_other_writer (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  cp_error_t err = NULL;
+  unsigned long hits, misses;
+  cp_ledger_cache_keep (true);
+  struct cp_ledger *l = open_ok (t.state);
+  struct cp_ledger_entry a = entry ("a", CP_MODE_EXCLUSIVE, "1", "1");
+  put_ok (l, &a);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  cp_ledger_close (l);
+
+  /* Ours, unchanged: from the cache, twice. */
+  for (int i = 0; i < 2; i++)
+    {
+      l = open_ok (t.state);
+      assert_non_null (cp_ledger_find (l, "a"));
+      assert_int_equal (cp_ledger_count (l), 1);
+      cp_ledger_close (l);
+    }
+  cp_ledger_cache_stats (&hits, &misses);
+  assert_int_equal (hits, 2);
+
+  /* Another process rewrites "a" on another CPU: the same size, another file. */
+  struct cp_ledger_entry a2 = entry ("a", CP_MODE_EXCLUSIVE, "2", "2");
+  other_writer_puts (t.state, &a2);
+  l = open_ok (t.state);
+  cp_ledger_cache_stats (&hits, &misses);
+  assert_int_equal (hits, 2);
+  assert_int_equal (misses, 1);
+  tu_assert_set (cp_ledger_find (l, "a")->cpus, "2");
+  cp_ledger_close (l);
+
+  /* Another process adds "b": read again. */
+  struct cp_ledger_entry b = entry ("b", CP_MODE_EXCLUSIVE, "3", "3");
+  other_writer_puts (t.state, &b);
+  l = open_ok (t.state);
+  assert_non_null (cp_ledger_find (l, "b"));
+  assert_int_equal (cp_ledger_count (l), 2);
+  /* Changed in memory and not committed: not cached; the file is read next time. */
+  assert_true (cp_ledger_remove (l, "b"));
+  cp_ledger_close (l);
+  l = open_ok (t.state);
+  assert_non_null (cp_ledger_find (l, "b"));
+  cp_ledger_cache_stats (&hits, &misses);
+  assert_int_equal (hits, 2);
+  assert_int_equal (misses, 3);
+  cp_ledger_close (l);
+  /* Then unchanged again: from the cache. */
+  l = open_ok (t.state);
+  assert_non_null (cp_ledger_find (l, "b"));
+  cp_ledger_close (l);
+  cp_ledger_cache_stats (&hits, &misses);
+  assert_int_equal (hits, 3);
+
+  cp_ledger_cache_keep (false);
+  cp_ledger_entry_clear (&a);
+  cp_ledger_entry_clear (&a2);
+  cp_ledger_entry_clear (&b);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_cache_other_writer, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_replaced_while_held, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),

@@ -1,0 +1,99 @@
+/* The topology cache's model kept in memory (hook/state/topocache.h:
+   cp_topocache_keep()): the same model while its key holds, another one as soon as
+   the key changes (here: the XML file is rewritten), none kept once turned off. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hostconfig.h"
+#include "log.h"
+#include "topo.h"
+#include "topocache.h"
+#include "util.h"
+
+/* An XML file of a synthetic machine of N cores. */
+static void
+write_xml (const char *path, unsigned n)
+{
+  hwloc_topology_t t;
+  assert_int_equal (hwloc_topology_init (&t), 0);
+  cleanup_free char *desc = cp_xasprintf ("pack:1 core:%u pu:1", n);
+  assert_int_equal (hwloc_topology_set_synthetic (t, desc), 0);
+  assert_int_equal (hwloc_topology_load (t), 0);
+  cleanup_free char *tmp = cp_xasprintf ("%s.tmp", path);
+  assert_int_equal (hwloc_topology_export_xml (t, tmp, 0), 0);
+  assert_int_equal (rename (tmp, path), 0);
+  hwloc_topology_destroy (t);
+}
+
+static struct cp_topo *
+load_ok (const struct cp_hostconfig *hc)
+{
+  struct cp_topo *topo = NULL;
+  cp_error_t err = NULL;
+  if (cp_topocache_load (hc, 0, &topo, &err) < 0)
+    fail_msg ("load: %s", cp_error_message (err));
+  return topo;
+}
+
+static void
+test_keep (void **state)
+{
+  (void) state;
+  char dir[] = "/tmp/cp-topocache-XXXXXX";
+  assert_non_null (mkdtemp (dir));
+  cleanup_free char *sd = cp_xasprintf ("%s/state", dir);
+  cleanup_free char *xml = cp_xasprintf ("%s/machine.xml", dir);
+  write_xml (xml, 2);
+  struct cp_hostconfig hc;
+  cp_hostconfig_init (&hc);
+  free (hc.state_dir);
+  hc.state_dir = cp_xstrdup (sd);
+  free (hc.topology);
+  hc.topology = cp_xstrdup (xml);
+  cp_log_set_level (CP_LOG_ERROR);
+
+  cp_topocache_keep (true);
+  struct cp_topo *a = load_ok (&hc), *b = load_ok (&hc);
+  assert_ptr_equal (a, b); /* the kept model, while the key holds */
+  assert_int_equal (hwloc_bitmap_weight (a->online), 2);
+  cp_topo_free (a);
+  cp_topo_free (b); /* still kept: the next load returns it */
+  struct cp_topo *c = load_ok (&hc);
+  assert_int_equal (hwloc_bitmap_weight (c->online), 2);
+  cp_topo_free (c);
+
+  /* The file changes (another inode, size and times): the key does, and the model. */
+  write_xml (xml, 4);
+  struct cp_topo *d = load_ok (&hc);
+  assert_int_equal (hwloc_bitmap_weight (d->online), 4);
+  struct cp_topo *e = load_ok (&hc);
+  assert_ptr_equal (d, e);
+  cp_topo_free (e);
+
+  /* Off: every load its own model again. */
+  cp_topocache_keep (false);
+  struct cp_topo *f = load_ok (&hc);
+  assert_ptr_not_equal (f, d);
+  assert_int_equal (hwloc_bitmap_weight (f->online), 4);
+  cp_topo_free (f);
+  cp_topo_free (d);
+
+  cp_hostconfig_free (&hc);
+  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", dir);
+  assert_int_equal (system (cmd), 0);
+}
+
+int
+main (void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_keep),
+  };
+  return cmocka_run_group_tests (tests, NULL, NULL);
+}
