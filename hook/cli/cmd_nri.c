@@ -4,10 +4,15 @@
  * connect to the runtime's socket, multiplexed (hook/nri/nri_wire.h); call
  * Runtime.RegisterPlugin{name, idx} on connection 2; serve the Plugin service on
  * connection 1: Configure (answered with the events subscribed to), Synchronize
- * (the containers that exist: answered with no updates, `more` echoed so that a
- * split synchronization goes on), then the container events (nri_events.c), and
- * Shutdown.  One request at a time, answered before the next is read: a placement
- * takes milliseconds, the runtime's request timeout is 2 s.
+ * (the containers that exist: what is placed rebuilt from them and the ledger,
+ * nri_resync.c), then the container events (nri_events.c), and Shutdown.  One
+ * request at a time, answered before the next is read: a placement takes
+ * milliseconds, the runtime's request timeout is 2 s.
+ *
+ * When the runtime goes (closes or resets the connection, says Shutdown: a
+ * containerd restart), the dialled form dials again with a backoff and registers
+ * again, and the new Synchronize catches up with what changed meanwhile
+ * (serve_runtime()).
  *
  * The pre-launched form: a runtime that starts the plugin itself (containerd's
  * plugin_path, /opt/nri/plugins/NN-name, here a script that runs `cachepin nri`)
@@ -15,10 +20,7 @@
  * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); options given
  * still win over those.
  *
- * Not yet (issue 22): reconnecting after a runtime restart (the plugin exits 0, as
- * a Go stub does when its connection closes, for its supervisor to start it
- * again), rebuilding what is placed at Synchronize, a sandbox profile for a
- * long-running process. */
+ * Not yet (issue 22): a sandbox profile for a long-running process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -41,8 +43,10 @@ static const char nri_usage[] =
   "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
-  "updates, release them when they stop.  Runs until the runtime closes the connection\n"
-  "or SIGTERM.\n\n"
+  "updates, release them when they stop; at each connection's Synchronize, catch up\n"
+  "with what changed while it was away.  When the runtime goes (a restart), dial it\n"
+  "again (every 0.1 s to 5 s); started by the runtime, exit 0 instead.  Runs until\n"
+  "SIGTERM.\n\n"
   "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ",\n"
   "                   or the descriptor NRI_PLUGIN_SOCKET names: started by the runtime)\n"
   "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
