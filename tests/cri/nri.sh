@@ -111,7 +111,9 @@ logged () {
 start_plugin () {
   local before
   before=$(grep -c 'nri: synchronized' "$D/nri.log" 2>/dev/null)
-  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 &
+  # Without the CRI client's pipes (7, 8): a plugin holding them keeps the client from
+  # seeing its end when containerd is stopped under it.
+  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 7>&- 8<&- &
   PLUGIN_PID=$!
   logged "$D/nri.log" 'nri: synchronized' $((${before:-0} + 1)) && return 0
   cat "$D/nri.log"
