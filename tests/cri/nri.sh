@@ -15,10 +15,15 @@
 # leaves the placed cpuset (spec and cgroup) and one with only a quota passes through (the
 # quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
 # with the plugin's line and the same request without strict starts unplaced; an invalid
-# annotation (smt=pe1) fails it; stop and remove empty the ledger; the plugin killed, a pod that asks still
-# starts (unplaced); with the ledger's lock held by another process, a container that asks
-# starts unplaced (the plugin waits 1 s at most); the pre-launched form (containerd starts it from its plugin_path with a
-# connected socket) registers, places, and ends when containerd stops.
+# annotation (smt=pe1) fails it; stop and remove empty the ledger; with the ledger's lock held
+# by another process, a container that asks starts unplaced (the plugin waits 1 s at most);
+# the plugin killed, a placed pod removed and a pod that asks created (and started, unplaced)
+# meanwhile, the plugin started again: its Synchronize releases the removed one's entry and
+# places the new one (ledger, cgroup, spec through containerd's applying the update,
+# Cpus_allowed_list, the cgroup's inode recorded); containerd restarted under the plugin: it
+# says its connection ended, registers again and places the next pod; the pre-launched form
+# (containerd starts it from its plugin_path with a connected socket) registers, places, and
+# exits when containerd stops.
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
 # the Debian archive unreachable with nothing cached). CACHEPIN_CRI_KEEP=1 keeps the scratch
