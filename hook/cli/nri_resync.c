@@ -19,7 +19,8 @@
  * Everything goes through the engine's steps (placer.h), as the events do: the
  * ledger changes only under its lock, after reconcile, with the placement's checks.
  * The runtime waits for the answer at most 2 s: the work stops after
- * CP_NRI_RESYNC_BUDGET_MS and what is left is logged (a release left is done by
+ * CP_NRI_RESYNC_BUDGET_MS (each step's wait for the ledger's lock cut to what is
+ * left of it) and what is left is logged (a release left is done by
  * the next reconcile once its cgroup is gone; a placement left waits for the next
  * Synchronize). */
 #define _GNU_SOURCE
@@ -229,10 +230,23 @@ struct left
   unsigned release, adopt, place;
 };
 
+/* HC for the next step: its lock wait cut to what is left of the budget (at least
+   1 ms), so that a step started in time ends within it too, a held lock included. */
+static const struct cp_hostconfig *
+step_config (const struct cp_hostconfig *hc, struct cp_hostconfig *step, long left_ms)
+{
+  *step = *hc; /* shallow: HC keeps what it points at */
+  if (left_ms < (long) step->lock_timeout_ms)
+    step->lock_timeout_ms = left_ms > 0 ? (unsigned) left_ms : 1;
+  return step;
+}
+
 void
-cp_nri_resync (const struct cp_hostconfig *hc, nri_pod **pods, size_t n_pods, nri_container **ctrs, size_t n_ctrs,
+cp_nri_resync (const struct cp_hostconfig *hc0, nri_pod **pods, size_t n_pods, nri_container **ctrs, size_t n_ctrs,
                long budget_ms, struct cp_nri_updates *out)
 {
+  struct cp_hostconfig step;
+  const struct cp_hostconfig *hc = hc0;
   *out = (struct cp_nri_updates) { .u = cp_xcalloc (n_ctrs + 1, sizeof *out->u),
                                    .p = cp_xcalloc (n_ctrs + 1, sizeof *out->p),
                                    .strings = cp_xcalloc (3 * n_ctrs + 1, sizeof *out->strings) };
@@ -240,7 +254,7 @@ cp_nri_resync (const struct cp_hostconfig *hc, nri_pod **pods, size_t n_pods, nr
   clock_gettime (CLOCK_MONOTONIC, &t0);
   struct ledger_view v = { 0 };
   cleanup_error cp_error_t why = NULL;
-  if (view_read (hc, &v, &why) < 0)
+  if (view_read (step_config (hc0, &step, budget_ms), &v, &why) < 0)
     {
       cp_log (CP_LOG_WARNING, "resync: nothing rebuilt, the ledger could not be read: %s", cp_error_message (why));
       return;
@@ -252,6 +266,7 @@ cp_nri_resync (const struct cp_hostconfig *hc, nri_pod **pods, size_t n_pods, nr
         continue;
       const nri_container *c = find_running (ctrs, n_ctrs, v.e[i].id);
       bool late = ms_since (&t0) >= budget_ms;
+      hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
       if (c == NULL && late)
         left.release++;
       else if (c == NULL)
@@ -268,6 +283,7 @@ cp_nri_resync (const struct cp_hostconfig *hc, nri_pod **pods, size_t n_pods, nr
       const nri_container *c = ctrs[i];
       if (c->id == NULL || c->id[0] == '\0' || !running (c) || has_entry (&v, c->id))
         continue;
+      hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
       if (ms_since (&t0) >= budget_ms)
         left.place++; /* may not ask: said as "to look at" */
       else
