@@ -4,10 +4,15 @@
  * connect to the runtime's socket, multiplexed (hook/nri/nri_wire.h); call
  * Runtime.RegisterPlugin{name, idx} on connection 2; serve the Plugin service on
  * connection 1: Configure (answered with the events subscribed to), Synchronize
- * (the containers that exist: answered with no updates, `more` echoed so that a
- * split synchronization goes on), then the container events (nri_events.c), and
- * Shutdown.  One request at a time, answered before the next is read: a placement
- * takes milliseconds, the runtime's request timeout is 2 s.
+ * (the containers that exist: what is placed rebuilt from them and the ledger,
+ * nri_resync.c), then the container events (nri_events.c), and Shutdown.  One
+ * request at a time, answered before the next is read: a placement takes
+ * milliseconds, the runtime's request timeout is 2 s.
+ *
+ * When the runtime goes (closes or resets the connection, says Shutdown: a
+ * containerd restart), the dialled form dials again with a backoff and registers
+ * again, and the new Synchronize catches up with what changed meanwhile
+ * (serve_runtime()).
  *
  * The pre-launched form: a runtime that starts the plugin itself (containerd's
  * plugin_path, /opt/nri/plugins/NN-name, here a script that runs `cachepin nri`)
@@ -22,11 +27,7 @@
  * (flock, unix sockets only, poll, sleeps) and the hook's killed list (execve,
  * ptrace, mount, bpf, ...).  `sandbox: false` in the host config leaves it out.
  * A sandbox that cannot be entered ends the plugin (exit 1): containerd goes on
- * without it, as when it is not running.
- *
- * Not yet (issue 22): reconnecting after a runtime restart (the plugin exits 0, as
- * a Go stub does when its connection closes, for its supervisor to start it
- * again), rebuilding what is placed at Synchronize. */
+ * without it, as when it is not running. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
@@ -52,8 +53,10 @@ static const char nri_usage[] =
   "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
-  "updates, release them when they stop.  Runs until the runtime closes the connection\n"
-  "or SIGTERM.\n\n"
+  "updates, release them when they stop; at each connection's Synchronize, catch up\n"
+  "with what changed while it was away.  When the runtime goes (a restart), dial it\n"
+  "again (every 0.1 s to 5 s); started by the runtime, exit 0 instead.  Runs until\n"
+  "SIGTERM.\n\n"
   "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ",\n"
   "                   or the descriptor NRI_PLUGIN_SOCKET names: started by the runtime)\n"
   "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
@@ -145,8 +148,9 @@ names_from_env (struct nri_args *a, cp_error_t *err)
 /* The connection: --socket's, else the pre-launched form's fd (NRI_PLUGIN_SOCKET:
    a socket, 3 or above), else the default socket's. */
 static int
-connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, cp_error_t *err)
+connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, bool *prelaunched, cp_error_t *err)
 {
+  *prelaunched = false;
   const char *env = getenv ("NRI_PLUGIN_SOCKET");
   if (a->socket == NULL && env && *env)
     {
@@ -158,6 +162,7 @@ connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, cp_error_t *er
         return cp_fail_input (err, "NRI_PLUGIN_SOCKET `%.32s`: not a connected socket's descriptor", env);
       unsetenv ("NRI_PLUGIN_SOCKET"); /* not for what this process may start */
       cp_nri_conn_adopt ((int) fd, c);
+      *prelaunched = true;
       cp_log (CP_LOG_INFO, "nri: pre-launched, on descriptor %ld", fd);
       return 0;
     }
@@ -220,7 +225,7 @@ register_plugin (struct cp_nri_conn *c, const struct nri_args *a, struct cp_buf 
 
 /* The answer to our RegisterPlugin (the only call we make). */
 static int
-registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, cp_error_t *err)
+registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, bool again, cp_error_t *err)
 {
   if (m->type != CP_TTRPC_RESPONSE)
     return cp_fail_input (err, "NRI: a ttrpc message of type %u on the runtime's connection", m->type);
@@ -231,7 +236,10 @@ registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, cp_error_t *
   if (code != CP_RPC_OK)
     return cp_fail_runtime (err, "NRI: the runtime refused to register plugin %s-%s: %s (code %d)", a->idx, a->name,
                             message ? message : "no reason given", code);
-  cp_log (CP_LOG_INFO, "nri: registered as plugin %s-%s", a->idx, a->name);
+  if (again)
+    cp_log (CP_LOG_INFO, "nri: reconnected: registered again as plugin %s-%s", a->idx, a->name);
+  else
+    cp_log (CP_LOG_INFO, "nri: registered as plugin %s-%s", a->idx, a->name);
   return 0;
 }
 
@@ -249,15 +257,9 @@ configure (const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_c
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
 }
 
-static int
-synchronize (const Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req, struct cp_nri_call *call, cp_error_t *err)
-{
-  cp_log (CP_LOG_INFO, "nri: synchronized: %zu pods, %zu containers%s", req->n_pods, req->n_containers,
-          req->more ? ", more to come" : "");
-  Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
-  resp.more = req->more; /* the runtime sends the rest only when we say we take it */
-  return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
-}
+/* A split synchronization's parts, until its last (nri_resync.c); a connection's
+   own: cleared when it ends. */
+static struct cp_nri_sync sync_parts;
 
 /* One method of the Plugin service: its request message and its handler. */
 typedef int (*method_fn) (const struct cp_hostconfig *hc, const ProtobufCMessage *req, struct cp_nri_call *call,
@@ -274,7 +276,8 @@ typedef int (*method_fn) (const struct cp_hostconfig *hc, const ProtobufCMessage
   }
 
 ADAPT (m_configure, Nri__Pkg__Api__V1alpha1__ConfigureRequest, configure (req, call, err))
-ADAPT (m_synchronize, Nri__Pkg__Api__V1alpha1__SynchronizeRequest, synchronize (req, call, err))
+ADAPT (m_synchronize, Nri__Pkg__Api__V1alpha1__SynchronizeRequest,
+       cp_nri_synchronize (hc, &sync_parts, req, call, err))
 ADAPT (m_create, Nri__Pkg__Api__V1alpha1__CreateContainerRequest, cp_nri_create_container (hc, req, call, err))
 ADAPT (m_update, Nri__Pkg__Api__V1alpha1__UpdateContainerRequest, cp_nri_update_container (hc, req, call, err))
 ADAPT (m_stop, Nri__Pkg__Api__V1alpha1__StopContainerRequest, cp_nri_stop_container (hc, req, call, err))
@@ -286,8 +289,8 @@ m_shutdown (const struct cp_hostconfig *hc, const ProtobufCMessage *m, struct cp
 {
   (void) hc;
   (void) m;
-  cp_log (CP_LOG_INFO, "nri: the runtime is shutting down");
-  *stop = true;
+  cp_log (CP_LOG_DEBUG, "nri: the runtime said Shutdown");
+  *stop = true; /* the connection ends here: the runtime is going (stopped or restarting) */
   Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
 }
@@ -349,39 +352,146 @@ serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_b
   return r;
 }
 
-static int
-run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_conn *c, cp_error_t *err)
+/* How a connection ended. */
+enum conn_end
+{
+  CONN_LOST,    /* the runtime went: it closed or reset the socket, or said Shutdown */
+  CONN_STOPPED, /* SIGTERM or SIGINT */
+  CONN_FAILED,  /* what a new connection would not cure (*ERR): a refused registration,
+                   a message we cannot read */
+};
+
+/* The connection is gone when the socket itself fails (an errno: reset, broken
+   pipe); a frame or message we cannot read is ours to report, not a reason to dial
+   again. */
+static enum conn_end
+lost_or_failed (const char *what, cp_error_t *err, char **why)
+{
+  if (cp_error_errno (*err) == 0)
+    return CONN_FAILED;
+  *why = cp_xasprintf ("%s: %s", what, cp_error_message (*err));
+  cp_error_free (err);
+  return CONN_LOST;
+}
+
+/* Serve C until it ends; *WHY (CONN_LOST) says how, for the one line said. */
+static enum conn_end
+run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_conn *c, bool again, char **why,
+     cp_error_t *err)
 {
   struct cp_buf out = { 0 };
-  int ret = register_plugin (c, a, &out, err);
+  enum conn_end end = CONN_LOST;
   bool stop = false;
-  while (ret == 0 && !stop && !stopping)
-    {
-      uint32_t conn;
-      struct cp_ttrpc_msg m;
-      int r = cp_nri_conn_recv (c, -1, &conn, &m, err);
-      if (r == CP_NRI_INTERRUPTED || r == CP_NRI_TIMED_OUT)
-        continue;
-      if (r == 0)
-        {
-          cp_log (CP_LOG_INFO, "nri: the runtime closed the connection");
+  if (register_plugin (c, a, &out, err) < 0)
+    end = lost_or_failed ("registering", err, why);
+  else
+    for (;;)
+      {
+        if (stopping)
+          {
+            end = CONN_STOPPED;
+            break;
+          }
+        uint32_t conn;
+        struct cp_ttrpc_msg m;
+        int r = cp_nri_conn_recv (c, -1, &conn, &m, err);
+        if (r == CP_NRI_INTERRUPTED || r == CP_NRI_TIMED_OUT)
+          continue;
+        if (r == 0)
+          *why = cp_xstrdup ("the runtime closed it");
+        if (r < 0)
+          end = lost_or_failed ("read", err, why);
+        if (r <= 0)
           break;
-        }
-      if (r < 0)
-        {
-          ret = -1;
+        int ret;
+        if (conn == CP_MUX_CONN_RUNTIME)
+          ret = registered (&m, a, again, err);
+        else if ((ret = serve (hc, &m, &out, &stop, err)) == 0 && (ret = cp_nri_conn_send (c, &out, err)) < 0)
+          ret = -2;
+        cp_ttrpc_msg_clear (&m);
+        if (ret == -2)
+          end = lost_or_failed ("write", err, why);
+        else if (ret < 0)
+          end = CONN_FAILED;
+        else if (stop)
+          *why = cp_xstrdup ("the runtime said Shutdown");
+        if (ret < 0 || stop)
           break;
-        }
-      if (conn == CP_MUX_CONN_RUNTIME)
-        ret = registered (&m, a, err);
-      else if (serve (hc, &m, &out, &stop, err) < 0 || cp_nri_conn_send (c, &out, err) < 0)
-        ret = -1;
-      cp_ttrpc_msg_clear (&m);
-    }
-  if (stopping)
-    cp_log (CP_LOG_INFO, "nri: stopped by a signal");
+      }
+  cp_nri_sync_clear (&sync_parts);
   cp_buf_free (&out);
-  return ret;
+  return end;
+}
+
+#define CP_NRI_BACKOFF_FIRST_MS 100
+#define CP_NRI_BACKOFF_MAX_MS 5000
+
+/* Dial A's socket again until it answers or a signal stops us: 0.1 s, doubling, at
+   most 5 s between tries, for ever (the runtime may take long to come back, and
+   nothing is placed without it anyway).  Each failed try at debug level only. */
+static int
+redial (const struct nri_args *a, struct cp_nri_conn *c)
+{
+  const char *path = a->socket ? a->socket : CP_NRI_DEFAULT_SOCKET;
+  long wait_ms = CP_NRI_BACKOFF_FIRST_MS;
+  while (!stopping)
+    {
+      struct timespec ts = { .tv_sec = wait_ms / 1000, .tv_nsec = (wait_ms % 1000) * 1000000 };
+      nanosleep (&ts, NULL); /* a signal cuts it short: checked above */
+      if (stopping)
+        break;
+      cleanup_error cp_error_t e = NULL;
+      if (cp_nri_conn_dial (path, c, &e) == 0)
+        return 0;
+      cp_log (CP_LOG_DEBUG, "nri: %s", cp_error_message (e));
+      wait_ms = wait_ms * 2 > CP_NRI_BACKOFF_MAX_MS ? CP_NRI_BACKOFF_MAX_MS : wait_ms * 2;
+    }
+  return -1;
+}
+
+/* Connections, one after the other: when the runtime goes (a containerd restart
+   closes the socket; a restart may say Shutdown first, and a stop says it too:
+   the two look alike from here, and a plugin that dialled has nobody to start it
+   again, so both are followed by dialling again), the dialled form dials again and
+   registers; the pre-launched form cannot (its descriptor is the runtime's), it
+   exits 0 and its runtime starts it again, which then resynchronizes. */
+static int
+serve_runtime (const struct nri_args *a, const struct cp_hostconfig *hc, cp_error_t *err)
+{
+  struct cp_nri_conn c;
+  bool prelaunched;
+  if (connect_runtime (a, &c, &prelaunched, err) < 0)
+    return -1;
+  /* Everything set up (config, socket, syslog): the sandbox for the rest, the
+     redials included (a unix socket and connect() are in its profile). */
+  if (cp_cli_enter_plugin_sandbox (hc, err) < 0)
+    {
+      cp_nri_conn_close (&c);
+      return -1;
+    }
+  for (bool again = false;; again = true)
+    {
+      cleanup_free char *why = NULL;
+      enum conn_end end = run (a, hc, &c, again, &why, err);
+      cp_nri_conn_close (&c);
+      if (end == CONN_STOPPED)
+        cp_log (CP_LOG_INFO, "nri: stopped by a signal");
+      if (end != CONN_LOST)
+        return end == CONN_FAILED ? -1 : 0;
+      if (prelaunched)
+        {
+          cp_log (CP_LOG_INFO, "nri: the connection to the runtime ended (%s); exiting, the runtime starts the "
+                               "plugin again", why);
+          return 0;
+        }
+      cp_log (CP_LOG_INFO, "nri: the connection to the runtime ended (%s); dialling %s again", why,
+              a->socket ? a->socket : CP_NRI_DEFAULT_SOCKET);
+      if (redial (a, &c) < 0)
+        {
+          cp_log (CP_LOG_INFO, "nri: stopped by a signal");
+          return 0;
+        }
+    }
 }
 
 int
@@ -415,15 +525,7 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   cp_ledger_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   catch_stop_signals ();
-  struct cp_nri_conn c;
-  if (connect_runtime (&a, &c, err) < 0)
-    r = -1;
-  else
-    {
-      /* Everything set up (config, socket, syslog): the sandbox for the rest. */
-      r = cp_cli_enter_plugin_sandbox (&hc, err) < 0 ? -1 : run (&a, &hc, &c, err);
-      cp_nri_conn_close (&c);
-    }
+  r = serve_runtime (&a, &hc, err);
   cp_hostconfig_free (&hc);
   return r;
 }

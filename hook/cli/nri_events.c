@@ -49,8 +49,8 @@ fail (struct cp_nri_call *call, cp_error_t *why, cp_error_t *err)
 
 /* The pod's annotations, then the container's: one value per key, the container's
    where both have it. */
-static int
-annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotations *out, cp_error_t *err)
+int
+cp_nri_annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotations *out, cp_error_t *err)
 {
   size_t max = (pod ? pod->n_annotations : 0) + c->n_annotations, n = 0;
   cleanup_free const char **keys = calloc (max + 1, sizeof *keys);
@@ -79,8 +79,8 @@ annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotation
 /* The container's linux.cgroupsPath and linux.resources.cpu as config.json would
    carry them, read by cp_oci_config_parse(): the same bounds and cgroup path as the
    hook gets from the runtime's spec. */
-static int
-config_of (const nri_container *c, struct cp_oci_config *cfg, cp_error_t *err)
+int
+cp_nri_config_of (const nri_container *c, struct cp_oci_config *cfg, cp_error_t *err)
 {
   json_object *root = json_object_new_object ();
   json_object *linux_ = json_object_new_object ();
@@ -110,19 +110,37 @@ config_of (const nri_container *c, struct cp_oci_config *cfg, cp_error_t *err)
   return r < 0 ? cp_error_wrap (err, "container %s", c->id) : 0;
 }
 
+Nri__Pkg__Api__V1alpha1__LinuxResources *
+cp_nri_cpuset (struct cp_nri_cpuset *s, char *cpus, char *mems)
+{
+  s->cpu = (Nri__Pkg__Api__V1alpha1__LinuxCPU) NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  s->cpu.cpus = cpus;
+  if (mems && mems[0])
+    s->cpu.mems = mems; /* none known: the runtime's stay */
+  s->res = (Nri__Pkg__Api__V1alpha1__LinuxResources) NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  s->res.cpu = &s->cpu;
+  return &s->res;
+}
+
+Nri__Pkg__Api__V1alpha1__ContainerUpdate *
+cp_nri_update_of (struct cp_nri_update *u, char *id, char *cpus, char *mems)
+{
+  u->linux_ = (Nri__Pkg__Api__V1alpha1__LinuxContainerUpdate) NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_UPDATE__INIT;
+  u->linux_.resources = cp_nri_cpuset (&u->set, cpus, mems);
+  u->upd = (Nri__Pkg__Api__V1alpha1__ContainerUpdate) NRI__PKG__API__V1ALPHA1__CONTAINER_UPDATE__INIT;
+  u->upd.container_id = id;
+  u->upd.linux = &u->linux_;
+  return &u->upd;
+}
+
 static int
 adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *err)
 {
   cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
-  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
-  cpu.cpus = cpus;
-  if (mems[0])
-    cpu.mems = mems;
-  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
-  res.cpu = &cpu;
+  struct cp_nri_cpuset set;
   Nri__Pkg__Api__V1alpha1__LinuxContainerAdjustment linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_ADJUSTMENT__INIT;
-  linux_.resources = &res;
+  linux_.resources = cp_nri_cpuset (&set, cpus, mems);
   Nri__Pkg__Api__V1alpha1__ContainerAdjustment adj = NRI__PKG__API__V1ALPHA1__CONTAINER_ADJUSTMENT__INIT;
   adj.linux = &linux_;
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse resp = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
@@ -130,24 +148,25 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
   return reply (call, &resp.base, err);
 }
 
-/* The request's placement: the cgroup where the runtime will make it, the
-   engine's steps; 0 placed (*PLAN), 1 unplaced (logged), -1 failed (*WHY). */
-static int
-place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
-       struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
+int
+cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg, struct cp_cgroup *cg,
+              struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
 {
   const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (path == NULL)
+  if (cg == NULL && path == NULL)
     cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
                      cfg->cgroups_path ? cfg->cgroups_path : "");
-  else if (cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
+  else if (cg || cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
     {
       if (creq->core_sched)
         cp_log (CP_LOG_WARNING, "container %s: cachepin.io/core-sched is not given through NRI yet: placed without it",
                 id);
-      struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
+      struct cp_target target = { .id = id,
+                                  .cgroup = cg,
+                                  .cgroup_mount = cg ? cg->mount : mount,
+                                  .cgroup_path = cg ? cg->path : cgroup };
       int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
     }
@@ -164,7 +183,7 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
     return reply (call, &none.base, err); /* nothing to place, nothing of ours to fail */
   cleanup_error cp_error_t why = NULL;
   struct cp_annotations ann = { 0 };
-  if (annotations_of (req->pod, c, &ann, &why) < 0)
+  if (cp_nri_annotations_of (req->pod, c, &ann, &why) < 0)
     {
       cp_admission_refuse (c->id, &why);
       return fail (call, &why, err);
@@ -178,7 +197,7 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   struct cp_limits limits;
   struct cp_container_request creq;
   int r;
-  if (config_of (c, &cfg, &why) < 0
+  if (cp_nri_config_of (c, &cfg, &why) < 0
       || cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) < 0)
     {
       cp_admission_refuse (c->id, &why);
@@ -187,7 +206,7 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   else
     {
       cleanup_plan struct cp_plan *plan = NULL;
-      r = place (hc, c->id, &cfg, &creq, &plan, &why);
+      r = cp_nri_place (hc, c->id, &cfg, NULL, &creq, &plan, &why);
       if (r == 0)
         {
           cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
@@ -254,26 +273,27 @@ cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
       = req->linux_resources && req->linux_resources->cpu ? req->linux_resources->cpu : NULL;
   if (asked && asked->cpus && asked->cpus[0] && strcmp (asked->cpus, cpus) != 0)
     cp_log (CP_LOG_INFO, "update of %s: cpuset %s asked, its placement %s kept", c->id, asked->cpus, cpus);
-  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
-  cpu.cpus = cpus;
-  if (mems[0])
-    cpu.mems = mems;
-  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
-  res.cpu = &cpu;
-  Nri__Pkg__Api__V1alpha1__LinuxContainerUpdate linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_UPDATE__INIT;
-  linux_.resources = &res;
-  Nri__Pkg__Api__V1alpha1__ContainerUpdate upd = NRI__PKG__API__V1ALPHA1__CONTAINER_UPDATE__INIT;
-  upd.container_id = c->id;
-  upd.linux = &linux_;
-  Nri__Pkg__Api__V1alpha1__ContainerUpdate *updates[1] = { &upd };
+  struct cp_nri_update u;
+  Nri__Pkg__Api__V1alpha1__ContainerUpdate *updates[1] = { cp_nri_update_of (&u, c->id, cpus, mems) };
   resp.n_update = 1;
   resp.update = updates;
   return reply (call, &resp.base, err);
 }
 
+void
+cp_nri_release (const struct cp_hostconfig *hc, const char *id, const char *cgroup)
+{
+  struct cp_release rel = { .id = id, .cgroup = cgroup };
+  enum cp_release_result result;
+  cleanup_error cp_error_t why = NULL;
+  if (cp_cli_release (hc, CP_JOURNAL_NRI, &rel, &result, &why) < 0)
+    cp_log (CP_LOG_WARNING, "release of %s: %s", id, cp_error_message (why));
+  else if (result == CP_RELEASE_DONE)
+    cp_log (CP_LOG_INFO, "released %s", id);
+}
+
 /* The hook's poststop: the entry of C, if it is C's (its cgroup, as config.json
-   would name it), released; nothing fails here (the next reconcile frees what is
-   left). */
+   would name it), released. */
 static void
 release (const struct cp_hostconfig *hc, const nri_container *c)
 {
@@ -281,14 +301,9 @@ release (const struct cp_hostconfig *hc, const nri_container *c)
     return;
   struct cp_oci_config cfg = { 0 };
   cleanup_error cp_error_t why = NULL;
-  if (config_of (c, &cfg, &why) < 0)
+  if (cp_nri_config_of (c, &cfg, &why) < 0)
     cp_error_free (&why); /* released by id alone */
-  struct cp_release rel = { .id = c->id, .cgroup = cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path };
-  enum cp_release_result result;
-  if (cp_cli_release (hc, CP_JOURNAL_NRI, &rel, &result, &why) < 0)
-    cp_log (CP_LOG_WARNING, "release of %s: %s", c->id, cp_error_message (why));
-  else if (result == CP_RELEASE_DONE)
-    cp_log (CP_LOG_INFO, "released %s", c->id);
+  cp_nri_release (hc, c->id, cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path);
   cp_oci_config_free (&cfg);
 }
 

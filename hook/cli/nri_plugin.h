@@ -3,9 +3,14 @@
 #ifndef CP_NRI_PLUGIN_H
 #define CP_NRI_PLUGIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "api.pb-c.h"
+#include "annotations.h"
+#include "cgroup.h"
+#include "config.h"
+#include "placer.h"
 #include "hostconfig.h"
 #include "nri_wire.h"
 
@@ -35,5 +40,92 @@ int cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__
                            struct cp_nri_call *call, cp_error_t *err);
 int cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                          struct cp_nri_call *call, cp_error_t *err);
+
+/* Shared by the events and the resync (nri_resync.c). */
+
+/* The pod's annotations, then the container's: one value per key, the container's
+   where both have it (POD may be NULL). */
+int cp_nri_annotations_of (const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                           const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_annotations *out, cp_error_t *err);
+
+/* C's linux.cgroupsPath and linux.resources.cpu as config.json would carry them,
+   read by cp_oci_config_parse(): the hook's bounds and cgroup path. */
+int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci_config *cfg, cp_error_t *err);
+
+/* The placement of ID for CREQ through the engine's steps, in CG (NULL: the cgroup
+   CFG names, not made yet: decided, not written); 0 placed (*PLAN), 1 unplaced
+   (logged), -1 failed (*WHY). */
+int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg, struct cp_cgroup *cg,
+                  struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why);
+
+/* ID's entry released, if it is the one of the container in CGROUP (NULL: by id
+   alone), with the kernel switch's reference count; logged, never a failure (the
+   next reconcile frees what is left). */
+void cp_nri_release (const struct cp_hostconfig *hc, const char *id, const char *cgroup);
+
+/* The one cpuset an answer carries (CreateContainer's adjustment, UpdateContainer's
+   and Synchronize's updates): linux.resources.cpu.cpus and .mems (MEMS NULL or
+   empty: not set, the runtime's stay).  The result points into S and at the strings. */
+struct cp_nri_cpuset
+{
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu;
+  Nri__Pkg__Api__V1alpha1__LinuxResources res;
+};
+Nri__Pkg__Api__V1alpha1__LinuxResources *cp_nri_cpuset (struct cp_nri_cpuset *s, char *cpus, char *mems);
+
+/* An update of container ID to that cpuset, nothing else named. */
+struct cp_nri_update
+{
+  struct cp_nri_cpuset set;
+  Nri__Pkg__Api__V1alpha1__LinuxContainerUpdate linux_;
+  Nri__Pkg__Api__V1alpha1__ContainerUpdate upd;
+};
+Nri__Pkg__Api__V1alpha1__ContainerUpdate *cp_nri_update_of (struct cp_nri_update *u, char *id, char *cpus,
+                                                            char *mems);
+
+/* ---- Synchronize (nri_resync.c) ---------------------------------------------------- */
+
+/* How long a resync may take: half the runtime's 2 s request timeout, the rest is
+   the answer's and the lock wait's (CP_NRI_LOCK_TIMEOUT_MS). */
+#define CP_NRI_RESYNC_BUDGET_MS 1000
+
+/* A synchronization being collected (`more`): the parts so far, as the runtime
+   sent them (packed). */
+struct cp_nri_sync
+{
+  struct cp_buf *parts;
+  size_t n;
+};
+void cp_nri_sync_clear (struct cp_nri_sync *s);
+
+/* Synchronize: a part with `more` is kept and answered with no updates, `more`
+   echoed; the last part runs cp_nri_resync() on every part's pods and containers,
+   answered with its updates. */
+int cp_nri_synchronize (const struct cp_hostconfig *hc, struct cp_nri_sync *s,
+                        const Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req, struct cp_nri_call *call,
+                        cp_error_t *err);
+
+/* What is placed rebuilt from the runtime's containers (CTRS, their PODS) and the
+   ledger, within BUDGET_MS: the plugin's entries of containers not running
+   released; of those running, the cgroup and its inode recorded; running containers
+   that ask and have no entry placed, their updates in *UPDATES (*N_UPDATES, the
+   caller frees with cp_nri_updates_free()).  Never fails: what it cannot do is
+   logged. */
+struct cp_nri_updates
+{
+  struct cp_nri_update *u;
+  Nri__Pkg__Api__V1alpha1__ContainerUpdate **p;
+  char **strings; /* the ids, cpus and mems the updates point at */
+  size_t n, n_strings;
+};
+void cp_nri_resync (const struct cp_hostconfig *hc, Nri__Pkg__Api__V1alpha1__PodSandbox **pods, size_t n_pods,
+                    Nri__Pkg__Api__V1alpha1__Container **ctrs, size_t n_ctrs, long budget_ms,
+                    struct cp_nri_updates *out);
+void cp_nri_updates_free (struct cp_nri_updates *u);
+
+/* Whether E is the plugin's: ledger.h's entries come from three front ends, and
+   only the plugin's are the plugin's to release at a resync. */
+struct cp_ledger_entry;
+bool cp_nri_owns_entry (const struct cp_ledger_entry *e);
 
 #endif

@@ -117,6 +117,17 @@ int cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hw
                        const struct cp_container_request *creq, hwloc_const_bitmap_t occupied,
                        struct cp_plan **plan_out, cp_error_t *err);
 
+/* A placement decided before its cgroup existed (the NRI plugin's, at
+ * CreateContainer: no pid, no inode), once the cgroup exists: ID's entry, if it has
+ * no inode yet, is given CG's mount, path and inode, so that reconcile judges it by
+ * that cgroup (made again: gone) and no longer as pending (CP_LEDGER_PENDING_SECONDS,
+ * ledger.h).  Refused as a placement would be (cp_placer_check_unclaimed()) when
+ * another id holds CG or ID holds another cgroup.  Locks the ledger, reconciles,
+ * commits, unlocks.  1: recorded; 0: nothing to record (no such entry, or its inode
+ * is known). */
+int cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *cg,
+                            cp_error_t *err);
+
 /* ---- A preview: what a placement would get now, placing nothing -------------------
  *
  * `cachepin plan` on this host and `cachepin apply --dry-run`: the steps of

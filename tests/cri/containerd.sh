@@ -54,17 +54,9 @@ case $SUITE in
 esac
 [ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "containerd.sh: --cachepin and --stubs are needed" >&2; exit 2; }
 
-skip () { echo "SKIPPED: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root"
-PY=/usr/bin/python3 # Debian's, with python3-grpcio: not a python3 earlier in PATH
-RUNC=$(command -v runc) || skip "runc not installed"
-BUSYBOX=$(command -v busybox) || skip "busybox-static not installed"
-command -v jq >/dev/null || skip "jq not installed"
-"$PY" -c 'import grpc, grpc_tools' 2>/dev/null || skip "python3-grpcio and python3-grpc-tools not installed"
-# shellcheck source=../cli/lib/cpuset.sh
-. "$SRC/tests/cli/lib/cpuset.sh"
-CPUSET=$(find_cpuset_mount)
-[ -n "$CPUSET" ] || skip "no cpuset cgroup controller"
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cri_prereqs
 
 # ---- containerd and the CRI protocol, from Debian ------------------------------------------
 # Pinned where the suite allows: bookworm's containerd is a stable release; sid moves on, and
@@ -73,94 +65,32 @@ case $SUITE in
   sid) CTRD_PKG=containerd=2.1.9+ds1-5 ;;
   bookworm) CTRD_PKG=containerd=1.6.20~ds1-1+deb12u3 ;;
 esac
-CTRD=$(bash "$HERE/fetch-debs.sh" --suite "$SUITE" "$CTRD_PKG") \
-  || skip "containerd from $SUITE: the Debian archive is unreachable and nothing is cached"
-CRIAPI=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) \
-  || skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached"
-PROTO=$CRIAPI/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
-[ -f "$PROTO" ] || { echo "FAIL: $PROTO missing from the package"; exit 1; }
-# The stubs: gogoproto's options only steer Go code generation (the wire format is the
-# same without them), and gogo.proto is not in the package: they are dropped.
-mkdir -p "$STUBS"
-if [ ! -f "$STUBS/api_pb2_grpc.py" ] || [ "$PROTO" -nt "$STUBS/api_pb2_grpc.py" ]; then
-  grep -v 'gogoproto' "$PROTO" >"$STUBS/api.proto"
-  "$PY" -m grpc_tools.protoc -I"$STUBS" --python_out="$STUBS" --grpc_python_out="$STUBS" "$STUBS/api.proto" \
-    || { echo "FAIL: protoc could not compile $PROTO"; exit 1; }
-fi
+cri_fetch "$SUITE" "$CTRD_PKG"
 
 # ---- a private containerd -------------------------------------------------------------------
-# A short directory: unix socket paths are limited to 108 bytes.
-D=$(mktemp -d /tmp/cp-cri.XXXXXX)
-SOCK=$D/c.sock
-TAG=cachepin-cri-$$
-PARENT=/$TAG # every pod's cgroup parent (cgroupfs), removed at the end
-IMAGE=localhost/cachepin-test/busybox:$TAG
-CTRD_PID="" CLIENT_PID="" CTRD_CONFIG=""
+cri_scratch cri
+CTRD_CONFIG=""
 NODE=$D/node # the node's /opt/cachepin
 PODS=()
 PASS=0 FAIL=0 SAID_SANDBOX_HOOKS="" POD_KEY=""
-export CRI_STUBS=$STUBS
 
-# cri COMMAND [ARGS]: one command to the CRI client (cri_client.py --serve, started once);
-# its output on stdout, its status returned.
-cri () {
-  local line
-  printf '%q ' "$@" >&7 && echo >&7 || return 1
-  while IFS= read -r line <&8; do
-    case $line in .END\ *) return "${line#.END }" ;; esac
-    printf '%s\n' "$line"
-  done
-  return 1 # the client is gone
-}
-start_client () {
-  mkfifo "$D/cri.in" "$D/cri.out"
-  "$PY" "$HERE/cri_client.py" --socket "$SOCK" --serve <"$D/cri.in" >"$D/cri.out" &
-  CLIENT_PID=$!
-  exec 7>"$D/cri.in" 8<"$D/cri.out"
-}
-ctr () { "$CTRD/usr/bin/ctr" --address "$SOCK" -n k8s.io "$@"; }
 
 cleanup () {
-  local p pid m
+  local p
   for p in "${PODS[@]}"; do
     for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
     cri stop-pod "$p" >/dev/null 2>&1
     cri rm-pod "$p" >/dev/null 2>&1
   done
   stop_containerd
-  # Shims this containerd started (their command line names our socket) outlive it.
-  for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
-  # Mounts under our directory (rootfs overlays, sandbox shm), deepest first.
-  awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
-  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
-    [ -d "$m$PARENT" ] && find "$m$PARENT" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
+  cri_leftovers
   if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
 }
 trap cleanup EXIT
 [ -z "${CACHEPIN_CRI_PAUSE:-}" ] || trap 'echo "paused: $D"; sleep "$CACHEPIN_CRI_PAUSE"; cleanup' EXIT
 trap 'exit 1' INT TERM
 
-pass () { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
-fails () { ! "$@"; }
 
-# The image: busybox-static and its applets, in the format `docker save` writes.
-build_image () {
-  local img=$D/img r=$D/img/rootfs
-  mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/etc"
-  cp "$BUSYBOX" "$r/bin/busybox"
-  for c in sh sleep cat grep; do ln -s busybox "$r/bin/$c"; done
-  tar --sort=name --owner=0 --group=0 --numeric-owner -C "$r" -cf "$img/layer.tar" .
-  local diff
-  diff=sha256:$(sha256sum "$img/layer.tar" | cut -d' ' -f1)
-  jq -n --arg diff "$diff" '{architecture: "amd64", os: "linux",
-      config: {Cmd: ["sleep", "2147483647"], Env: ["PATH=/bin"]},
-      rootfs: {type: "layers", diff_ids: [$diff]}}' >"$img/config.json"
-  jq -n --arg tag "$IMAGE" '[{Config: "config.json", RepoTags: [$tag], Layers: ["layer.tar"]}]' >"$img/manifest.json"
-  tar -C "$img" -cf "$D/image.tar" manifest.json config.json layer.tar
-}
 
 # install_node ARGS...: deploy/kubernetes/install.sh run as the installer image runs it, on
 # a node whose /opt/cachepin is $NODE and whose containerd config is $CTRD_CONFIG.
@@ -196,28 +126,7 @@ configure () {
   image_tree || return 1
   CTRD_CONFIG=$D/config.toml
   if [ "$CONFIG_VERSION" = 3 ]; then
-    cat >"$CTRD_CONFIG" <<EOF
-version = 3
-root = '$D/root'
-state = '$D/state'
-[grpc]
-  address = '$SOCK'
-[ttrpc]
-  address = '$SOCK.ttrpc'
-[plugins.'io.containerd.internal.v1.opt']
-  path = '$D/opt'
-[plugins.'io.containerd.nri.v1.nri']
-  disable = true
-[plugins.'io.containerd.cri.v1.images'.pinned_images]
-  sandbox = '$IMAGE'
-[plugins.'io.containerd.cri.v1.runtime']
-  restrict_oom_score_adj = true
-[plugins.'io.containerd.cri.v1.runtime'.cni]
-  bin_dirs = ['$D/cni/bin']
-  conf_dir = '$D/cni/net.d'
-[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-  BinaryName = '$RUNC'
-EOF
+    config_v3 "  disable = true" >"$CTRD_CONFIG"
   else
     cat >"$CTRD_CONFIG" <<EOF
 version = 2
@@ -324,31 +233,11 @@ start_containerd () {
   return 1
 }
 
-# stop_containerd: containerd and the CRI client gone (the shims it started are not).
-stop_containerd () {
-  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; CLIENT_PID=""; rm -f "$D/cri.in" "$D/cri.out"; fi
-  if [ -n "$CTRD_PID" ]; then
-    kill "$CTRD_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$CTRD_PID" 2>/dev/null
-    wait "$CTRD_PID" 2>/dev/null
-    CTRD_PID=""
-  fi
-}
 
 # ---- checks -------------------------------------------------------------------------------
 ledger () { cat "$D/hookstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
 held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .held] | join(",")'; }
 entries () { ledger | jq '.entries | length'; }
-allowed () { cri exec "$1" grep '^Cpus_allowed_list:' /proc/self/status 2>/dev/null | awk '{print $2}'; }
-# cgroup_cpus [ID]: the effective CPUs of the pods' parent cgroup or of container ID's (v2
-# leaves cpuset.cpus empty where nothing was written: the effective set is what counts).
-cgroup_cpus () {
-  local dir=$CPUSET$PARENT${1:+/$1}
-  cat "$dir/cpuset.effective_cpus" 2>/dev/null || cat "$dir/cpuset.cpus.effective" 2>/dev/null
-}
-ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
-same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
 
 # run_pod NAME [KEY=VALUE...]: a pod on the cachepin handler (or $HANDLER's); $POD (also
 # kept for cleanup).
@@ -492,7 +381,7 @@ build_image || { echo "FAIL: building the image"; exit 1; }
 configure || { echo "FAIL: configuring containerd"; exit 1; }
 start_containerd || { echo "FAIL: containerd did not start (log above)"; exit 1; }
 echo "containerd: $(cri version) ($SUITE, config version $CONFIG_VERSION)"
-ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
+import_image
 
 # 0. The installer and the config versions this containerd reads (1.x: 2; 2.x: 2 and 3).
 keeps_settings 2

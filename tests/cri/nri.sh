@@ -15,10 +15,15 @@
 # leaves the placed cpuset (spec and cgroup) and one with only a quota passes through (the
 # quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
 # with the plugin's line and the same request without strict starts unplaced; an invalid
-# annotation (smt=pe1) fails it; stop and remove empty the ledger; the plugin killed, a pod that asks still
-# starts (unplaced); with the ledger's lock held by another process, a container that asks
-# starts unplaced (the plugin waits 1 s at most); the pre-launched form (containerd starts it from its plugin_path with a
-# connected socket) registers, places, and ends when containerd stops.
+# annotation (smt=pe1) fails it; stop and remove empty the ledger; with the ledger's lock held
+# by another process, a container that asks starts unplaced (the plugin waits 1 s at most);
+# the plugin killed, a placed pod removed and a pod that asks created (and started, unplaced)
+# meanwhile, the plugin started again: its Synchronize releases the removed one's entry and
+# places the new one (ledger, cgroup, spec through containerd's applying the update,
+# Cpus_allowed_list, the cgroup's inode recorded); containerd restarted under the plugin: it
+# says its connection ended, registers again and places the next pod; the pre-launched form
+# (containerd starts it from its plugin_path with a connected socket) registers, places, and
+# exits when containerd stops.
 #
 # Exit: 0 passed, 1 failed, 77 skipped (not root, no runc/python3-grpcio/busybox-static, or
 # the Debian archive unreachable with nothing cached). CACHEPIN_CRI_KEEP=1 keeps the scratch
@@ -37,51 +42,16 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "nri.sh: --cachepin and --stubs are needed" >&2; exit 2; }
 
-skip () { echo "SKIPPED: $*"; exit 77; }
-[ "$(id -u)" = 0 ] || skip "needs root"
-PY=/usr/bin/python3
-RUNC=$(command -v runc) || skip "runc not installed"
-BUSYBOX=$(command -v busybox) || skip "busybox-static not installed"
-command -v jq >/dev/null || skip "jq not installed"
-"$PY" -c 'import grpc, grpc_tools' 2>/dev/null || skip "python3-grpcio and python3-grpc-tools not installed"
-# shellcheck source=../cli/lib/cpuset.sh
-. "$SRC/tests/cli/lib/cpuset.sh"
-CPUSET=$(find_cpuset_mount)
-[ -n "$CPUSET" ] || skip "no cpuset cgroup controller"
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+cri_prereqs
+cri_fetch sid containerd=2.1.9+ds1-5
 
-CTRD=$(bash "$HERE/fetch-debs.sh" --suite sid containerd=2.1.9+ds1-5) \
-  || skip "containerd from sid: the Debian archive is unreachable and nothing is cached"
-CRIAPI=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) \
-  || skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached"
-PROTO=$CRIAPI/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
-mkdir -p "$STUBS"
-if [ ! -f "$STUBS/api_pb2_grpc.py" ] || [ "$PROTO" -nt "$STUBS/api_pb2_grpc.py" ]; then
-  grep -v 'gogoproto' "$PROTO" >"$STUBS/api.proto"
-  "$PY" -m grpc_tools.protoc -I"$STUBS" --python_out="$STUBS" --grpc_python_out="$STUBS" "$STUBS/api.proto" \
-    || { echo "FAIL: protoc could not compile $PROTO"; exit 1; }
-fi
-
-D=$(mktemp -d /tmp/cp-nri.XXXXXX)
-SOCK=$D/c.sock
+cri_scratch nri
 NRISOCK=$D/nri.sock
-TAG=cachepin-nri-$$
-PARENT=/$TAG
-IMAGE=localhost/cachepin-test/busybox:$TAG
-CTRD_PID="" CLIENT_PID="" PLUGIN_PID=""
+PLUGIN_PID=""
 PODS=()
-PASS=0 FAIL=0
-export CRI_STUBS=$STUBS
 
-cri () {
-  local line
-  printf '%q ' "$@" >&7 && echo >&7 || return 1
-  while IFS= read -r line <&8; do
-    case $line in .END\ *) return "${line#.END }" ;; esac
-    printf '%s\n' "$line"
-  done
-  return 1
-}
-ctr () { "$CTRD/usr/bin/ctr" --address "$SOCK" -n k8s.io "$@"; }
 
 stop_plugin () {
   [ -n "$PLUGIN_PID" ] || return 0
@@ -89,18 +59,8 @@ stop_plugin () {
   wait "$PLUGIN_PID" 2>/dev/null
   PLUGIN_PID=""
 }
-stop_containerd () {
-  if [ -n "$CLIENT_PID" ]; then exec 7>&- 8<&-; wait "$CLIENT_PID"; CLIENT_PID=""; rm -f "$D/cri.in" "$D/cri.out"; fi
-  if [ -n "$CTRD_PID" ]; then
-    kill "$CTRD_PID" 2>/dev/null
-    for _ in $(seq 50); do kill -0 "$CTRD_PID" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$CTRD_PID" 2>/dev/null
-    wait "$CTRD_PID" 2>/dev/null
-    CTRD_PID=""
-  fi
-}
 cleanup () {
-  local p c pid m
+  local p c pid
   for p in "${PODS[@]}"; do
     for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
     cri stop-pod "$p" >/dev/null 2>&1
@@ -110,86 +70,28 @@ cleanup () {
   stop_containerd
   # A pre-launched plugin (its command line names our config) outlives containerd only briefly.
   for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
-  for pid in $(grep -l -s -F -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill -KILL "$pid" 2>/dev/null; done
-  awk -v d="$D/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r | while read -r m; do umount -l "$m"; done
-  # A container's process that outlived its shim (containerd killed under it) is
-  # still in our cgroups: kill it, or it runs on and its cgroups stay behind.
-  local killed=0
-  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
-    [ -d "$m$PARENT" ] || continue
-    for pid in $(find "$m$PARENT" -name cgroup.procs -exec cat {} + 2>/dev/null); do
-      kill -KILL "$pid" 2>/dev/null && killed=1
-    done
-  done
-  [ "$killed" = 0 ] || sleep 0.5
-  for m in $(awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/mounts); do
-    [ -d "$m$PARENT" ] && find "$m$PARENT" -depth -type d -exec rmdir {} + 2>/dev/null
-  done
+  cri_leftovers
   if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-pass () { PASS=$((PASS + 1)); echo "ok   $*"; }
-bad () { FAIL=$((FAIL + 1)); echo "FAIL $*"; }
-check () { local what=$1; shift; if "$@"; then pass "$what"; else bad "$what"; fi; }
-same () { [ -n "$1" ] && [ "$1" = "$2" ]; }
-fails () { ! "$@"; }
 apply_status () { local want=$1; shift; "$BIN" apply "$@" --config "$D/cachepin.json" >/dev/null 2>&1; [ $? = "$want" ]; }
 
-build_image () {
-  local img=$D/img r=$D/img/rootfs
-  mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/etc"
-  cp "$BUSYBOX" "$r/bin/busybox"
-  for c in sh sleep cat grep; do ln -s busybox "$r/bin/$c"; done
-  tar --sort=name --owner=0 --group=0 --numeric-owner -C "$r" -cf "$img/layer.tar" .
-  local diff
-  diff=sha256:$(sha256sum "$img/layer.tar" | cut -d' ' -f1)
-  jq -n --arg diff "$diff" '{architecture: "amd64", os: "linux",
-      config: {Cmd: ["sleep", "2147483647"], Env: ["PATH=/bin"]},
-      rootfs: {type: "layers", diff_ids: [$diff]}}' >"$img/config.json"
-  jq -n --arg tag "$IMAGE" '[{Config: "config.json", RepoTags: [$tag], Layers: ["layer.tar"]}]' >"$img/manifest.json"
-  tar -C "$img" -cf "$D/image.tar" manifest.json config.json layer.tar
-}
-
 configure () {
-  mkdir -p "$D/root" "$D/state" "$D/opt" "$D/cni/bin" "$D/cni/net.d" "$D/nri-plugins" "$D/nri-conf"
+  mkdir -p "$D/nri-plugins" "$D/nri-conf"
   mkdir -p -m 0700 "$D/cpstate"
   printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/cpstate" >"$D/cachepin.json"
-  cat >"$D/config.toml" <<EOF2
-version = 3
-root = '$D/root'
-state = '$D/state'
-[grpc]
-  address = '$SOCK'
-[ttrpc]
-  address = '$SOCK.ttrpc'
-[plugins.'io.containerd.internal.v1.opt']
-  path = '$D/opt'
-[plugins.'io.containerd.nri.v1.nri']
-  disable = false
+  config_v3 "  disable = false
   socket_path = '$NRISOCK'
   plugin_path = '$D/nri-plugins'
-  plugin_config_path = '$D/nri-conf'
-[plugins.'io.containerd.cri.v1.images'.pinned_images]
-  sandbox = '$IMAGE'
-[plugins.'io.containerd.cri.v1.runtime']
-  restrict_oom_score_adj = true
-[plugins.'io.containerd.cri.v1.runtime'.cni]
-  bin_dirs = ['$D/cni/bin']
-  conf_dir = '$D/cni/net.d'
-[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-  BinaryName = '$RUNC'
-EOF2
+  plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
 }
 
 start_containerd () {
   (PATH=$CTRD/usr/bin:$PATH exec "$CTRD/usr/bin/containerd" --config "$D/config.toml") >>"$D/containerd.log" 2>&1 &
   CTRD_PID=$!
-  mkfifo "$D/cri.in" "$D/cri.out"
-  "$PY" "$HERE/cri_client.py" --socket "$SOCK" --serve <"$D/cri.in" >"$D/cri.out" &
-  CLIENT_PID=$!
-  exec 7>"$D/cri.in" 8<"$D/cri.out"
+  start_client
   for _ in $(seq 100); do
     cri version >/dev/null 2>&1 && [ -S "$NRISOCK" ] && return 0
     kill -0 "$CTRD_PID" 2>/dev/null || break
@@ -199,15 +101,26 @@ start_containerd () {
   return 1
 }
 
-# start_plugin: `cachepin nri` on the private socket, registered and synchronized.
-start_plugin () {
-  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 &
-  PLUGIN_PID=$!
-  for _ in $(seq 50); do
-    grep -q 'nri: synchronized' "$D/nri.log" 2>/dev/null && return 0
-    kill -0 "$PLUGIN_PID" 2>/dev/null || break
+# logged FILE PATTERN N: FILE has N lines matching PATTERN, waited for 10 s at most
+# (the events the plugin logs come with containerd's calls, in well under a second).
+logged () {
+  for _ in $(seq 100); do
+    [ "$(grep -c -- "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
     sleep 0.1
   done
+  return 1
+}
+
+# start_plugin: `cachepin nri` on the private socket, registered and synchronized (one
+# more "synchronized" line in its log than before).
+start_plugin () {
+  local before
+  before=$(grep -c 'nri: synchronized' "$D/nri.log" 2>/dev/null)
+  # Without the CRI client's pipes (7, 8): a plugin holding them keeps the client from
+  # seeing its end when containerd is stopped under it.
+  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 7>&- 8<&- &
+  PLUGIN_PID=$!
+  logged "$D/nri.log" 'nri: synchronized' $((${before:-0} + 1)) && return 0
   cat "$D/nri.log"
   return 1
 }
@@ -215,14 +128,8 @@ start_plugin () {
 ledger () { cat "$D/cpstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
 held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .cpus] | join(",")'; }
 entries () { ledger | jq '.entries | length'; }
-allowed () { cri exec "$1" grep '^Cpus_allowed_list:' /proc/self/status 2>/dev/null | awk '{print $2}'; }
-cgroup_cpus () {
-  local dir=$CPUSET$PARENT${1:+/$1}
-  cat "$dir/cpuset.effective_cpus" 2>/dev/null || cat "$dir/cpuset.cpus.effective" 2>/dev/null
-}
 spec_cpus () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.cpus // empty'; }
 spec_quota () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.quota // empty'; }
-ncpus () { [ -n "$1" ] && awk -v l="$1" 'BEGIN { n = 0; k = split(l, a, ","); for (i = 1; i <= k; i++) { if (split(a[i], b, "-") == 2) n += b[2] - b[1] + 1; else n++ } print n }'; }
 
 run_pod () {
   local name=$1
@@ -237,6 +144,8 @@ create_start () {
   cri start "$C" || { bad "$name: StartContainer"; return 1; }
   check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
 }
+# remove_now POD CONTAINER: stopped and removed, nothing checked of the ledger.
+remove_now () { cri stop "$2" && cri rm "$2" && cri stop-pod "$1" && cri rm-pod "$1"; }
 teardown () {
   local pod=$1 c
   shift
@@ -256,7 +165,7 @@ build_image || { echo "FAIL: building the image"; exit 1; }
 configure
 start_containerd || { echo "FAIL: containerd did not start (log above)"; exit 1; }
 echo "containerd: $(cri version)"
-ctr images import "$D/image.tar" >"$D/import.log" 2>&1 || { cat "$D/import.log"; echo "FAIL: image import"; exit 1; }
+import_image
 if start_plugin; then pass "the plugin registered, was configured and synchronized"; else bad "the plugin did not start"; exit 1; fi
 check "the plugin logged containerd's configuration (request timeout 2000 ms)" grep -q 'request timeout 2000 ms' "$D/nri.log"
 check "the plugin is sandboxed: NoNewPrivs 1, Seccomp 2 (filter) in /proc/$PLUGIN_PID/status" \
@@ -369,16 +278,64 @@ if run_pod "$TAG-locked" cachepin.io/cpus=1; then
 fi
 kill "$LOCKER" 2>/dev/null; wait "$LOCKER" 2>/dev/null
 
-# 7. The plugin gone: a pod that asks still starts, unplaced.
+# 7. The plugin killed (it never fails a pod): a placed pod removed and a pod that asks
+# created while it is away; started again, its Synchronize rebuilds what is placed: the
+# removed container's entry (kept meanwhile: pending, CP_LEDGER_PENDING_SECONDS) released,
+# the new container placed, in its cgroup and, through the answer's update that containerd
+# applies, in its spec and affinity.
+if run_pod "$TAG-before" cachepin.io/cpus=1 && create_start "$POD" app "$TAG-before" pod:cachepin.io/cpus=1; then
+  BEFORE_POD=$POD BEFORE=$C
+  check "resync: placed before the plugin is killed" [ -n "$(held "$BEFORE")" ]
+  kill -KILL "$PLUGIN_PID"; wait "$PLUGIN_PID" 2>/dev/null; PLUGIN_PID=""
+  check "resync: removed while the plugin is away" remove_now "$BEFORE_POD" "$BEFORE"
+  check "resync: its entry stays meanwhile (nobody released it)" [ -n "$(held "$BEFORE")" ]
+  if run_pod "$TAG-away" cachepin.io/cpus=1 && create_start "$POD" app "$TAG-away" pod:cachepin.io/cpus=1; then
+    AWAY_POD=$POD AWAY=$C
+    check "plugin away: the container starts, on its parent's CPUs" same "$(cgroup_cpus "$AWAY")" "$ALL"
+    check "plugin away: nothing in the ledger for it" [ -z "$(held "$AWAY")" ]
+    if start_plugin; then
+      logged "$D/nri.log" "placed $AWAY .* at resync" 1
+      h=$(held "$AWAY")
+      check "resync: the removed container's entry is released" [ -z "$(held "$BEFORE")" ]
+      check "resync: the plugin logged the release" grep -q "released $BEFORE" "$D/nri.log"
+      check "resync: the container created meanwhile is placed, the ledger holds 1 CPU ($h)" [ "$(ncpus "$h")" = 1 ]
+      check "resync: the plugin logged it" grep -q "placed $AWAY .* at resync" "$D/nri.log"
+      check "resync: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$AWAY")" "$h"
+      check "resync: its spec's linux.resources.cpu.cpus is that CPU (containerd applied the update: $(spec_cpus "$AWAY"))" \
+        same "$(spec_cpus "$AWAY")" "$h"
+      check "resync: its Cpus_allowed_list is that CPU" same "$(allowed "$AWAY")" "$h"
+      check "resync: its entry has its cgroup's inode (no longer pending)" \
+        [ "$(ledger | jq --arg id "$AWAY" '[.entries[] | select(.id == $id) | .cgroup_ino // 0] | .[0]')" -gt 0 ]
+    else
+      bad "the plugin did not start again"
+    fi
+  fi
+fi
+
+# 7b. containerd restarted under a running plugin: the plugin dials again (one line when the
+# connection ends, one when it is registered again) and places the next pod.
+if [ -n "$PLUGIN_PID" ]; then
+  stop_containerd
+  if start_containerd; then
+    check "containerd restarted: the plugin said its connection ended" \
+      logged "$D/nri.log" 'nri: the connection to the runtime ended .* dialling .* again' 1
+    check "containerd restarted: the plugin is registered again" logged "$D/nri.log" 'nri: reconnected: registered again' 1
+    check "containerd restarted: the plugin is synchronized again" logged "$D/nri.log" 'nri: synchronized' 3
+    check "containerd restarted: the pod placed at the resync keeps its CPU" same "$(held "$AWAY")" "$h"
+    if run_pod "$TAG-after" cachepin.io/cpus=1 && create_start "$POD" app "$TAG-after" pod:cachepin.io/cpus=1; then
+      a=$(held "$C")
+      check "after the restart: a new pod is placed, the ledger holds 1 CPU ($a)" [ "$(ncpus "$a")" = 1 ]
+      check "after the restart: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$C")" "$a"
+      teardown "$POD" ${C:+"$C"}
+    fi
+  else
+    bad "containerd did not start again"
+  fi
+fi
+[ -n "${AWAY_POD:-}" ] && teardown "$AWAY_POD" "$AWAY"
 stop_plugin
 check "the plugin stopped on SIGTERM, saying so" grep -q 'nri: stopped by a signal' "$D/nri.log"
-if run_pod "$TAG-gone" cachepin.io/cpus=1; then
-  if create_start "$POD" app "$TAG-gone" pod:cachepin.io/cpus=1; then
-    check "plugin gone: the container runs on its parent's CPUs" same "$(cgroup_cpus "$C")" "$ALL"
-    check "plugin gone: nothing in the ledger" [ "$(entries)" = 0 ]
-  fi
-  teardown "$POD" ${C:+"$C"}
-fi
+check "the ledger is empty" [ "$(entries)" = 0 ]
 
 # 8. The pre-launched form: containerd starts the plugin from its plugin_path (a script
 # NN-name there, as /opt/nri/plugins holds) and hands it a connected socket (fd 3,
@@ -401,9 +358,8 @@ if start_containerd; then
     teardown "$POD" ${C:+"$C"}
   fi
   stop_containerd
-  for _ in $(seq 50); do grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log" && break; sleep 0.1; done
-  check "pre-launched: containerd stopped, the plugin saw its connection close" \
-    grep -q 'nri: the runtime closed the connection' "$D/nri-pre.log"
+  check "pre-launched: containerd stopped, the plugin saw its connection end and exits" \
+    logged "$D/nri-pre.log" 'nri: the connection to the runtime ended .*; exiting' 1
 else
   bad "pre-launched: containerd did not start again"
 fi

@@ -1,0 +1,45 @@
+/* cachepin: an entry decided before its cgroup existed, given that cgroup once it
+ * does (placer.h: cp_placer_adopt_cgroup()).  A step of its own, beside the placer's,
+ * because only the engine changes the ledger: under its lock, after reconcile, with
+ * the placement's own refusals (cp_placer_check_unclaimed()) and the ledger's checks
+ * (cp_ledger_put()), so that a front end never writes an entry a placement would
+ * not have. */
+#define _GNU_SOURCE
+#include "placer.h"
+
+#include "ledger.h"
+#include "log.h"
+#include "util.h"
+
+int
+cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *cg,
+                        cp_error_t *err)
+{
+  unsigned long long ino = 0;
+  if (cp_cgroup_ino (cg, &ino, err) < 0)
+    return cp_error_wrap (err, "cgroup %s%s", cg->mount, cg->path);
+  if (ino == 0 || ino > (unsigned long long) CP_LEDGER_MAX_INT)
+    return 0; /* nothing the ledger can record: the entry stays as it is */
+  cleanup_ledger struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  int r = 0;
+  if (e && e->cgroup_ino == 0)
+    {
+      struct cp_target t = { .id = id, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
+      if (cp_placer_check_unclaimed (l, &t, err) < 0)
+        return -1;
+      struct cp_ledger_entry copy = *e;
+      copy.cgroup_mount = (char *) cg->mount;
+      copy.cgroup = (char *) cg->path;
+      copy.cgroup_ino = ino;
+      if (cp_ledger_put (l, &copy, err) < 0)
+        return cp_error_wrap (err, "ledger");
+      r = 1;
+    }
+  /* Committed even with nothing recorded: what reconcile dropped stays dropped. */
+  if (cp_ledger_commit (l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  return r;
+}
