@@ -303,8 +303,12 @@ cp_ledger_put (struct cp_ledger *l, const struct cp_ledger_entry *e, cp_error_t 
     {
       if (entry_equal (&l->entries[same], e))
         return 0;
+      /* Copied before the old entry is cleared: E may share its strings and bitmaps
+         (a caller's `copy = *found; copy.x = ...`, as cp_placer_adopt_cgroup()). */
+      struct cp_ledger_entry fresh = { 0 };
+      entry_copy (&fresh, e);
       cp_ledger_entry_clear (&l->entries[same]);
-      entry_copy (&l->entries[same], e);
+      l->entries[same] = fresh;
     }
   else
     {

@@ -1041,6 +1041,34 @@ spoil (struct cp_ledger_entry *e, size_t i)
 }
 
 /* The writer never produces what the reader refuses: put applies the same rules. */
+/* A put whose entry shares the strings and sets of the entry it replaces (a shallow
+   copy of cp_ledger_find()'s, one field changed: cp_placer_adopt_cgroup() does so)
+   replaces it with a copy of what it shared, not of freed memory. */
+static void
+test_put_aliased (void **state)
+{
+  (void) state;
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  struct cp_ledger_entry a = entry ("pod-a", CP_MODE_EXCLUSIVE, "0-3", "0-3");
+  a.drift = tu_set ("0-7");
+  put_ok (l, &a);
+  cp_ledger_entry_clear (&a);
+  struct cp_ledger_entry copy = *cp_ledger_find (l, "pod-a");
+  copy.cgroup_ino = 4242;
+  put_ok (l, &copy);
+  const struct cp_ledger_entry *now = cp_ledger_find (l, "pod-a");
+  assert_non_null (now);
+  assert_string_equal (now->id, "pod-a");
+  assert_string_equal (now->cgroup, "/machine/pod-a");
+  assert_int_equal (now->cgroup_ino, 4242);
+  hwloc_bitmap_t want = tu_set ("0-7");
+  assert_true (hwloc_bitmap_isequal (now->drift, want));
+  hwloc_bitmap_free (want);
+  cp_ledger_close (l);
+}
+
 static void
 test_put_refuses (void **state)
 {
@@ -2459,6 +2487,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_prev_generation, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_prev_kept, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_put_refuses),
+    cmocka_unit_test (test_put_aliased),
     cmocka_unit_test_setup_teardown (test_stale_tmp, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_state_dir, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_state_dir_not_ours, tdir_setup, tdir_teardown),
