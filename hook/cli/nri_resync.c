@@ -13,9 +13,11 @@
  *      (cp_placer_adopt_cgroup()): the entry is then judged by that very cgroup,
  *      no longer as pending (CP_LEDGER_PENDING_SECONDS);
  *   3. a running container that asks (its pod's and its annotations, as
- *      CreateContainer reads them) and has no entry is placed in its cgroup, and
- *      the runtime told in the answer (a ContainerUpdate of cpus and mems), so that
- *      its spec says what its cgroup has.
+ *      CreateContainer reads them) and has no entry is placed as CreateContainer
+ *      places (decided and recorded, no cgroup written), the runtime told in the
+ *      answer (a ContainerUpdate of cpus and mems, which containerd applies to the
+ *      cgroup, the spec and the process); its cgroup is adopted as in 2 at the
+ *      next Synchronize, as a created container's is.
  * Everything goes through the engine's steps (placer.h), as the events do: the
  * ledger changes only under its lock, after reconcile, with the placement's checks.
  * The runtime waits for the answer at most 2 s: the work stops after
@@ -193,13 +195,16 @@ place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_cont
   struct cp_oci_config cfg = { 0 };
   struct cp_limits limits;
   struct cp_container_request creq;
-  cleanup_cgroup struct cp_cgroup *cg = NULL;
   cleanup_plan struct cp_plan *plan = NULL;
   int r = -1;
+  /* Decided and recorded as CreateContainer does, without writing the cgroup: the
+     runtime applies the update (containerd 2.x writes the cgroup, the spec and the
+     affinity), and the plugin's sandbox keeps /sys read-only.  Its cgroup is adopted
+     at the next Synchronize, as a created container's is: adopted now, before the
+     runtime applies the update, its cpuset would read as a drift. */
   if (cp_nri_config_of (c, &cfg, &why) == 0
-      && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) == 0
-      && cgroup_of (c, &cfg, &cg, &why) == 0)
-    r = cp_nri_place (hc, c->id, &cfg, cg, &creq, &plan, &why);
+      && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) == 0)
+    r = cp_nri_place (hc, c->id, &cfg, NULL, &creq, &plan, &why);
   if (r < 0)
     cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
   else if (r == 0)
