@@ -154,5 +154,5 @@ poststop k
 config "{\"kubelet_state\": \"\"}"
 "$BIN" status --json --config "$D/cfg.json" > "$D/status.json" 2>/dev/null
 check "kubelet_state \"\": never looked at" "$(jq -c '.kubelet' "$D/status.json")" \
-  '{"state_file":null,"policy":null,"warning":null,"error":null}'
+  '{"state_file":null,"policy":null,"warning":null,"errno":null,"error":null}'
 finish drift.sh
