@@ -8,7 +8,8 @@
 # NoNewPrivileges dials the default socket /var/run/nri/nri.sock, and the pre-launched
 # script, started as containerd starts it (no environment but NRI_PLUGIN_*, a connected
 # socket as fd 3, no stdout or stderr), both send RegisterPlugin as 50-cachepin to a
-# fake runtime, and exit 0 when it closes the connection (what Restart=always restarts).
+# fake runtime; when it closes the connection the unit's plugin dials again (until SIGTERM,
+# exit 0) and the pre-launched one exits 0 (containerd starts it again).
 #   bash tests/install/nri-deploy.sh BUILD_DIR
 # systemd-analyze (systemd) and python3; exit 77 (skipped) without them. The runs need
 # root, unshare and setpriv (util-linux): without them they are skipped and said so.
@@ -123,7 +124,12 @@ EOF
 cat >>"$DIR/ns.sh" <<EOF
 python3 "$DIR/runtime.py" listen /var/run/nri/nri.sock >"$DIR/unit-runtime.out" &
 for _ in \$(seq 100); do [ -S /var/run/nri/nri.sock ] && break; sleep 0.1; done
-setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- $exec_start >"$DIR/unit.out" 2>&1
+setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- $exec_start >"$DIR/unit.out" 2>&1 &
+plugin=\$!
+# The runtime gone, the dialled plugin dials again (it does not exit): SIGTERM ends it.
+for _ in \$(seq 100); do grep -q 'dialling .* again' "$DIR/unit.out" && break; sleep 0.1; done
+kill -TERM \$plugin
+wait \$plugin
 echo "exit \$?" >>"$DIR/unit.out"
 wait
 # The script as containerd starts it (nri pkg/adaptation/plugin.go: cmd.Env holds only
@@ -150,7 +156,9 @@ unshare -m sh "$DIR/ns.sh" >"$DIR/ns.log" 2>&1 || { cat "$DIR/ns.log"; fail "the
 check "unit: ExecStart, with no capability and no new privileges, registered on the default socket as 50-cachepin [$(tail -1 "$DIR/unit-runtime.out" 2>/dev/null)]" \
   grep -qx 'conn 2: RegisterPlugin cachepin 50' "$DIR/unit-runtime.out"
 check "unit: it said it connected to /var/run/nri/nri.sock" grep -q 'nri: connected to /var/run/nri/nri.sock' "$DIR/unit.out"
-check "unit: the runtime gone, it exits 0 (Restart=always starts it again) [$(tail -1 "$DIR/unit.out")]" \
+check "unit: the runtime gone, it dials the socket again (it does not exit)" \
+  grep -q 'nri: the connection to the runtime ended .* dialling /var/run/nri/nri.sock again' "$DIR/unit.out"
+check "unit: SIGTERM ends it, exit 0 [$(tail -1 "$DIR/unit.out")]" \
   [ "$(tail -1 "$DIR/unit.out")" = "exit 0" ]
 check "script: started as containerd starts it, registered on fd 3 as 50-cachepin [$(head -1 "$DIR/script.out" 2>/dev/null)]" \
   grep -qx 'conn 2: RegisterPlugin cachepin 50' "$DIR/script.out"
