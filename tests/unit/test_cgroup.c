@@ -313,7 +313,7 @@ need_v1 (void)
   if (!G.v1_ok)
     {
       print_message ("SKIP: %s\n", G.why_not);
-      skip ();
+      tu_skip ();
     }
 }
 
@@ -323,7 +323,7 @@ need_v2 (void)
   if (!G.v2_ok)
     {
       print_message ("SKIP: %s\n", G.why_not_v2);
-      skip ();
+      tu_skip ();
     }
 }
 
@@ -782,7 +782,7 @@ test_write_read_v1 (void **state)
   if (hwloc_bitmap_weight (all) < 2)
     {
       print_message ("SKIP: the parent allows one CPU only (%s)\n", G.parent_cpus);
-      skip ();
+      tu_skip ();
     }
   /* The last allowed CPU alone ("1" on a 0-1 host), then all of them ("0-1"). */
   cleanup_bitmap hwloc_bitmap_t one = xset ();
@@ -1268,7 +1268,7 @@ run_in_ns (void (*fn) (void))
   if (r == 77)
     {
       print_message ("SKIP: no private mount namespace here\n");
-      skip ();
+      tu_skip ();
     }
   assert_int_equal (r, 0);
 }
@@ -1535,5 +1535,5 @@ main (void)
     cmocka_unit_test (test_ns_symlink_second_mount),
     cmocka_unit_test (test_ns_bounded_reads),
   };
-  return cmocka_run_group_tests (tests, group_setup, group_teardown);
+  return tu_exit (cmocka_run_group_tests (tests, group_setup, group_teardown));
 }

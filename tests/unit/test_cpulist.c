@@ -285,5 +285,5 @@ main (void)
     cmocka_unit_test (test_round_trip),
     cmocka_unit_test (test_format_infinite),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -499,5 +499,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -247,5 +247,5 @@ main (void)
     cmocka_unit_test (test_malformed),
     cmocka_unit_test (test_load),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -849,7 +849,7 @@ test_sandboxed_commit (void **state)
   int status;
   assert_int_equal (waitpid (pid, &status, 0), pid);
   if (WIFEXITED (status) && WEXITSTATUS (status) == 77)
-    skip ();
+    tu_skip ();
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     fail_msg ("child: %s %d", WIFEXITED (status) ? "exit" : "signal",
               WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status));
@@ -1034,5 +1034,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_concurrent_within_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_beyond_bound, tdir_setup, tdir_teardown),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

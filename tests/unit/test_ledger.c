@@ -1784,7 +1784,7 @@ test_reconcile_cgroup_removed (void **state)
     if (cgroup_hierarchy (mounts[i]))
       mount = mounts[i];
   if (mount == NULL)
-    skip ();
+    tu_skip ();
   cleanup_free char *base = cp_xasprintf ("/cachepin-ledger-test-%d", (int) getpid ());
   cleanup_free char *pod = cp_xasprintf ("%s%s", mount, base);
   cleanup_free char *c1 = cp_xasprintf ("%s%s/c1", mount, base);
@@ -2512,5 +2512,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_fault_fail, tdir_setup, tdir_teardown),
 #endif
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

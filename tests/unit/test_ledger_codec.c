@@ -563,5 +563,5 @@ main (void)
     cmocka_unit_test (test_edges),
     cmocka_unit_test (test_jsonpull),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -494,5 +494,5 @@ main (void)
     cmocka_unit_test (test_kubelet_report), cmocka_unit_test (test_dummy_manager),
     cmocka_unit_test (test_dummy_failures),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -285,5 +285,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_create_update_stop, setup, teardown),
     cmocka_unit_test_setup_teardown (test_not_ours_and_invalid, setup, teardown),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

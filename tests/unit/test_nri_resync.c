@@ -283,5 +283,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_stopped_released, setup, teardown),
     cmocka_unit_test_setup_teardown (test_no_time_left, setup, teardown),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

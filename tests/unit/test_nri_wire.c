@@ -297,5 +297,5 @@ main (void)
     cmocka_unit_test (test_request_decode),
     cmocka_unit_test (test_response_round_trip),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

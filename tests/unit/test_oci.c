@@ -1035,5 +1035,5 @@ main (void)
     cmocka_unit_test (test_annotations_wants_and_sandbox),
     cmocka_unit_test (test_annotations_display_name),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -760,5 +760,5 @@ main (void)
     cmocka_unit_test (test_hybrid_order),
     cmocka_unit_test (test_hybrid_cores),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -95,5 +95,5 @@ main (void)
     cmocka_unit_test (test_uid_map),
     cmocka_unit_test (test_descends_from),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -321,5 +321,5 @@ main (void)
     cmocka_unit_test (test_count),    cmocka_unit_test (test_mems),  cmocka_unit_test (test_ask_names),
     cmocka_unit_test (test_error_wrap),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -411,7 +411,7 @@ test_landlock_bounds_paths (void **state)
   (void) state;
   int status = run_sandboxed (child_landlock);
   if (WIFEXITED (status) && WEXITSTATUS (status) == 77)
-    skip ();
+    tu_skip ();
   expect_exit0 (status);
   char path[256];
   snprintf (path, sizeof path, "%s/created-abs", G.root);
@@ -542,7 +542,7 @@ test_other_abi_killed (void **state)
     {
       printf ("test_other_abi_killed: skipped: this kernel has no 32-bit system call entry "
               "(int $0x80 raises SIGSEGV without the sandbox), so there is nothing to filter\n");
-      skip ();
+      tu_skip ();
     }
   expect_sigsys (run_sandboxed (child_int80), "int $0x80");
 }
@@ -812,7 +812,7 @@ test_sanitizer_build_builds (void **state)
 {
   (void) state;
   if (!CP_SANDBOX_SANITIZER_BUILD)
-    skip ();
+    tu_skip ();
   struct cp_sandbox sb = { .state_dirfd = -1, .cgroup_mountfd = -1, .pid = 0 };
   cp_error_t err = NULL;
   int r = cp_sandbox_enter (&sb, &err);
@@ -834,7 +834,7 @@ main (void)
     {
       printf ("test_sandbox: %s; only checking that it builds\n", why);
       const struct CMUnitTest tests[] = { cmocka_unit_test (test_sanitizer_build_builds) };
-      return cmocka_run_group_tests (tests, NULL, NULL);
+      return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
     }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_allowed),
@@ -852,5 +852,5 @@ main (void)
     cmocka_unit_test (test_plugin_refused),
     cmocka_unit_test (test_plugin_execve_killed),
   };
-  return cmocka_run_group_tests (tests, setup, teardown);
+  return tu_exit (cmocka_run_group_tests (tests, setup, teardown));
 }

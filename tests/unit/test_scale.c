@@ -214,7 +214,7 @@ test_captured_9654 (void **state)
   if (dir == NULL || access (path, R_OK) != 0)
     {
       print_message ("skipped: %s not found (../shared/topologies absent)\n", path);
-      skip ();
+      tu_skip ();
     }
   run_sequence (path, 7);
 }
@@ -226,5 +226,5 @@ main (void)
     cmocka_unit_test (test_synthetic_epyc),
     cmocka_unit_test (test_captured_9654),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

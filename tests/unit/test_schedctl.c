@@ -563,5 +563,5 @@ main (void)
     cmocka_unit_test_setup_teardown (test_crash, setup, teardown),
 #endif
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -301,5 +301,5 @@ main (void)
     cmocka_unit_test (test_sanitized),     cmocka_unit_test (test_garbage),
     cmocka_unit_test (test_eighty_columns), cmocka_unit_test (test_hostile_name),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

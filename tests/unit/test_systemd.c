@@ -237,5 +237,5 @@ main (void)
     cmocka_unit_test (test_attach_without_libsystemd),
 #endif
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

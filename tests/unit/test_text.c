@@ -76,5 +76,5 @@ main (void)
     cmocka_unit_test (test_distance),
     cmocka_unit_test (test_closest),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

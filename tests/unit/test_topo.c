@@ -801,5 +801,5 @@ main (void)
     cmocka_unit_test (test_all_captured_models),
     cmocka_unit_test (test_filtered_load_same_model),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

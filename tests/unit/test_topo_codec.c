@@ -139,7 +139,7 @@ test_round_trip_captured (void **state)
   (void) state;
   const char *dir = tu_topologies_dir ();
   if (dir == NULL)
-    skip ();
+    tu_skip ();
   nftw (dir, round_trip_file, 16, FTW_PHYS);
   print_message ("round trip of %u captured topologies\n", xml_count);
   assert_true (xml_count > 0);
@@ -370,5 +370,5 @@ main (void)
     cmocka_unit_test (test_huge_counts),
     cmocka_unit_test (test_inconsistent),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

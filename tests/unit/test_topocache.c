@@ -95,5 +95,5 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_keep),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -845,7 +845,7 @@ test_every_topology (void **state)
     {
       print_message ("SKIP: CACHEPIN_TOPOLOGIES (%s) is not a folder: no captured topologies to test on\n",
                      getenv ("CACHEPIN_TOPOLOGIES") ? getenv ("CACHEPIN_TOPOLOGIES") : "unset");
-      skip ();
+      tu_skip ();
     }
   char **files = NULL;
   size_t n_files = 0;
@@ -853,7 +853,7 @@ test_every_topology (void **state)
   if (n_files == 0)
     {
       print_message ("SKIP: no *.xml under %s\n", dir);
-      skip ();
+      tu_skip ();
     }
   qsort (files, n_files, sizeof *files, cmp_str);
   struct stats total = { 0 };
@@ -913,5 +913,5 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_every_topology),
   };
-  return cmocka_run_group_tests (tests, NULL, NULL);
+  return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
