@@ -38,14 +38,8 @@ static int
 setup (void **state)
 {
   struct fixture *fx = cp_xmalloc0 (sizeof *fx);
-  fx->dir = cp_xstrdup ("/tmp/cp-nri-resync-XXXXXX");
-  assert_non_null (mkdtemp (fx->dir));
-  assert_int_equal (chmod (fx->dir, 0700), 0);
-  cp_hostconfig_init (&fx->hc);
-  free (fx->hc.state_dir);
-  fx->hc.state_dir = cp_xstrdup (fx->dir);
-  free (fx->hc.kubelet_state);
-  fx->hc.kubelet_state = cp_xstrdup ("");
+  fx->dir = tu_tmpdir ("nri-resync");
+  tu_hostconfig (&fx->hc, fx->dir, NULL);
   cp_log_set_level (CP_LOG_ERROR);
   cp_cli_stay_unsandboxed ();
   *state = fx;
@@ -56,8 +50,7 @@ static int
 teardown (void **state)
 {
   struct fixture *fx = *state;
-  cleanup_free char *cmd = cp_xasprintf ("rm -rf %s", fx->dir);
-  assert_int_equal (system (cmd), 0);
+  tu_rmtree (fx->dir);
   cp_hostconfig_free (&fx->hc);
   free (fx->dir);
   free (fx);
