@@ -259,8 +259,9 @@ decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cp
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_placer_check_unclaimed (l, t, err) < 0)
     return -1;
-  int ret = too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
-                     : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err);
+  int ret = cp_placer_take_over (l, t, cpus, mems, &plan) > 0 ? 0
+            : too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
+                       : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err);
   if (ret < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it

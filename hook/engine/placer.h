@@ -117,6 +117,18 @@ int cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hw
                        const struct cp_container_request *creq, hwloc_const_bitmap_t occupied,
                        struct cp_plan **plan_out, cp_error_t *err);
 
+/* The hook route meeting the plugin's placement of the same container (a pod on
+ * the `cachepin` runtime handler while the NRI plugin runs): when TARGET has a pid
+ * and L's entry of its id has none, is not an `apply:` one, and records TARGET's
+ * cgroup (its inode, or none yet), and that entry's CPUs lie within CPUS (what
+ * TARGET may get, the spec's cpuset included), *PLAN_OUT is a plan of the entry's
+ * mode, CPUs, held CPUs and nodes (MEMS when the entry's do not fit): the decision
+ * records it with TARGET's pid and inode and the apply writes it, so the container
+ * stays on the CPUs containerd applied and the entry becomes the hook's.  1: taken
+ * over; 0: not (the caller places as usual, replacing the entry of the id). */
+int cp_placer_take_over (const struct cp_ledger *l, const struct cp_target *target, hwloc_const_bitmap_t cpus,
+                         hwloc_const_bitmap_t mems, struct cp_plan **plan_out);
+
 /* A placement decided before its cgroup existed (the NRI plugin's, at
  * CreateContainer: no pid, no inode), once the cgroup exists: ID's entry, if it has
  * no inode yet, is given CG's mount, path and inode, so that reconcile judges it by

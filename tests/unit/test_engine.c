@@ -485,6 +485,67 @@ test_recheck_window (void **state)
   assert_false (kept (fx, "c"));
 }
 
+/* The hook meeting the NRI plugin's placement of the same container (a pod on the
+   `cachepin` runtime handler while the plugin runs): the plugin's entry (no pid,
+   its cgroup's inode not yet known) is taken over, its CPU kept where a choice
+   of the hook's own would be another (CPU 0, the first free), and recorded with
+   the hook's pid.  Not taken over: a target without a pid, CPUs outside what the
+   target may get (the spec's cpuset wins), another cgroup's inode, an `apply:`
+   entry. */
+static void
+test_take_over_plugin_entry (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_topo *topo = tu_topo ("pack:1 l3:2 core:1 pu:1");
+  cleanup_bitmap hwloc_bitmap_t all = tu_set ("0-1"), one = tu_set ("1"), zero = tu_set ("0"), mems = tu_set ("0");
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  struct cp_ledger_entry e = { .id = "ctr", .cgroup_mount = fx->cgroot, .cgroup = "/pod/ctr", .mode = CP_MODE_EXCLUSIVE,
+                               .cpus = one, .held = one, .mems = mems, .placed_at = 1 };
+  struct cp_ledger_entry applied = e;
+  applied.id = "apply:/pod/x";
+  applied.cgroup = "/pod/x";
+  applied.cpus = applied.held = zero;
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+  assert_int_equal (cp_ledger_put (l, &applied, &err), 0);
+  struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  struct cp_target t = { .id = "ctr", .cgroup_mount = fx->cgroot, .cgroup_path = "/pod/ctr", .pid = getpid () };
+  struct cp_plan *plan = NULL;
+
+  struct cp_target other = t;
+  other.pid = 0;
+  assert_int_equal (cp_placer_take_over (l, &other, all, mems, &plan), 0);
+  assert_int_equal (cp_placer_take_over (l, &t, zero, mems, &plan), 0);
+  other = t;
+  other.id = "apply:/pod/x";
+  other.cgroup_path = "/pod/x";
+  assert_int_equal (cp_placer_take_over (l, &other, all, mems, &plan), 0);
+  e.cgroup_ino = 42;
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+  t.cgroup_ino = 43;
+  assert_int_equal (cp_placer_take_over (l, &t, all, mems, &plan), 0);
+  assert_null (plan);
+  t.cgroup_ino = 42;
+
+  cp_ledger_remove (l, "apply:/pod/x");
+  if (cp_placer_decide_in (l, topo, all, mems, &t, &creq, NULL, &plan, &err) < 0)
+    fail_msg ("decide: %s", cp_error_message (err));
+  tu_assert_set (plan->cpus, "1");
+  tu_assert_contains (plan->reason, "taken over");
+  const struct cp_ledger_entry *now = cp_ledger_find (l, "ctr");
+  assert_non_null (now);
+  assert_int_equal (now->pid, getpid ());
+  assert_true (now->start_time > 0);
+  assert_int_equal (now->cgroup_ino, 42);
+  tu_assert_set (now->cpus, "1");
+  cp_plan_free (plan);
+  cp_ledger_close (l);
+  cp_topo_free (topo);
+}
+
 int
 main (void)
 {
@@ -498,6 +559,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_recheck_window, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_take_over_plugin_entry, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
