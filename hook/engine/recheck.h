@@ -11,7 +11,9 @@
  * for up to the window (CP_PLACER_RECHECK_SECONDS for the plugin) longer than with
  * the hook.  An entry new to this process (placed by the hook, apply or another
  * plugin since), or changed in the ledger (another cgroup, inode, pid or start
- * time, or placed again), is checked at once.  Releases are not affected. */
+ * time, or placed again), is checked at once.  A release (placer.c's
+ * release_checks()) does not ask kill(pid, 0) of an entry within its window
+ * either; it never marks an entry as seen (it does not check the cgroup). */
 #ifndef CP_RECHECK_H
 #define CP_RECHECK_H
 

@@ -544,6 +544,46 @@ test_take_over_plugin_entry (void **state)
   cp_plan_free (plan);
   cp_ledger_close (l);
   cp_topo_free (topo);
+/* Whether a release of another container's id leaves ID in the ledger. */
+static bool
+kept_by_release (struct fixture *fx, const char *id)
+{
+  cp_error_t err = NULL;
+  struct cp_placer *p = NULL;
+  struct cp_release rel = { .id = "someone-else" };
+  enum cp_release_result result;
+  if (cp_placer_open_release (&fx->hc, &rel, &p, &err) < 0 || cp_placer_release_commit (p, &result, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  cp_placer_close (p);
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("%s", cp_error_message (err));
+  bool found = cp_ledger_find (l, id) != NULL;
+  cp_ledger_close (l);
+  return found;
+}
+
+/* A release drops an entry whose pid is gone, except, with a window, one found
+   alive within it: that one goes at the first release or placement after it. */
+static void
+test_recheck_window_release (void **state)
+{
+  struct fixture *fx = *state;
+  fake_ms = 2000000;
+  cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, fake_clock);
+  pid_t a = put_live (fx, "a");
+  assert_true (kept (fx, "a")); /* checked: alive, remembered */
+  end_child (a);
+  fake_ms += 2000;
+  assert_true (kept_by_release (fx, "a")); /* within the window: not asked */
+  fake_ms += CP_PLACER_RECHECK_SECONDS * 1000 - 2000;
+  assert_false (kept_by_release (fx, "a"));
+
+  cp_placer_recheck_after (0, NULL);
+  pid_t c = put_live (fx, "c");
+  assert_true (kept (fx, "c"));
+  end_child (c);
+  assert_false (kept_by_release (fx, "c")); /* the hook's: every entry asked */
 }
 
 int
@@ -557,6 +597,7 @@ main (void)
     cmocka_unit_test (test_admit_refuses_init),
     cmocka_unit_test_setup_teardown (test_decide_without_cgroup, setup, teardown),
     cmocka_unit_test_setup_teardown (test_recheck_window, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_recheck_window_release, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
     cmocka_unit_test_setup_teardown (test_take_over_plugin_entry, setup, teardown),
