@@ -544,6 +544,8 @@ test_take_over_plugin_entry (void **state)
   cp_plan_free (plan);
   cp_ledger_close (l);
   cp_topo_free (topo);
+}
+
 /* Whether a release of another container's id leaves ID in the ledger. */
 static bool
 kept_by_release (struct fixture *fx, const char *id)
