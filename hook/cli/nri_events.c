@@ -149,24 +149,21 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
 }
 
 int
-cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg, struct cp_cgroup *cg,
+cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
               struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
 {
   const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (cg == NULL && path == NULL)
+  if (path == NULL)
     cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
                      cfg->cgroups_path ? cfg->cgroups_path : "");
-  else if (cg || cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
+  else if (cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
     {
       if (creq->core_sched)
         cp_log (CP_LOG_WARNING, "container %s: cachepin.io/core-sched is not given through NRI yet: placed without it",
                 id);
-      struct cp_target target = { .id = id,
-                                  .cgroup = cg,
-                                  .cgroup_mount = cg ? cg->mount : mount,
-                                  .cgroup_path = cg ? cg->path : cgroup };
+      struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
       int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
     }
@@ -206,7 +203,7 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   else
     {
       cleanup_plan struct cp_plan *plan = NULL;
-      r = cp_nri_place (hc, c->id, &cfg, NULL, &creq, &plan, &why);
+      r = cp_nri_place (hc, c->id, &cfg, &creq, &plan, &why);
       if (r == 0)
         {
           cleanup_free char *cpus = cp_cpulist_format (plan->cpus);

@@ -52,10 +52,10 @@ int cp_nri_annotations_of (const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
    read by cp_oci_config_parse(): the hook's bounds and cgroup path. */
 int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci_config *cfg, cp_error_t *err);
 
-/* The placement of ID for CREQ through the engine's steps, in CG (NULL: the cgroup
-   CFG names, not made yet: decided, not written); 0 placed (*PLAN), 1 unplaced
-   (logged), -1 failed (*WHY). */
-int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg, struct cp_cgroup *cg,
+/* The placement of ID for CREQ through the engine's steps, recorded under the cgroup
+   CFG names and not written (the runtime applies the answer); 0 placed (*PLAN),
+   1 unplaced (logged), -1 failed (*WHY). */
+int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
                   struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why);
 
 /* ID's entry released, if it is the one of the container in CGROUP (NULL: by id

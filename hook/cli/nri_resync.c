@@ -204,7 +204,7 @@ place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_cont
      runtime applies the update, its cpuset would read as a drift. */
   if (cp_nri_config_of (c, &cfg, &why) == 0
       && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) == 0)
-    r = cp_nri_place (hc, c->id, &cfg, NULL, &creq, &plan, &why);
+    r = cp_nri_place (hc, c->id, &cfg, &creq, &plan, &why);
   if (r < 0)
     cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
   else if (r == 0)
