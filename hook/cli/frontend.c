@@ -16,6 +16,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "sandbox.h"
+#include "sched.h"
 #include "topocache.h"
 #include "admission.h"
 #include "events.h"
@@ -167,11 +168,16 @@ cp_cli_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err)
   if (cp_topocache_load (hc, 0, &topo, &e) < 0)
     cp_log (CP_LOG_WARNING, "nri: the topology, read before the sandbox: %s", cp_error_message (e));
   cleanup_free char *kubelet = kubelet_dir (hc->kubelet_state);
+  /* The kernel's cache-aware scheduling switch, written per request as the hook
+     writes it (on-demand, always, never; and under leave, a value an earlier
+     on-demand kept is given back): the one file below /sys the plugin writes. */
+  cleanup_free char *cas_switch = cp_sched_cas_switch_file (hc->kernel_root);
   struct cp_sandbox sb = {
     .profile = CP_SANDBOX_PLUGIN,
     .state_dirfd = dirfd,
     .cgroup_mountfd = -1,
     .read_dirs = { "/proc", "/sys", kubelet },
+    .write_files = { cas_switch },
   };
   int abi = cp_sandbox_enter (&sb, err);
   if (abi < 0)

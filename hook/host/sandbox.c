@@ -86,6 +86,24 @@ ll_add_read_dirs (int ruleset, const struct cp_sandbox *sb, uint64_t handled, cp
   return 0;
 }
 
+/* The plugin's WRITE_FILES: read and write each that exists now.  A rule on a
+   file carries only file rights; opened with O_PATH, never through a symlink. */
+static int
+ll_add_write_files (int ruleset, const struct cp_sandbox *sb, uint64_t handled, cp_error_t *err)
+{
+  for (size_t i = 0; i < CP_SANDBOX_MAX_WRITE_FILES && sb->write_files[i]; i++)
+    {
+      cleanup_close int fd = open (sb->write_files[i], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue; /* debugfs unmounted since the caller looked: the switch reads as missing */
+      if (fd < 0)
+        return cp_fail_errno (err, errno, "landlock: open %s", sb->write_files[i]);
+      if (ll_add (ruleset, fd, LL_FS_READ_FILE | LL_FS_WRITE_FILE, handled, sb->write_files[i], err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 /* Returns the ABI applied, 0 when the kernel has no Landlock. */
 static int
 enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
@@ -124,7 +142,8 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
                    | (sb->profile == CP_SANDBOX_PLUGIN ? LL_FS_READ_DIR : 0);
   if (sb->state_dirfd >= 0 && ll_add (ruleset, sb->state_dirfd, state, fs, "the state directory", err) < 0)
     return -1;
-  if (sb->profile == CP_SANDBOX_PLUGIN && ll_add_read_dirs (ruleset, sb, fs, err) < 0)
+  if (sb->profile == CP_SANDBOX_PLUGIN
+      && (ll_add_read_dirs (ruleset, sb, fs, err) < 0 || ll_add_write_files (ruleset, sb, fs, err) < 0))
     return -1;
   if (sb->cgroup_mountfd >= 0
       && ll_add (ruleset, sb->cgroup_mountfd, LL_FS_READ_FILE | LL_FS_WRITE_FILE, fs, "the cgroup hierarchy", err)

@@ -54,10 +54,12 @@
  *  1. no_new_privs, as above;
  *  2. Landlock: beneath the state directory read, write, create, remove, truncate
  *     (and list); beneath each of READ_DIRS (/proc, /sys with the cgroup mounts,
- *     the kubelet state's directory) read and list; nothing else, nothing executed.
+ *     the kubelet state's directory) read and list; each of WRITE_FILES (the
+ *     kernel's cache-aware scheduling switch, when this kernel has one) read and
+ *     write; nothing else, nothing executed.
  *     A unix socket's path is not a file Landlock guards (up to ABI 6): connect()
- *     to the runtime's socket and to /dev/log still works.  /sys is read only:
- *     the kernel's cache-aware scheduling switch reads as denied (sched_cas.c);
+ *     to the runtime's socket and to /dev/log still works.  /sys is read only
+ *     but for that one file;
  *  3. seccomp: the hook's killed list, its allowlist, and what a request needs:
  *     openat with O_CREAT and linkat without AT_SYMLINK_FOLLOW through any
  *     directory fd (the state directory is opened anew per request; Landlock
@@ -100,8 +102,9 @@ enum cp_sandbox_profile
   CP_SANDBOX_PLUGIN,   /* `cachepin nri`: every request's steps, for as long as it runs */
 };
 
-/* The plugin's directories to read beneath, at most. */
+/* The plugin's directories to read beneath, and files to read and write, at most. */
 #define CP_SANDBOX_MAX_READ_DIRS 4
+#define CP_SANDBOX_MAX_WRITE_FILES 2
 
 /* What the rest of the run still needs. */
 struct cp_sandbox
@@ -118,6 +121,12 @@ struct cp_sandbox
      none) beneath which files may be read and directories listed; one missing
      now gets no rule. */
   const char *read_dirs[CP_SANDBOX_MAX_READ_DIRS + 1];
+  /* CP_SANDBOX_PLUGIN only: existing files (absolute paths, NULL-terminated) that may
+     be read and written, never created or truncated: the kernel's cache-aware
+     scheduling switch (sched_cas.c), which the plugin turns on and gives back as
+     the hook does.  Opened now without following a symlink; one missing gets no
+     rule. */
+  const char *write_files[CP_SANDBOX_MAX_WRITE_FILES + 1];
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

@@ -127,6 +127,13 @@ int cp_sched_cas_read (const struct cp_sched_cas_handle *h, int *value, cp_error
 int cp_sched_cas_write (const struct cp_sched_cas_handle *h, bool on, struct cp_sched_cas_change *out,
                         cp_error_t *err);
 
+/* The switch file this kernel has under ROOT (ROOT/sys/kernel/debug/sched/...),
+ * as cp_sched_cas_probe() finds it, for a long-running process to be allowed it
+ * before it enters its sandbox (hook/host/sandbox.h's WRITE_FILES); NULL when
+ * there is none to name (unsupported, debugfs not mounted, denied before the
+ * file could be seen).  The caller frees it. */
+char *cp_sched_cas_switch_file (const char *root);
+
 /* Close the switch; a closed or never-opened handle is fine. */
 void cp_sched_cas_close (struct cp_sched_cas_handle *h);
 

@@ -294,6 +294,18 @@ cp_sched_cas_probe (const char *root, struct cp_sched_cas *out, cp_error_t *err)
   return 0;
 }
 
+char *
+cp_sched_cas_switch_file (const char *root)
+{
+  struct cp_sched_cas cas;
+  cleanup_error cp_error_t e = NULL;
+  if (cas_probe (root, &cas, &e) < 0 || cas.iface == CP_SCHED_CAS_IFACE_NONE)
+    return NULL;
+  struct iface_place p = iface_place (cas.iface);
+  cleanup_free char *rel = cp_xasprintf ("%s/%s", p.dir, p.file);
+  return display_path (root, rel);
+}
+
 /* The whole text of the switch file behind FD, from offset 0 (pread: the same fd
  * is read again after a write), at most MAX bytes, NUL-terminated. */
 static int

@@ -15,7 +15,9 @@
 # leaves the placed cpuset (spec and cgroup) and one with only a quota passes through (the
 # quota lands); with that CPU held, a strict request for every CPU fails CreateContainer
 # with the plugin's line and the same request without strict starts unplaced; an invalid
-# annotation (smt=pe1) fails it; stop and remove empty the ledger; with the ledger's lock held
+# annotation (smt=pe1) fails it; a pod asking cachepin.io/sched-cache=on under
+# `sched_cache: on-demand` turns the kernel's switch (a fake tree's, kernel_root) on, from inside
+# the plugin's sandbox, and its removal gives it back; stop and remove empty the ledger; with the ledger's lock held
 # by another process, a container that asks starts unplaced (the plugin waits 1 s at most);
 # the plugin killed, a placed pod removed and a pod that asks created (and started, unplaced)
 # meanwhile, the plugin started again: its Synchronize releases the removed one's entry and
@@ -49,6 +51,7 @@ cri_fetch sid containerd=2.1.9+ds1-5
 
 cri_scratch nri
 NRISOCK=$D/nri.sock
+SWITCH=$D/kernel/sys/kernel/debug/sched/llc_balancing/enabled
 PLUGIN_PID=""
 PODS=()
 
@@ -81,7 +84,11 @@ apply_status () { local want=$1; shift; "$BIN" apply "$@" --config "$D/cachepin.
 configure () {
   mkdir -p "$D/nri-plugins" "$D/nri-conf"
   mkdir -p -m 0700 "$D/cpstate"
-  printf '{"state_dir": "%s", "log_level": "debug"}\n' "$D/cpstate" >"$D/cachepin.json"
+  # The kernel's cache-aware scheduling switch in a fake tree (kernel_root), held on demand.
+  mkdir -p "$(dirname "$SWITCH")"
+  echo 0 >"$SWITCH"
+  jq -n --arg s "$D/cpstate" --arg k "$D/kernel" \
+    '{"state_dir": $s, "kernel_root": $k, "sched_cache": "on-demand", "log_level": "debug"}' >"$D/cachepin.json"
   config_v3 "  disable = false
   socket_path = '$NRISOCK'
   plugin_path = '$D/nri-plugins'
@@ -213,6 +220,21 @@ if run_pod "$TAG-plain"; then
     check "no annotation: its spec names no cpuset" [ -z "$(spec_cpus "$C")" ]
   fi
   teardown "$POD" ${C:+"$C"}
+fi
+
+# 4b. cachepin.io/sched-cache=on under `sched_cache: on-demand`: the plugin turns the kernel's
+# switch on at CreateContainer and gives it back at removal, from inside its sandbox (the
+# switch is the one file below the kernel root it may write).
+if run_pod "$TAG-cas" cachepin.io/cpus=1 cachepin.io/sched-cache=on; then
+  if create_start "$POD" app "$TAG-cas" pod:cachepin.io/cpus=1 pod:cachepin.io/sched-cache=on; then
+    check "sched-cache=on: placed ($(held "$C"))" [ -n "$(held "$C")" ]
+    check "sched-cache=on: the switch reads 1 ($(cat "$SWITCH"))" [ "$(cat "$SWITCH")" = 1 ]
+    check "sched-cache=on: the plugin logged its write" grep -q 'cache-aware scheduling (.*): off -> on' "$D/nri.log"
+    check "sched-cache=on: the ledger keeps off to give back" [ "$(ledger | jq -r '.sched_cache_restore')" = off ]
+  fi
+  teardown "$POD" ${C:+"$C"}
+  check "sched-cache=on, removed: the switch is given back (0: $(cat "$SWITCH"))" [ "$(cat "$SWITCH")" = 0 ]
+  check "sched-cache=on: the plugin logged no warning about the switch" fails grep -q 'left as it is\|placed without' "$D/nri.log"
 fi
 
 # 5. An invalid annotation fails the container whatever else it asks (the hook's rule).

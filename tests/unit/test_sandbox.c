@@ -64,6 +64,8 @@ static struct
   char state[128]; /* root/state: the ledger's directory */
   char cg[128];    /* root/cg: stands for the cgroup mount (cpuset.cpus, a/b) */
   char outside[128]; /* root/outside.txt: covered by no rule */
+  char sw[128];      /* root/kernel/enabled: stands for the cache-aware scheduling switch */
+  char sw_sibling[128]; /* root/kernel/features: beside it, covered by no rule */
 } G;
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -201,9 +203,14 @@ setup (void **state)
   snprintf (G.state, sizeof G.state, "%s/state", G.root);
   snprintf (G.cg, sizeof G.cg, "%s/cg", G.root);
   snprintf (G.outside, sizeof G.outside, "%s/outside.txt", G.root);
+  snprintf (G.sw, sizeof G.sw, "%s/kernel/enabled", G.root);
+  snprintf (G.sw_sibling, sizeof G.sw_sibling, "%s/kernel/features", G.root);
   char p[256];
-  if (mkdir (G.state, 0700) < 0 || mkdir (G.cg, 0755) < 0)
+  snprintf (p, sizeof p, "%s/kernel", G.root);
+  if (mkdir (G.state, 0700) < 0 || mkdir (G.cg, 0755) < 0 || mkdir (p, 0755) < 0)
     return -1;
+  write_file (G.sw, "0\n");
+  write_file (G.sw_sibling, "NO_SCHED_CACHE\n");
   snprintf (p, sizeof p, "%s/a", G.cg);
   if (mkdir (p, 0755) < 0)
     return -1;
@@ -675,6 +682,7 @@ run_plugin_sandboxed (plugin_fn fn)
       openlog ("cachepin-test", LOG_PID | LOG_NDELAY, LOG_DAEMON);
       struct cp_sandbox sb = {
         .profile = CP_SANDBOX_PLUGIN, .state_dirfd = dirfd, .cgroup_mountfd = -1, .read_dirs = { "/proc", G.cg },
+        .write_files = { G.sw },
       };
       cp_error_t err = NULL;
       int abi = cp_sandbox_enter (&sb, &err);
@@ -740,6 +748,13 @@ plugin_allowed (int abi, const char *sock, pid_t target)
   struct timespec nap = { 0, 1000000 };
   CHILD_CHECK (nanosleep (&nap, NULL) == 0);
   syslog (LOG_DEBUG, "plugin sandbox test: syslog still works");
+
+  /* The switch: opened as sched_cas.c opens it, written, read back. */
+  fd = open (G.sw, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && write (fd, "1", 1) == 1);
+  memset (buf, 0, sizeof buf);
+  CHILD_CHECK (pread (fd, buf, sizeof buf - 1, 0) > 0 && buf[0] == '1');
+  close (fd);
 }
 
 static void
@@ -768,6 +783,12 @@ plugin_refused (int abi, const char *sock, pid_t target)
   CHILD_REFUSED (open (G.outside, O_RDONLY | O_CLOEXEC), EACCES);
   snprintf (path, sizeof path, "%s/new.txt", G.root);
   CHILD_REFUSED (open (path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600), EACCES);
+  /* The switch's rule is that file's alone: not its neighbour, not a new file beside it. */
+  CHILD_REFUSED (open (G.sw_sibling, O_WRONLY | O_CLOEXEC), EACCES);
+  snprintf (path, sizeof path, "%s/kernel/new", G.root);
+  CHILD_REFUSED (open (path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600), EACCES);
+  if (abi >= 3)
+    CHILD_REFUSED (open (G.sw, O_WRONLY | O_TRUNC | O_CLOEXEC), EACCES);
 }
 
 static void
