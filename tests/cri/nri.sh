@@ -8,7 +8,7 @@
 # host config and a state directory of the test's; pods run on containerd's runc handler (no
 # hook anywhere). The CRI client and its stubs are containerd.sh's (cri_client.py).
 #
-# Checked: the plugin registers and is configured; a pod asking for 1 CPU (a pod annotation)
+# Checked: the plugin registers and is configured, sandboxed and without capabilities; a pod asking for 1 CPU (a pod annotation)
 # gets a container whose spec (linux.resources.cpu.cpus), cgroup and Cpus_allowed_list are
 # the CPU the ledger holds for it under its container id; its sandbox and a container of a
 # pod without annotations are left alone; UpdateContainerResources with a cpuset of every CPU
@@ -135,6 +135,8 @@ if start_plugin; then pass "the plugin registered, was configured and synchroniz
 check "the plugin logged containerd's configuration (request timeout 2000 ms)" grep -q 'request timeout 2000 ms' "$D/nri.log"
 check "the plugin is sandboxed: NoNewPrivs 1, Seccomp 2 (filter) in /proc/$PLUGIN_PID/status" \
   [ "$(awk '/^NoNewPrivs:/ {n = $2} /^Seccomp:/ {s = $2} END {print n "," s}' "/proc/$PLUGIN_PID/status")" = 1,2 ]
+check "the plugin holds no capability: CapEff, CapPrm and CapBnd 0 in /proc/$PLUGIN_PID/status (started with root's)" \
+  [ "$(awk '/^Cap(Eff|Prm|Bnd):/ {printf "%s,", $2}' "/proc/$PLUGIN_PID/status")" = 0000000000000000,0000000000000000,0000000000000000, ]
 
 # 1. A pod annotation: placed at CreateContainer, in its spec, cgroup and affinity.
 if run_pod "$TAG-pod" cachepin.io/cpus=1; then
