@@ -20,4 +20,9 @@
  * capset(2) and read back.  Before a seccomp filter that kills capset. */
 int cp_caps_drop_all (cp_error_t *err);
 
+/* The same, but CAP (a CAP_* number) stays in the bounding set and, where this
+   process has it, in the effective and permitted sets: the core-scheduling helper's
+   CAP_SYS_PTRACE. */
+int cp_caps_keep_only (int cap, cp_error_t *err);
+
 #endif

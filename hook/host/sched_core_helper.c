@@ -3,6 +3,7 @@
 #include "sched_core_helper.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "sched_internal.h"
 #include "util.h"
 
@@ -49,6 +51,12 @@ helper_main (int fd, pid_t parent)
   /* Nothing of the parent's but the socket: not the runtime's connection, not
      syslog's, not the ledger's directory. */
   if (close_range (3, (unsigned) fd - 1, 0) < 0 || close_range ((unsigned) fd + 1, ~0U, 0) < 0)
+    _exit (1);
+  /* Of root's capabilities the prctl needs one: ptrace_may_access() on runc's init,
+     which is not dumpable (runc makes it so when it joins the pod's namespaces) until
+     it execs the container's program, asks for CAP_SYS_PTRACE. */
+  cp_error_t caps_err = NULL;
+  if (cp_caps_keep_only (CAP_SYS_PTRACE, &caps_err) < 0)
     _exit (1);
   if (helper_filter (fd) < 0)
     _exit (1);

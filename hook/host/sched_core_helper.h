@@ -8,7 +8,9 @@
  * left to start something that could.  So the helper is forked before: it keeps
  * no descriptor but its end of a socket pair, loads a seccomp filter that allows
  * reading and writing that socket, the one prctl (PR_SCHED_CORE, _CREATE, any pid,
- * PIDTYPE_TGID) and exiting, and answers each pid with the prctl's errno.  It is
+ * PIDTYPE_TGID) and exiting, keeps of its capabilities CAP_SYS_PTRACE alone (runc's
+ * init is not dumpable when the cookie is made), and answers each pid with the
+ * prctl's errno.  It is
  * not in a Landlock domain, so the kernel judges its prctl as root's.  It dies
  * with its parent (PR_SET_PDEATHSIG) or when the socket closes. */
 #ifndef CP_SCHED_CORE_HELPER_H

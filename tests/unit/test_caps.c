@@ -59,11 +59,37 @@ test_drop_all (void **state)
   assert_int_equal (WEXITSTATUS (st), 0);
 }
 
+/* One kept: CAP_SYS_PTRACE (19) alone, effective, permitted and bounding, where we
+   have it. */
+static void
+test_keep_one (void **state)
+{
+  (void) state;
+  unsigned long long ptrace = mask ("CapEff") & (1ULL << 19);
+  bool setpcap = (mask ("CapEff") >> 8) & 1;
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      cp_error_t err = NULL;
+      int ok = cp_caps_keep_only (19, &err) == 0 && mask ("CapEff") == ptrace && mask ("CapPrm") == ptrace
+               && mask ("CapInh") == 0 && (!setpcap || mask ("CapBnd") == (1ULL << 19));
+      if (err)
+        fprintf (stderr, "%s\n", cp_error_message (err));
+      _exit (ok ? 0 : 1);
+    }
+  int st;
+  assert_int_equal (waitpid (child, &st, 0), child);
+  assert_true (WIFEXITED (st));
+  assert_int_equal (WEXITSTATUS (st), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_drop_all),
+    cmocka_unit_test (test_keep_one),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

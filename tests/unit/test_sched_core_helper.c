@@ -2,8 +2,8 @@
  * filtered, asked.  It answers what the prctl answers when this process asks it
  * directly (on a kernel without CONFIG_SCHED_CORE, this host's and Debian's, both
  * say EINVAL: no cookie is made here, none is claimed); it keeps no descriptor but
- * its socket, runs under seccomp with no_new_privs, and exits when the socket
- * closes. */
+ * its socket and no capability but CAP_SYS_PTRACE, runs under seccomp with
+ * no_new_privs, and exits when the socket closes. */
 #define _GNU_SOURCE
 #include "testutil.h"
 
@@ -122,6 +122,14 @@ test_confined (void **state)
   assert_string_equal (seccomp, "2");
   cleanup_free char *nnp = status_field (h.pid, "NoNewPrivs");
   assert_string_equal (nnp, "1");
+  /* Of our capabilities it keeps CAP_SYS_PTRACE (19) alone, if we have it. */
+  cleanup_free char *ours = status_field (getpid (), "CapEff");
+  unsigned long long ptrace = strtoull (ours, NULL, 16) & (1ULL << 19);
+  cleanup_free char *eff = status_field (h.pid, "CapEff");
+  cleanup_free char *bnd = status_field (h.pid, "CapBnd");
+  assert_int_equal (strtoull (eff, NULL, 16), ptrace);
+  if (ptrace)
+    assert_int_equal (strtoull (bnd, NULL, 16), ptrace);
   /* The socket's end: it exits, status 0. */
   pid_t pid = h.pid;
   close (h.fd);
