@@ -524,8 +524,10 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, NULL);
   cp_ledger_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
+  cp_nri_core_sched_init (&hc); /* before the sandbox: a prctl, and a fork */
   catch_stop_signals ();
   r = serve_runtime (&a, &hc, err);
+  cp_nri_core_sched_stop ();
   cp_hostconfig_free (&hc);
   return r;
 }

@@ -160,9 +160,8 @@ cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oc
                      cfg->cgroups_path ? cfg->cgroups_path : "");
   else if (cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
     {
-      if (creq->core_sched)
-        cp_log (CP_LOG_WARNING, "container %s: cachepin.io/core-sched is not given through NRI yet: placed without it",
-                id);
+      if (cp_nri_core_sched_admit (hc, id, creq, why) < 0)
+        return -1;
       struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
       int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
@@ -313,14 +312,18 @@ cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1al
   return reply (call, &resp.base, err);
 }
 
-/* RemoveContainer (and any other state change subscribed to): a container removed
-   without a stop we saw (created while we were away) is released too. */
+/* RemoveContainer: a container removed without a stop we saw (created while we were
+   away) is released too.  StartContainer and PostCreateContainer: the first events
+   with the container's pid, for its core-scheduling cookie (nri_start.c). */
 int
 cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                      struct cp_nri_call *call, cp_error_t *err)
 {
   if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER)
     release (hc, ev->container);
+  else if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
+           || ev->event == NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER)
+    cp_nri_core_sched_start (hc, ev->pod, ev->container);
   Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   return reply (call, &resp.base, err);
 }

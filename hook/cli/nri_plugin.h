@@ -15,10 +15,14 @@
 #include "nri_wire.h"
 
 /* The events the plugin subscribes to (ConfigureResponse.events: bit 1 << (event - 1),
-   nri pkg/api/event.go): CreateContainer, UpdateContainer, StopContainer,
-   RemoveContainer, all known to a v0.8.0 runtime (it refuses bits past LAST - 1). */
+   nri pkg/api/event.go): CreateContainer, PostCreateContainer and StartContainer
+   (the container's pid, for its core-scheduling cookie: nri_start.c),
+   UpdateContainer, StopContainer, RemoveContainer, all known to a v0.8.0 runtime
+   (it refuses bits past LAST - 1). */
 #define CP_NRI_EVENTS                                                                                   \
   ((1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1))                                        \
+   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER - 1))                                 \
+   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER - 1))                                       \
    | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__UPDATE_CONTAINER - 1))                                      \
    | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__STOP_CONTAINER - 1))                                        \
    | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER - 1)))
@@ -82,6 +86,30 @@ struct cp_nri_update
 };
 Nri__Pkg__Api__V1alpha1__ContainerUpdate *cp_nri_update_of (struct cp_nri_update *u, char *id, char *cpus,
                                                             char *mems);
+
+/* ---- core scheduling (nri_start.c) ------------------------------------------------ */
+
+/* At start-up, before the sandbox: core scheduling probed as the hook probes it, and
+   where it is there and HC sandboxes the plugin, the helper that makes the cookies
+   (sched_core_helper.h) started.  Logged; never fails. */
+void cp_nri_core_sched_init (const struct cp_hostconfig *hc);
+void cp_nri_core_sched_stop (void);
+
+/* Tests: the probe's result pinned (the prctl itself stays real). */
+struct cp_sched_core;
+void cp_nri_core_sched_pin (const struct cp_sched_core *probe);
+
+/* CreateContainer's part for container ID asking CREQ: 0 (not asked; or wanted,
+   made at start; or unavailable and not strict, said once), -1 (unavailable and
+   strict: *WHY, the hook's line, through the failure policy). */
+int cp_nri_core_sched_admit (const struct cp_hostconfig *hc, const char *id, const struct cp_container_request *creq,
+                             cp_error_t *why);
+
+/* C (of POD, may be NULL) has a process (C->pid): the cookie made for it when it
+   asks, core scheduling is there and the plugin's entry of it has none yet, then
+   recorded (core_sched: true).  Logged, never a failure. */
+void cp_nri_core_sched_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                              const Nri__Pkg__Api__V1alpha1__Container *c);
 
 /* ---- Synchronize (nri_resync.c) ---------------------------------------------------- */
 

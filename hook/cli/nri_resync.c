@@ -18,6 +18,10 @@
  *      answer (a ContainerUpdate of cpus and mems, which containerd applies to the
  *      cgroup, the spec and the process); its cgroup is adopted as in 2 at the
  *      next Synchronize, as a created container's is.
+ * A running container whose entry wants a core-scheduling cookie (nri_start.c) and
+ * has none (the plugin was away at its StartContainer, or placed it just now in 3)
+ * gets it on the pid the runtime lists: its init's thread group, not the processes
+ * it started before.
  * Everything goes through the engine's steps (placer.h), as the events do: the
  * ledger changes only under its lock, after reconcile, with the placement's checks.
  * The runtime waits for the answer at most 2 s: the work stops after
@@ -60,6 +64,7 @@ struct entry_view
   char *cgroup; /* below the mount, for the release's identity */
   bool owned;
   bool has_ino; /* its cgroup's inode is recorded */
+  bool core_sched; /* it has its core-scheduling cookie */
 };
 
 struct ledger_view
@@ -94,7 +99,8 @@ view_read (const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *er
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
       v->e[i] = (struct entry_view) { .id = cp_xstrdup (e->id), .cgroup = cp_xstrdup (e->cgroup),
-                                      .owned = cp_nri_owns_entry (e), .has_ino = e->cgroup_ino != 0 };
+                                      .owned = cp_nri_owns_entry (e), .has_ino = e->cgroup_ino != 0,
+                                      .core_sched = e->core_sched };
     }
   cp_ledger_close (l);
   return 0;
@@ -216,6 +222,7 @@ place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_cont
               pod && pod->name ? pod->name : "?", cpus, mems, creq.cpus_source, plan->reason);
       out->p[out->n] = cp_nri_update_of (&out->u[out->n], id, cpus, mems);
       out->n++;
+      cp_nri_core_sched_start (hc, pod, c); /* it runs: its pid is known */
     }
   cp_oci_config_free (&cfg);
   cp_annotations_free (&ann);
@@ -272,6 +279,8 @@ cp_nri_resync (const struct cp_hostconfig *hc0, nri_pod **pods, size_t n_pods, n
       const nri_container *c = find_running (ctrs, n_ctrs, v.e[i].id);
       bool late = ms_since (&t0) >= budget_ms;
       hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
+      if (c && !late && !v.e[i].core_sched)
+        cp_nri_core_sched_start (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c); /* asked, not made */
       if (c == NULL && late)
         left.release++;
       else if (c == NULL)

@@ -108,17 +108,11 @@ cp_admit_cgroup_alone (pid_t pid, const struct cp_cgroup *cg, cp_error_t *err)
   return 0;
 }
 
-int
-cp_admit_core_sched (const char *id, pid_t pid, bool strict, bool *got, cp_error_t *err)
+/* Core scheduling unavailable for ID (the kernel's errno E, *ERR its error):
+   strict, a refusal in the hook's words; else started without it, said once. */
+static int
+core_sched_unavailable (const char *id, int e, bool strict, cp_error_t *err)
 {
-  *got = false;
-  if (cp_sched_core_create (pid, err) == 0)
-    {
-      *got = true;
-      cp_log (CP_LOG_INFO, "%s: core-scheduling cookie for process %d", id, (int) pid);
-      return 0;
-    }
-  int e = cp_error_errno (*err);
   const char *why = e == EINVAL   ? "this kernel has no core scheduling (CONFIG_SCHED_CORE)"
                     : e == ENODEV ? "this machine has no SMT (or it is off)"
                                   : NULL;
@@ -133,6 +127,31 @@ cp_admit_core_sched (const char *id, pid_t pid, bool strict, bool *got, cp_error
           why ? why : cp_error_message (*err));
   cp_error_free (err);
   return 0;
+}
+
+int
+cp_admit_core_sched (const char *id, pid_t pid, bool strict, bool *got, cp_error_t *err)
+{
+  *got = false;
+  if (cp_sched_core_create (pid, err) == 0)
+    {
+      *got = true;
+      cp_log (CP_LOG_INFO, "%s: core-scheduling cookie for process %d", id, (int) pid);
+      return 0;
+    }
+  return core_sched_unavailable (id, cp_error_errno (*err), strict, err);
+}
+
+int
+cp_admit_core_sched_probed (const char *id, const struct cp_sched_core *probe, bool strict, bool *wanted,
+                            cp_error_t *err)
+{
+  *wanted = probe->avail == CP_SCHED_CORE_SUPPORTED;
+  if (*wanted)
+    return 0;
+  cp_fail_errno (err, probe->errnum, "core scheduling: prctl(PR_SCHED_CORE_GET) (%s)",
+                 cp_sched_core_avail_name (probe->avail));
+  return core_sched_unavailable (id, probe->errnum, strict, err);
 }
 
 /* The checks past the pid and rootless, on the cgroup found from the pid: < 0

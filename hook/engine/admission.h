@@ -91,6 +91,16 @@ int cp_admit_cgroup_alone (pid_t pid, const struct cp_cgroup *cg, cp_error_t *er
  * what the kernel lacks).  *GOT says whether it has one.  ID names it in logs. */
 int cp_admit_core_sched (const char *id, pid_t pid, bool strict, bool *got, cp_error_t *err);
 
+/* The same decision where the process does not exist yet (the NRI plugin's
+ * CreateContainer): PROBE, core scheduling as cp_sched_core_probe() found it on
+ * this host, decides what can be decided before the pid is known.  Supported:
+ * *WANTED true, 0 (the cookie is made once the process exists).  Not: *WANTED
+ * false and cp_admit_core_sched()'s outcome for that errno (a warning and 0, or
+ * when STRICT -1 with its refusal). */
+struct cp_sched_core;
+int cp_admit_core_sched_probed (const char *id, const struct cp_sched_core *probe, bool strict, bool *wanted,
+                                cp_error_t *err);
+
 /* ---- all of them ------------------------------------------------------------------ */
 
 /* A container to admit, as any front end knows it. */

@@ -140,6 +140,13 @@ int cp_placer_take_over (const struct cp_ledger *l, const struct cp_target *targ
 int cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *cg,
                             cp_error_t *err);
 
+/* ID's entry records that its container got a core-scheduling cookie (the ledger's
+ * core_sched: asked and got), made by the front end once the process existed (the
+ * NRI plugin: at StartContainer, after the decision).  Under the ledger's lock,
+ * after reconcile; commits, unlocks.  1: recorded; 0: no such entry, or it says so
+ * already. */
+int cp_placer_record_core_sched (const struct cp_hostconfig *hc, const char *id, cp_error_t *err);
+
 /* ---- A preview: what a placement would get now, placing nothing -------------------
  *
  * `cachepin plan` on this host and `cachepin apply --dry-run`: the steps of

@@ -3,7 +3,8 @@
  * because only the engine changes the ledger: under its lock, after reconcile, with
  * the placement's own refusals (cp_placer_check_unclaimed()) and the ledger's checks
  * (cp_ledger_put()), so that a front end never writes an entry a placement would
- * not have. */
+ * not have.  Likewise what the front end learns of the container afterwards: that
+ * it got a core-scheduling cookie (cp_placer_record_core_sched()). */
 #define _GNU_SOURCE
 #include "placer.h"
 
@@ -39,6 +40,27 @@ cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const st
       r = 1;
     }
   /* Committed even with nothing recorded: what reconcile dropped stays dropped. */
+  if (cp_ledger_commit (l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  return r;
+}
+
+int
+cp_placer_record_core_sched (const struct cp_hostconfig *hc, const char *id, cp_error_t *err)
+{
+  cleanup_ledger struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  int r = 0;
+  if (e && !e->core_sched)
+    {
+      struct cp_ledger_entry copy = *e;
+      copy.core_sched = true;
+      if (cp_ledger_put (l, &copy, err) < 0)
+        return cp_error_wrap (err, "ledger");
+      r = 1;
+    }
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
   return r;

@@ -17,7 +17,10 @@ enum cp_log_level
   CP_LOG_DEBUG,
 };
 
-/* Open syslog now (LOG_NDELAY), before any sandbox forbids the socket. */
+/* Open syslog now (LOG_NDELAY), before any sandbox forbids the socket.  With
+   TO_STDERR, a process whose stderr is systemd's journal stream ($JOURNAL_STREAM: the
+   NRI plugin as a service) logs to stderr alone, each line with its priority prefix
+   (`<4>`), cp_log_syslog()'s too: the journal would otherwise hold every line twice. */
 void cp_log_init (const char *ident, bool to_stderr);
 void cp_log_set_level (enum cp_log_level level);
 int cp_log_parse_level (const char *s, enum cp_log_level *out, cp_error_t *err);

@@ -14,20 +14,6 @@
 #include "io.h"
 #include "util.h"
 
-/* Older libc headers (Debian 12's has them; musl's may not). */
-#ifndef PR_SCHED_CORE
-#define PR_SCHED_CORE 62
-#endif
-#ifndef PR_SCHED_CORE_GET
-#define PR_SCHED_CORE_GET 0
-#endif
-#ifndef PR_SCHED_CORE_CREATE
-#define PR_SCHED_CORE_CREATE 1
-#endif
-/* enum pid_type of the kernel, as PR_SCHED_CORE's scope argument. */
-#define CP_PIDTYPE_PID 0
-#define CP_PIDTYPE_TGID 1
-
 #define CMDLINE_MAX 16384
 
 int

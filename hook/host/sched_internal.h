@@ -6,6 +6,23 @@
 
 #include "sched.h"
 
+#include <sys/prctl.h>
+
+/* PR_SCHED_CORE (sched.c, sched_core_helper.c), where older libc headers lack it
+   (Debian 12's has it; musl's may not). */
+#ifndef PR_SCHED_CORE
+#define PR_SCHED_CORE 62
+#endif
+#ifndef PR_SCHED_CORE_GET
+#define PR_SCHED_CORE_GET 0
+#endif
+#ifndef PR_SCHED_CORE_CREATE
+#define PR_SCHED_CORE_CREATE 1
+#endif
+/* enum pid_type of the kernel, as PR_SCHED_CORE's scope argument. */
+#define CP_PIDTYPE_PID 0
+#define CP_PIDTYPE_TGID 1
+
 /* A kernel switch file holds one short line, but sysfs files claim a page
  * (st_size 4096) whatever they hold, and cp_io_read_at() refuses a file whose
  * size is over the bound: a page it is. */

@@ -8,7 +8,7 @@
 # host config and a state directory of the test's; pods run on containerd's runc handler (no
 # hook anywhere). The CRI client and its stubs are containerd.sh's (cri_client.py).
 #
-# Checked: the plugin registers and is configured; a pod asking for 1 CPU (a pod annotation)
+# Checked: the plugin registers and is configured, sandboxed and without capabilities; a pod asking for 1 CPU (a pod annotation)
 # gets a container whose spec (linux.resources.cpu.cpus), cgroup and Cpus_allowed_list are
 # the CPU the ledger holds for it under its container id; its sandbox and a container of a
 # pod without annotations are left alone; UpdateContainerResources with a cpuset of every CPU
@@ -17,7 +17,9 @@
 # with the plugin's line and the same request without strict starts unplaced; an invalid
 # annotation (smt=pe1) fails it; a pod asking cachepin.io/sched-cache=on under
 # `sched_cache: on-demand` turns the kernel's switch (a fake tree's, kernel_root) on, from inside
-# the plugin's sandbox, and its removal gives it back; stop and remove empty the ledger; with the ledger's lock held
+# the plugin's sandbox, and its removal gives it back; core-sched on this kernel (no
+# CONFIG_SCHED_CORE): not strict placed without a cookie and said once, strict refused with the
+# hook's line, StartContainer carrying the task's pid; stop and remove empty the ledger; with the ledger's lock held
 # by another process, a container that asks starts unplaced (the plugin waits 1 s at most);
 # the plugin killed, a placed pod removed and a pod that asks created (and started, unplaced)
 # meanwhile, the plugin started again: its Synchronize releases the removed one's entry and
@@ -140,6 +142,8 @@ if start_plugin; then pass "the plugin registered, was configured and synchroniz
 check "the plugin logged containerd's configuration (request timeout 2000 ms)" grep -q 'request timeout 2000 ms' "$D/nri.log"
 check "the plugin is sandboxed: NoNewPrivs 1, Seccomp 2 (filter) in /proc/$PLUGIN_PID/status" \
   [ "$(awk '/^NoNewPrivs:/ {n = $2} /^Seccomp:/ {s = $2} END {print n "," s}' "/proc/$PLUGIN_PID/status")" = 1,2 ]
+check "the plugin holds no capability: CapEff, CapPrm and CapBnd 0 in /proc/$PLUGIN_PID/status (started with root's)" \
+  [ "$(awk '/^Cap(Eff|Prm|Bnd):/ {printf "%s,", $2}' "/proc/$PLUGIN_PID/status")" = 0000000000000000,0000000000000000,0000000000000000, ]
 
 # 1. A pod annotation: placed at CreateContainer, in its spec, cgroup and affinity.
 if run_pod "$TAG-pod" cachepin.io/cpus=1; then
@@ -211,6 +215,43 @@ if run_pod "$TAG-pod" cachepin.io/cpus=1; then
   teardown "$POD" ${C1:+"$C1"}
 fi
 check "pod removed: the ledger is empty" [ "$(entries)" = 0 ]
+
+# 3b. cachepin.io/core-sched through the plugin.  The cookie needs the container's process,
+# which containerd names at StartContainer (Container.pid); whether one can be made is
+# probed at the plugin's start, and this host's kernel, as every kernel at hand, has no
+# CONFIG_SCHED_CORE (the probe's EINVAL): not strict, the pod is placed and the plugin says
+# once why it gets no cookie (the ledger's core_sched stays false); strict, CreateContainer
+# fails with the hook's line.  No cookie is made here, none is claimed.
+core=$("$BIN" status --json --config "$D/cachepin.json" 2>/dev/null | jq -r '.features.core_scheduling.state // empty')
+check "core-sched: the plugin logged the probe ($core, as cachepin status says)" grep -q "nri: core scheduling: $core" "$D/nri.log"
+if [ "$core" != unsupported ]; then
+  echo "note: core scheduling is $core here, not unsupported: the no-cookie checks are for a kernel without it"
+elif run_pod "$TAG-core" cachepin.io/cpus=1 cachepin.io/core-sched=true; then
+  if create_start "$POD" app "$TAG-core" pod:cachepin.io/cpus=1 pod:cachepin.io/core-sched=true; then
+    h=$(held "$C")
+    check "core-sched, not strict: placed all the same, the ledger holds 1 CPU ($h)" [ "$(ncpus "$h")" = 1 ]
+    check "core-sched, not strict: its cgroup's effective cpuset is that CPU" same "$(cgroup_cpus "$C")" "$h"
+    check "core-sched, not strict: the plugin said why it has no cookie, once" \
+      [ "$(grep -c "$C asks cachepin.io/core-sched, started without it: this kernel has no core scheduling (CONFIG_SCHED_CORE)" "$D/nri.log")" = 1 ]
+    check "core-sched, not strict: its entry says core_sched false" \
+      [ "$(ledger | jq -r --arg id "$C" '.entries[] | select(.id == $id) | .core_sched')" = false ]
+    # StartContainer is subscribed to and carries the task's pid (the event the cookie
+    # would be made at, before the task starts).
+    tpid=$(ctr task ls 2>/dev/null | awk -v c="$C" '$1 == c {print $2}')
+    check "core-sched: StartContainer gave the plugin the task's pid ($tpid)" \
+      grep -q "nri: $C has process ${tpid:-none}\$" "$D/nri.log"
+  fi
+  teardown "$POD" ${C:+"$C"}
+fi
+if [ "$core" = unsupported ] && run_pod "$TAG-core-strict" cachepin.io/cpus=1 cachepin.io/core-sched=true cachepin.io/strict=true; then
+  check "core-sched, strict: CreateContainer fails" \
+    fails cri create "$POD" app "$IMAGE" "$PARENT" "$TAG-core-strict" pod:cachepin.io/cpus=1 \
+    pod:cachepin.io/core-sched=true pod:cachepin.io/strict=true
+  check "core-sched, strict: containerd's error is the hook's line" \
+    grep -q 'desc = cachepin: cachepin.io/core-sched: this kernel has no core scheduling (CONFIG_SCHED_CORE)' "$D/containerd.log"
+  check "core-sched, strict: nothing in the ledger" [ "$(entries)" = 0 ]
+  teardown "$POD"
+fi
 
 # 4. A pod without annotations: untouched.
 if run_pod "$TAG-plain"; then

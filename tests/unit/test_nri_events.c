@@ -5,9 +5,14 @@
    never made: the plugin decides before the runtime makes it. */
 #include "testutil.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "cli.h"
@@ -17,6 +22,7 @@
 #include "log.h"
 #include "nri_plugin.h"
 #include "nri_rpc.h"
+#include "sched.h"
 #include "topo.h"
 #include "util.h"
 
@@ -103,9 +109,9 @@ struct msg
   Nri__Pkg__Api__V1alpha1__Container ctr;
   Nri__Pkg__Api__V1alpha1__LinuxContainer linux_;
   pod_kv_t pod_kv[1];
-  ctr_kv_t ctr_kv[2];
+  ctr_kv_t ctr_kv[4];
   pod_kv_t *pod_p[1];
-  ctr_kv_t *ctr_p[2];
+  ctr_kv_t *ctr_p[4];
   char path[64];
 };
 
@@ -122,7 +128,7 @@ build (struct msg *m, const char *id, const char *pod_cpus, const char *ctr_cpus
   m->linux_.cgroups_path = m->path;
   m->ctr.linux = &m->linux_;
   m->pod_kv[0] = (pod_kv_t) NRI__PKG__API__V1ALPHA1__POD_SANDBOX__ANNOTATIONS_ENTRY__INIT;
-  for (size_t i = 0; i < 2; i++)
+  for (size_t i = 0; i < 4; i++)
     m->ctr_kv[i] = (ctr_kv_t) NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT;
   if (pod_cpus)
     {
@@ -268,6 +274,134 @@ test_not_ours_and_invalid (void **state)
   assert_null (h2);
 }
 
+/* One more annotation of the container's (M has room for four). */
+static void
+add_ctr_kv (struct msg *m, const char *key, const char *value)
+{
+  size_t n = m->ctr.n_annotations;
+  assert_true (n < 4);
+  m->ctr_kv[n].key = (char *) key;
+  m->ctr_kv[n].value = (char *) value;
+  m->ctr_p[n] = &m->ctr_kv[n];
+  m->ctr.n_annotations = n + 1;
+}
+
+/* The entry of ID: present, and its core_sched. */
+static bool
+entry_core_sched (const struct fixture *fx, const char *id)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->dir, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  assert_non_null (e);
+  bool got = e->core_sched;
+  cp_ledger_close (l);
+  return got;
+}
+
+/* The state change EVENT of M's container, answered Empty. */
+static void
+state_change (struct fixture *fx, struct msg *m, int event)
+{
+  Nri__Pkg__Api__V1alpha1__StateChangeEvent ev = NRI__PKG__API__V1ALPHA1__STATE_CHANGE_EVENT__INIT;
+  ev.event = event;
+  ev.pod = &m->pod;
+  ev.container = &m->ctr;
+  struct cp_buf out = { 0 };
+  struct cp_nri_call call = { .stream = 7, .out = &out };
+  cp_error_t err = NULL;
+  assert_int_equal (cp_nri_state_change (&fx->hc, &ev, &call, &err), 0);
+  int32_t code;
+  cleanup_free char *message = NULL;
+  ProtobufCMessage *r = answer (&out, &nri__pkg__api__v1alpha1__empty__descriptor, &code, &message);
+  assert_int_equal (code, 0);
+  protobuf_c_message_free_unpacked (r, NULL);
+  cp_buf_free (&out);
+}
+
+/* Core scheduling unavailable (the probe pinned to what this host's kernel and
+   Debian's answer: EINVAL, no CONFIG_SCHED_CORE): asked, not strict, the container
+   is placed without a cookie (the entry says core_sched: false); strict, the
+   creation fails with the hook's one line, nothing recorded. */
+static void
+test_core_sched_unavailable (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_sched_core none = { .avail = CP_SCHED_CORE_NO_CONFIG, .errnum = EINVAL, .smt_active = -1 };
+  cp_nri_core_sched_pin (&none);
+  struct msg m;
+  build (&m, "loose", NULL, "1", NULL);
+  add_ctr_kv (&m, "cachepin.io/core-sched", "true");
+  int32_t code;
+  cleanup_free char *message = NULL;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
+  assert_int_equal (code, 0);
+  assert_non_null (r->adjust);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  assert_false (entry_core_sched (fx, "loose"));
+
+  build (&m, "tight", NULL, "1", NULL);
+  add_ctr_kv (&m, "cachepin.io/core-sched", "true");
+  add_ctr_kv (&m, "cachepin.io/strict", "true");
+  cleanup_free char *why = NULL;
+  r = create (fx, &m, &code, &why);
+  assert_null (r);
+  assert_int_equal (code, CP_RPC_FAILED_PRECONDITION);
+  assert_non_null (why);
+  assert_string_equal (why, "cachepin: cachepin.io/core-sched: this kernel has no core scheduling (CONFIG_SCHED_CORE)");
+  cleanup_free char *h = held (fx, "tight");
+  assert_null (h);
+}
+
+/* Core scheduling pinned as available: the creation is placed with the cookie
+   wanted (core_sched: false, nothing made yet); StartContainer without a pid makes
+   nothing; with the pid of a real process, the real prctl is asked, and the entry
+   says what it answered: on this host's kernel (no CONFIG_SCHED_CORE: EINVAL) it
+   fails, the container runs on (the answer is Empty, OK) and the entry keeps
+   core_sched: false.  Only a kernel whose probe says supported records true. */
+static void
+test_core_sched_at_start (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_sched_core real;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_sched_core_probe ("/", &real, &err), 0);
+  struct cp_sched_core there = { .avail = CP_SCHED_CORE_SUPPORTED, .smt_active = 1 };
+  cp_nri_core_sched_pin (&there);
+  struct msg m;
+  build (&m, "cookie", NULL, "1", NULL);
+  add_ctr_kv (&m, "cachepin.io/core-sched", "true");
+  add_ctr_kv (&m, "cachepin.io/strict", "true"); /* wanted, so not refused at create */
+  int32_t code;
+  cleanup_free char *message = NULL;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
+  assert_int_equal (code, 0);
+  assert_non_null (r->adjust);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  assert_false (entry_core_sched (fx, "cookie"));
+
+  m.ctr.pid = 0; /* containerd at PostCreateContainer: no task yet */
+  state_change (fx, &m, NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER);
+  assert_false (entry_core_sched (fx, "cookie"));
+
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      prctl (PR_SET_PDEATHSIG, SIGKILL); /* not left behind by a failed assertion */
+      pause ();
+      _exit (0);
+    }
+  m.ctr.pid = (uint32_t) child;
+  state_change (fx, &m, NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER);
+  bool made = real.avail == CP_SCHED_CORE_SUPPORTED;
+  assert_int_equal (entry_core_sched (fx, "cookie"), made);
+  kill (child, SIGKILL);
+  waitpid (child, NULL, 0);
+}
+
 int
 main (void)
 {
@@ -284,6 +418,8 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_create_update_stop, setup, teardown),
     cmocka_unit_test_setup_teardown (test_not_ours_and_invalid, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_core_sched_unavailable, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_core_sched_at_start, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
