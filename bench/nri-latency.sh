@@ -154,7 +154,7 @@ done
   fi
   [ -z "$BASE" ] || echo "beside BASE=\`$BASE\` in the same rounds (the sides' order alternating, each on its own ledger),"
   echo "$(uname -sr), $(nproc) CPUs, topology $(basename "$XML"), $LEDGER live ledger entries, state on a tmpfs.${NOTE:+ $NOTE}"
-  echo "Both placed the container on CPU(s) $NRI_CPUS. Rerun: \`sudo RUNS=$RUNS HOOK=$HOOK bench/nri-latency.sh\`."
+  echo "Both placed the container on CPU(s) $NRI_CPUS. Rerun: \`sudo RUNS=$RUNS HOOK=$HOOK${BASE:+ BASE=...} bench/nri-latency.sh\`."
   echo
   echo '```'
   cat "$D/summary"
