@@ -6,6 +6,15 @@
 #   bench/nri-latency.sh [TOPOLOGY_XML] [BUILD_DIR]
 #     RUNS=200 LEDGER=1000 TOPOLOGIES=/work/shared/topologies SKIP=1 OUT=bench/results/nri-latency.md DATA=bench/results/data/nri-latency.tsv
 #     NOTE="a sentence about the machine, put in the results file"
+#     HOOK=0: the plugin's rounds alone, no hook (the plugin the ledger's only writer,
+#     as on a node where NRI is the only route); HOOK=1 (default) interleaves them
+#     BIN=PATH another cachepin binary measured in place of this build's
+#     BASE=PATH a second cachepin binary measured in the same rounds (its plugin, and
+#     its hook, on a ledger of its own, the same 1,000 entries): the ratios this / BASE
+#     PLUGIN=EXE started in BIN's place as the plugin, with BIN's arguments (a wrapper
+#     that runs it under valgrind or strace; docs/benchmarks.md)
+#     SANDBOX=0 the host config says `sandbox: false` (valgrind cannot run under the
+#     plugin's seccomp filter); the default keeps the sandbox, as deployed
 #
 # Needs root and a cpuset cgroup hierarchy (v1 or v2), and jq.  TOPOLOGY_XML: the
 # 384-CPU AMD EPYC 9654 (/work/shared/topologies/.../x86-AMD-19h-Zen4-2xEpyc-9654.xml
@@ -36,12 +45,17 @@ command -v jq >/dev/null || lacks "no jq"
 [ -f "$BUILD/CMakeCache.txt" ] || cmake -S "$SRC" -B "$BUILD" >/dev/null || die "cmake failed"
 cmake --build "$BUILD" -j2 --target cachepin bench-nri >/dev/null || die "build failed"
 BIN=${BIN:-$BUILD/cachepin} # BIN=: another cachepin binary (an earlier build), measured the same way
+BASE=${BASE:-}
+HOOK=${HOOK:-1}
+[ -z "$BASE" ] || [ -x "$BASE" ] || die "BASE=$BASE: not an executable"
+case $HOOK in 0|1) ;; *) die "HOOK: 0 or 1, not $HOOK" ;; esac
 
 D=$(mktemp -d /tmp/cachepin-nri-bench.XXXXXX)
 TOP="$MNT/cachepin-nri-bench-$$"
 SLEEPER=""
 cleanup () {
   mountpoint -q "$D/state" 2>/dev/null && umount "$D/state"
+  mountpoint -q "$D/base-state" 2>/dev/null && umount "$D/base-state"
   [ -n "$SLEEPER" ] && { kill "$SLEEPER" 2>/dev/null; wait "$SLEEPER" 2>/dev/null; }
   if [ -d "$TOP" ]; then
     [ -d "$TOP/ledger" ] && find "$TOP/ledger" -mindepth 1 -maxdepth 1 -type d -exec rmdir {} + 2>/dev/null
@@ -59,8 +73,10 @@ if [ -z "$XML" ] || [ ! -f "$XML" ]; then
     || die "lstopo could not write the synthetic topology"
 fi
 
-mkdir -m 700 "$D/state"
-mount -t tmpfs -o size=64m,mode=0700 cachepin-nri-bench "$D/state" || die "cannot mount a tmpfs on $D/state"
+for st in state ${BASE:+base-state}; do
+  mkdir -m 700 "$D/$st"
+  mount -t tmpfs -o size=64m,mode=0700 cachepin-nri-bench "$D/$st" || die "cannot mount a tmpfs on $D/$st"
+done
 make_cgroup "$TOP"
 make_cgroup "$TOP/c"
 ALL=$(cat "$TOP/c/cpuset.cpus")
@@ -86,36 +102,59 @@ jq -cn --argjson pid "$SLEEPER" --arg b "$D/bundle" \
 jq -cn --arg b "$D/bundle" \
   '{ociVersion: "1.0.2", id: "bench-hook", status: "stopped", bundle: $b,
     annotations: {"cachepin.io/cpus": "1"}}' > "$D/poststop.json"
-jq -n --arg s "$D/state" --arg t "$XML" --arg c "$ALL" \
-  '{state_dir: $s, topology: $t, cpus: $c, on_error: "allow", log_level: "error"}' > "$D/cfg.json"
+jq -n --arg s "$D/state" --arg t "$XML" --arg c "$ALL" --argjson sb "$([ "${SANDBOX:-1}" = 0 ] && echo false || echo true)" \
+  '{state_dir: $s, topology: $t, cpus: $c, on_error: "allow", log_level: "error", sandbox: $sb}' > "$D/cfg.json"
+if [ -n "$BASE" ]; then
+  cp "$D/state/ledger.json" "$D/base-state/ledger.json"
+  jq --arg s "$D/base-state" '.state_dir = $s' "$D/cfg.json" > "$D/cfg-base.json"
+fi
 
 # Untimed: the hook places the sleeper's cgroup (narrows it, one more entry) and
-# poststop gives the entry back, on the same ledger.
-"$BIN" hook --config "$D/cfg.json" createRuntime < "$D/create.json" || die "hook createRuntime failed"
-HOOK_CPUS=$(cat "$TOP/c/cpuset.cpus")
-E1=$(jq '.entries | length' "$D/state/ledger.json")
-"$BIN" hook --config "$D/cfg.json" poststop < "$D/poststop.json" || die "hook poststop failed"
-E2=$(jq '.entries | length' "$D/state/ledger.json")
-[ "$HOOK_CPUS" != "$ALL" ] && [ "$E1" = $((LEDGER + 1)) ] && [ "$E2" = "$LEDGER" ] \
-  || die "the hook did not place the sleeper (cpuset $HOOK_CPUS of $ALL, entries $E1 then $E2)"
+# poststop gives the entry back, on the same ledger; BASE's the same on its own.
+check_hook () { # BIN CFG STATE
+  echo "$ALL" > "$TOP/c/cpuset.cpus"
+  "$1" hook --config "$2" createRuntime < "$D/create.json" || die "$1 hook createRuntime failed"
+  HOOK_CPUS=$(cat "$TOP/c/cpuset.cpus")
+  E1=$(jq '.entries | length' "$3/ledger.json")
+  "$1" hook --config "$2" poststop < "$D/poststop.json" || die "$1 hook poststop failed"
+  E2=$(jq '.entries | length' "$3/ledger.json")
+  [ "$HOOK_CPUS" != "$ALL" ] && [ "$E1" = $((LEDGER + 1)) ] && [ "$E2" = "$LEDGER" ] \
+    || die "$1: the hook did not place the sleeper (cpuset $HOOK_CPUS of $ALL, entries $E1 then $E2)"
+}
+if [ -n "$BASE" ]; then
+  check_hook "$BASE" "$D/cfg-base.json" "$D/base-state"
+  BASE_HOOK_CPUS=$HOOK_CPUS
+fi
+check_hook "$BIN" "$D/cfg.json" "$D/state"
+[ -z "$BASE" ] || [ "$BASE_HOOK_CPUS" = "$HOOK_CPUS" ] || die "BASE's hook placed on $BASE_HOOK_CPUS, this one's on $HOOK_CPUS"
 
 mkdir -p "$(dirname "$DATA")" "$(dirname "$OUT")"
-echo "nri-latency: $LEDGER entries, $RUNS rounds on $(basename "$XML")" >&2
+echo "nri-latency: $LEDGER entries, $RUNS rounds on $(basename "$XML")${BASE:+, beside $BASE}$([ "$HOOK" = 0 ] && echo ", plugin only")" >&2
 "$BUILD/bench/bench-nri" --cachepin "$BIN" --config "$D/cfg.json" --cgroups-path "/${TOP#"$MNT"/}/nri" \
   --create "$D/create.json" --poststop "$D/poststop.json" --widen "$TOP/c/cpuset.cpus=$ALL" \
+  ${PLUGIN:+--plugin "$PLUGIN"} ${BASE:+--base "$BASE" --base-config "$D/cfg-base.json"} \
+  $([ "$HOOK" = 0 ] && echo --no-hook) \
   --rounds "$RUNS" --out "$DATA" > "$D/summary" || die "bench-nri failed: $(cat "$D/summary")"
 cat "$D/summary"
 NRI_CPUS=$(awk '/answered cpus/ {print $NF}' "$D/summary")
 [ "$NRI_CPUS" = "$HOOK_CPUS" ] || die "the plugin placed on $NRI_CPUS, the hook on $HOOK_CPUS: not the same placement"
-E3=$(jq '.entries | length' "$D/state/ledger.json")
-[ "$E3" = "$LEDGER" ] || die "the ledger has $E3 entries after the run, not $LEDGER"
+for st in state ${BASE:+base-state}; do
+  E3=$(jq '.entries | length' "$D/$st/ledger.json")
+  [ "$E3" = "$LEDGER" ] || die "the ledger in $st has $E3 entries after the run, not $LEDGER"
+done
 {
   echo "# NRI plugin latency (bench/nri-latency)"
   echo
-  echo "Generated by \`bench/nri-latency.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'): $RUNS rounds, plugin and hook"
-  echo "interleaved (the order alternates by round); cachepin $("$BIN" --version | awk '{print $2}'),"
+  if [ "$HOOK" = 0 ]; then
+    echo "Generated by \`bench/nri-latency.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'): $RUNS rounds of the plugin"
+    echo "alone (HOOK=0: the ledger's only writer); cachepin $("$BIN" --version | awk '{print $2}'),"
+  else
+    echo "Generated by \`bench/nri-latency.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC'): $RUNS rounds, plugin and hook"
+    echo "interleaved (the order alternates by round); cachepin $("$BIN" --version | awk '{print $2}'),"
+  fi
+  [ -z "$BASE" ] || echo "beside BASE=\`$BASE\` in the same rounds (the sides' order alternating, each on its own ledger),"
   echo "$(uname -sr), $(nproc) CPUs, topology $(basename "$XML"), $LEDGER live ledger entries, state on a tmpfs.${NOTE:+ $NOTE}"
-  echo "Both placed the container on CPU(s) $NRI_CPUS. Rerun: \`sudo RUNS=$RUNS bench/nri-latency.sh\`."
+  echo "Both placed the container on CPU(s) $NRI_CPUS. Rerun: \`sudo RUNS=$RUNS HOOK=$HOOK${BASE:+ BASE=...} bench/nri-latency.sh\`."
   echo
   echo '```'
   cat "$D/summary"

@@ -4,6 +4,7 @@
  *
  *   bench-nri --cachepin BIN --config CFG --cgroups-path PATH --create STATE
  *             --poststop STATE --widen FILE=CPUS [--rounds N] [--out TSV]
+ *             [--no-hook] [--plugin EXE] [--base BIN2 --base-config CFG2]
  *
  * It plays the runtime: starts `BIN nri --config CFG` in the pre-launched form (one
  * end of a socketpair as fd 3, NRI_PLUGIN_SOCKET=3), answers its RegisterPlugin,
@@ -16,6 +17,12 @@
  *   hook  `BIN hook --config CFG createRuntime` fed STATE (--create), then
  *         `poststop` fed --poststop, each timed fork to wait4, the cgroup's
  *         cpuset.cpus (FILE) given CPUS again before, untimed.
+ * --no-hook: the plugin's rounds alone (the ledger's only writer, as on a node where
+ * NRI is the only route).  --plugin EXE: started in BIN's place as the plugin (a
+ * wrapper that runs BIN under valgrind or strace, say), with the same arguments.
+ * --base BIN2 --base-config CFG2: a second side, BIN2's plugin (and hook) on the
+ * ledger of CFG2's state directory, measured in the same rounds, the sides' order
+ * alternating by round; the ratios this / base are printed.
  * Every CreateContainer must be answered with the same cpuset, and every hook pair
  * exit 0 (the script checks the hook's placement): the bench stops otherwise.
  * Prints the medians and 99th percentiles (us) and the ratio, and CreateContainer
@@ -27,6 +34,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +49,25 @@
 
 typedef Nri__Pkg__Api__V1alpha1__Container__AnnotationsEntry ann_t;
 
+/* One plugin and its hook on one ledger (its host config's state directory). */
+struct side
+{
+  const char *name; /* "" (this build) or "base " */
+  const char *bin, *plugin, *config;
+  pid_t pid;
+  struct cp_nri_conn c;
+  uint32_t stream; /* the next call's: odd, as a ttrpc client's */
+  long long *create, *stop, *hook_create, *hook_stop;
+  char first[256];
+};
+
 struct opts
 {
-  const char *bin, *config, *cgroups_path, *create, *poststop, *widen_file, *widen_cpus, *out;
+  const char *cgroups_path, *create, *poststop, *widen_file, *widen_cpus, *out;
   int rounds;
+  bool hook;
+  struct side sides[2];
+  int n_sides;
 };
 
 static long long
@@ -62,10 +85,13 @@ die (const char *what, cp_error_t err)
   exit (1);
 }
 
-/* The plugin, pre-launched on SV[1] as fd 3. */
-static pid_t
-start_plugin (const struct opts *o, int sv[2])
+/* S's plugin, pre-launched on one end of a socketpair as fd 3; S->c the other. */
+static void
+start_plugin (struct side *s)
 {
+  int sv[2];
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+    die ("socketpair", NULL);
   pid_t pid = fork ();
   if (pid < 0)
     die ("fork", NULL);
@@ -76,11 +102,13 @@ start_plugin (const struct opts *o, int sv[2])
       setenv ("NRI_PLUGIN_SOCKET", "3", 1);
       setenv ("NRI_PLUGIN_NAME", "cachepin", 1);
       setenv ("NRI_PLUGIN_IDX", "50", 1);
-      execl (o->bin, o->bin, "nri", "--config", o->config, (char *) NULL);
+      execl (s->plugin, s->plugin, "nri", "--config", s->config, (char *) NULL);
       _exit (127);
     }
   close (sv[1]);
-  return pid;
+  s->pid = pid;
+  s->stream = 1;
+  cp_nri_conn_adopt (sv[0], &s->c);
 }
 
 /* The next message on CONN (the other connection's are refused: one call at a time). */
@@ -89,31 +117,32 @@ recv_on (struct cp_nri_conn *c, uint32_t want, struct cp_ttrpc_msg *m)
 {
   cp_error_t err = NULL;
   uint32_t conn;
-  int r = cp_nri_conn_recv (c, 10000, &conn, m, &err);
+  /* 60 s: a plugin under valgrind answers its first CreateContainer (1,000 entries
+     checked) in seconds. */
+  int r = cp_nri_conn_recv (c, 60000, &conn, m, &err);
   if (r <= 0)
     die (r == 0 ? "the plugin closed the connection" : "receive", err);
   if (conn != want)
     die ("a message on the other connection", NULL);
 }
 
-/* Send SERVICE.METHOD(MSG) on connection 1 and read its answer: its status code,
+/* Send SERVICE.METHOD(MSG) on S's connection 1 and read its answer: its status code,
    and the payload decoded as DESC (NULL: not OK, or no DESC). */
 static ProtobufCMessage *
-call (struct cp_nri_conn *c, const char *method, const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *desc,
+call (struct side *s, const char *method, const ProtobufCMessage *msg, const ProtobufCMessageDescriptor *desc,
       int32_t *code)
 {
-  static uint32_t stream = 1;
   cp_error_t err = NULL;
   struct cp_buf out = { 0 };
-  uint32_t s = stream;
-  stream += 2;
-  if (cp_rpc_request_encode (CP_MUX_CONN_PLUGIN, s, CP_NRI_SERVICE_PLUGIN, method, msg, &out, &err) < 0
-      || cp_nri_conn_send (c, &out, &err) < 0)
+  uint32_t stream = s->stream;
+  s->stream += 2;
+  if (cp_rpc_request_encode (CP_MUX_CONN_PLUGIN, stream, CP_NRI_SERVICE_PLUGIN, method, msg, &out, &err) < 0
+      || cp_nri_conn_send (&s->c, &out, &err) < 0)
     die (method, err);
   cp_buf_free (&out);
   struct cp_ttrpc_msg m;
-  recv_on (c, CP_MUX_CONN_PLUGIN, &m);
-  if (m.type != CP_TTRPC_RESPONSE || m.stream != s)
+  recv_on (&s->c, CP_MUX_CONN_PLUGIN, &m);
+  if (m.type != CP_TTRPC_RESPONSE || m.stream != stream)
     die ("an answer that is not the call's", NULL);
   Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
   if (resp == NULL)
@@ -131,17 +160,17 @@ call (struct cp_nri_conn *c, const char *method, const ProtobufCMessage *msg, co
 
 /* RegisterPlugin answered, Configure, Synchronize (no pods, no containers). */
 static void
-handshake (struct cp_nri_conn *c)
+handshake (struct side *s)
 {
   struct cp_ttrpc_msg m;
-  recv_on (c, CP_MUX_CONN_RUNTIME, &m);
+  recv_on (&s->c, CP_MUX_CONN_RUNTIME, &m);
   if (m.type != CP_TTRPC_REQUEST)
     die ("the plugin's first message is not RegisterPlugin", NULL);
   cp_error_t err = NULL;
   struct cp_buf out = { 0 };
   Nri__Pkg__Api__V1alpha1__Empty empty = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   if (cp_rpc_response_encode (CP_MUX_CONN_RUNTIME, m.stream, CP_RPC_OK, NULL, &empty.base, &out, &err) < 0
-      || cp_nri_conn_send (c, &out, &err) < 0)
+      || cp_nri_conn_send (&s->c, &out, &err) < 0)
     die ("RegisterPlugin's answer", err);
   cp_buf_free (&out);
   cp_ttrpc_msg_clear (&m);
@@ -151,25 +180,24 @@ handshake (struct cp_nri_conn *c)
   cfg.runtime_version = "1";
   cfg.registration_timeout = 5000;
   cfg.request_timeout = 2000;
-  ProtobufCMessage *r = call (c, "Configure", &cfg.base, &nri__pkg__api__v1alpha1__configure_response__descriptor, &code);
+  ProtobufCMessage *r = call (s, "Configure", &cfg.base, &nri__pkg__api__v1alpha1__configure_response__descriptor, &code);
   if (r == NULL)
     die ("Configure refused", NULL);
   protobuf_c_message_free_unpacked (r, NULL);
   Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
-  r = call (c, "Synchronize", &sync.base, &nri__pkg__api__v1alpha1__synchronize_response__descriptor, &code);
+  r = call (s, "Synchronize", &sync.base, &nri__pkg__api__v1alpha1__synchronize_response__descriptor, &code);
   if (r == NULL)
     die ("Synchronize refused", NULL);
   protobuf_c_message_free_unpacked (r, NULL);
 }
 
-/* One CreateContainer (timed, *NS) and its StopContainer (*STOP_NS); the cpuset
-   answered into CPUS. */
+/* One CreateContainer of S's plugin (timed) and its StopContainer (timed too), into
+   round R's samples; the cpuset answered must be the first round's. */
 static void
-nri_round (struct cp_nri_conn *c, const struct opts *o, int round, long long *ns, long long *stop_ns, char *cpus,
-           size_t cpus_len)
+nri_round (struct side *s, const struct opts *o, int r)
 {
   char id[64];
-  snprintf (id, sizeof id, "bench-nri-%06d", round);
+  snprintf (id, sizeof id, "bench-nri-%06d", r);
   ann_t a = NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT;
   a.key = "cachepin.io/cpus";
   a.value = "1";
@@ -191,28 +219,32 @@ nri_round (struct cp_nri_conn *c, const struct opts *o, int round, long long *ns
   int32_t code;
   long long t0 = now_ns ();
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse *resp = (void *) call (
-      c, "CreateContainer", &req.base, &nri__pkg__api__v1alpha1__create_container_response__descriptor, &code);
-  *ns = now_ns () - t0;
+      s, "CreateContainer", &req.base, &nri__pkg__api__v1alpha1__create_container_response__descriptor, &code);
+  s->create[r] = now_ns () - t0;
   if (resp == NULL || resp->adjust == NULL || resp->adjust->linux == NULL || resp->adjust->linux->resources == NULL
       || resp->adjust->linux->resources->cpu == NULL || resp->adjust->linux->resources->cpu->cpus == NULL)
     die ("CreateContainer: answered without a cpuset (not placed)", NULL);
-  snprintf (cpus, cpus_len, "%s", resp->adjust->linux->resources->cpu->cpus);
+  const char *cpus = resp->adjust->linux->resources->cpu->cpus;
+  if (s->first[0] == '\0')
+    snprintf (s->first, sizeof s->first, "%s", cpus);
+  else if (strcmp (s->first, cpus) != 0)
+    die ("CreateContainer answered another cpuset than in the first round", NULL);
   protobuf_c_message_free_unpacked (&resp->base, NULL);
   Nri__Pkg__Api__V1alpha1__StopContainerRequest stop = NRI__PKG__API__V1ALPHA1__STOP_CONTAINER_REQUEST__INIT;
   stop.pod = &pod;
   stop.container = &ctr;
   t0 = now_ns ();
-  ProtobufCMessage *sr = call (c, "StopContainer", &stop.base,
+  ProtobufCMessage *sr = call (s, "StopContainer", &stop.base,
                                &nri__pkg__api__v1alpha1__stop_container_response__descriptor, &code);
-  *stop_ns = now_ns () - t0;
+  s->stop[r] = now_ns () - t0;
   if (sr == NULL)
     die ("StopContainer refused", NULL);
   protobuf_c_message_free_unpacked (sr, NULL);
 }
 
-/* BIN hook --config CFG STEP, stdin from INPUT, timed fork to wait4. */
+/* S's BIN hook --config CFG STEP, stdin from INPUT, timed fork to wait4. */
 static long long
-spawn_hook (const struct opts *o, const char *step, const char *input)
+spawn_hook (const struct side *s, const char *step, const char *input)
 {
   int in = open (input, O_RDONLY | O_CLOEXEC);
   int null = open ("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -226,7 +258,7 @@ spawn_hook (const struct opts *o, const char *step, const char *input)
     {
       if (dup2 (in, 0) < 0 || dup2 (null, 1) < 0 || dup2 (null, 2) < 0)
         _exit (126);
-      execl (o->bin, o->bin, "hook", "--config", o->config, step, (char *) NULL);
+      execl (s->bin, s->bin, "hook", "--config", s->config, step, (char *) NULL);
       _exit (127);
     }
   int status;
@@ -237,7 +269,7 @@ spawn_hook (const struct opts *o, const char *step, const char *input)
   close (null);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     {
-      fprintf (stderr, "bench-nri: hook %s: exit status %d\n", step, status);
+      fprintf (stderr, "bench-nri: %shook %s: exit status %d\n", s->name, step, status);
       exit (1);
     }
   return ns;
@@ -252,6 +284,15 @@ widen (const struct opts *o)
   close (fd);
 }
 
+/* S's hook pair on its ledger, the sleeper's cgroup widened first (untimed). */
+static void
+hook_round (struct side *s, const struct opts *o, int r)
+{
+  widen (o);
+  s->hook_create[r] = spawn_hook (s, "createRuntime", o->create);
+  s->hook_stop[r] = spawn_hook (s, "poststop", o->poststop);
+}
+
 static int
 cmp_ll (const void *a, const void *b)
 {
@@ -259,10 +300,11 @@ cmp_ll (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-/* The Q-th quantile (0..1) of N sorted samples, nearest rank, in us. */
+/* The Q-th quantile (0..1) of N samples, nearest rank, in us (V sorted in place). */
 static double
-quantile_us (const long long *v, int n, double q)
+quantile_us (long long *v, int n, double q)
 {
+  qsort (v, (size_t) n, sizeof *v, cmp_ll);
   int k = (int) (q * n + 0.999999);
   if (k < 1)
     k = 1;
@@ -272,17 +314,93 @@ quantile_us (const long long *v, int n, double q)
 }
 
 static double
-median_us (const long long *v, int n)
+median_us (long long *v, int n)
 {
+  qsort (v, (size_t) n, sizeof *v, cmp_ll);
   return (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) / 1000.0;
 }
 
-static void
-report (const char *name, long long *v, int n)
+/* A copy of the N samples of V, the sums with W's if W is not NULL. */
+static long long *
+samples (const long long *v, const long long *w, int n)
 {
-  qsort (v, (size_t) n, sizeof *v, cmp_ll);
-  printf ("%-22s median %9.1f us  p99 %9.1f us  min %9.1f  max %9.1f\n", name, median_us (v, n),
-          quantile_us (v, n, 0.99), v[0] / 1000.0, v[n - 1] / 1000.0);
+  long long *out = calloc ((size_t) n, sizeof *out);
+  if (out == NULL)
+    die ("out of memory", NULL);
+  for (int i = 0; i < n; i++)
+    out[i] = v[i] + (w ? w[i] : 0);
+  return out;
+}
+
+static void
+report (const char *side, const char *name, const long long *in, int n)
+{
+  long long *v = samples (in, NULL, n);
+  char label[64];
+  snprintf (label, sizeof label, "%s%s", side, name);
+  double med = median_us (v, n);
+  printf ("%-27s median %9.1f us  p99 %9.1f us  min %9.1f  max %9.1f\n", label, med, quantile_us (v, n, 0.99),
+          v[0] / 1000.0, v[n - 1] / 1000.0);
+  free (v);
+}
+
+/* S's CreateContainer samples of the rounds whose parity is PARITY. */
+static void
+report_parity (const struct side *s, const char *name, int n, int parity)
+{
+  long long *v = calloc ((size_t) n, sizeof *v);
+  int k = 0;
+  for (int r = parity; r < n; r += 2)
+    v[k++] = s->create[r];
+  if (k > 0)
+    report (s->name, name, v, k);
+  free (v);
+}
+
+static void
+report_side (const struct side *s, const struct opts *o)
+{
+  int n = o->rounds;
+  report (s->name, "nri CreateContainer", s->create, n);
+  /* With the hook, the ledger's last writer before a CreateContainer: in even
+     rounds the plugin itself (the previous round ended with its StopContainer), so
+     its parsed ledger is reused; in odd rounds the hook, whose write the plugin
+     must read. */
+  if (o->hook && n > 1)
+    {
+      report_parity (s, "  after its own write", n, 0);
+      report_parity (s, "  after the hook's", n, 1);
+    }
+  report (s->name, "nri StopContainer", s->stop, n);
+  long long *pair = samples (s->create, s->stop, n);
+  report (s->name, "nri pair", pair, n);
+  free (pair);
+  if (!o->hook)
+    return;
+  report (s->name, "hook createRuntime", s->hook_create, n);
+  report (s->name, "hook poststop", s->hook_stop, n);
+  pair = samples (s->hook_create, s->hook_stop, n);
+  report (s->name, "hook pair", pair, n);
+  free (pair);
+}
+
+/* NAME's median and p99 of A over B's. */
+static void
+ratio (const char *name, const long long *a, const long long *b, int n)
+{
+  long long *x = samples (a, NULL, n), *y = samples (b, NULL, n);
+  printf ("  %-25s median %.2f, p99 %.2f\n", name, median_us (x, n) / median_us (y, n),
+          quantile_us (x, n, 0.99) / quantile_us (y, n, 0.99));
+  free (x);
+  free (y);
+}
+
+static void
+usage (void)
+{
+  die ("usage: bench-nri --cachepin BIN --config CFG --cgroups-path PATH --create STATE --poststop STATE "
+       "--widen FILE=CPUS [--rounds N] [--out TSV] [--no-hook] [--plugin EXE] [--base BIN2 --base-config CFG2]",
+       NULL);
 }
 
 static void
@@ -293,20 +411,27 @@ parse_opts (int argc, char **argv, struct opts *o)
     { "cgroups-path", required_argument, NULL, 'p' }, { "create", required_argument, NULL, 'C' },
     { "poststop", required_argument, NULL, 'P' }, { "widen", required_argument, NULL, 'w' },
     { "rounds", required_argument, NULL, 'n' }, { "out", required_argument, NULL, 'o' },
+    { "no-hook", no_argument, NULL, 'H' }, { "plugin", required_argument, NULL, 'x' },
+    { "base", required_argument, NULL, 'B' }, { "base-config", required_argument, NULL, 'G' },
     { NULL, 0, NULL, 0 },
   };
-  *o = (struct opts) { .rounds = 200 };
+  *o = (struct opts) { .rounds = 200, .hook = true, .sides = { { .name = "" }, { .name = "base " } } };
+  struct side *a = &o->sides[0], *b = &o->sides[1];
   int opt;
   while ((opt = getopt_long (argc, argv, "", longs, NULL)) != -1)
     switch (opt)
       {
-      case 'b': o->bin = optarg; break;
-      case 'c': o->config = optarg; break;
+      case 'b': a->bin = optarg; break;
+      case 'c': a->config = optarg; break;
+      case 'x': a->plugin = optarg; break;
+      case 'B': b->bin = optarg; break;
+      case 'G': b->config = optarg; break;
       case 'p': o->cgroups_path = optarg; break;
       case 'C': o->create = optarg; break;
       case 'P': o->poststop = optarg; break;
       case 'o': o->out = optarg; break;
       case 'n': o->rounds = atoi (optarg); break;
+      case 'H': o->hook = false; break;
       case 'w':
         {
           char *eq = strchr (optarg, '=');
@@ -317,13 +442,64 @@ parse_opts (int argc, char **argv, struct opts *o)
           o->widen_cpus = eq + 1;
           break;
         }
-      default: die ("usage: see bench/nri.c", NULL);
+      default: usage ();
       }
-  if (!o->bin || !o->config || !o->cgroups_path || !o->create || !o->poststop || !o->widen_file || o->rounds < 1
-      || o->rounds > 1000000)
-    die ("usage: bench-nri --cachepin BIN --config CFG --cgroups-path PATH --create STATE --poststop STATE "
-         "--widen FILE=CPUS [--rounds N] [--out TSV]",
-         NULL);
+  if (!a->bin || !a->config || !o->cgroups_path || !o->create || !o->poststop || !o->widen_file || o->rounds < 1
+      || o->rounds > 1000000 || !b->bin != !b->config)
+    usage ();
+  o->n_sides = b->bin ? 2 : 1;
+  for (int i = 0; i < o->n_sides; i++)
+    {
+      struct side *s = &o->sides[i];
+      if (s->plugin == NULL)
+        s->plugin = s->bin;
+      size_t n = (size_t) o->rounds;
+      s->create = calloc (n, sizeof (long long));
+      s->stop = calloc (n, sizeof (long long));
+      s->hook_create = calloc (n, sizeof (long long));
+      s->hook_stop = calloc (n, sizeof (long long));
+      if (!s->create || !s->stop || !s->hook_create || !s->hook_stop)
+        die ("out of memory", NULL);
+    }
+}
+
+/* Round R of side S: its plugin's pair and its hook's pair, in an order that
+   alternates with the round (the plugin first in even rounds). */
+static void
+side_round (struct side *s, const struct opts *o, int r)
+{
+  for (int k = 0; k < 2; k++)
+    if ((k + r) % 2 == 0)
+      nri_round (s, o, r);
+    else if (o->hook)
+      hook_round (s, o, r);
+}
+
+static void
+write_samples (const struct opts *o)
+{
+  FILE *out = fopen (o->out, "w");
+  if (out == NULL)
+    die ("open --out", NULL);
+  fprintf (out, "round");
+  for (int i = 0; i < o->n_sides; i++)
+    {
+      const char *p = i ? "base_" : "";
+      fprintf (out, "\t%snri_create_us\t%snri_stop_us\t%shook_create_us\t%shook_poststop_us", p, p, p, p);
+    }
+  fprintf (out, "\n");
+  for (int r = 0; r < o->rounds; r++)
+    {
+      fprintf (out, "%d", r);
+      for (int i = 0; i < o->n_sides; i++)
+        {
+          const struct side *s = &o->sides[i];
+          fprintf (out, "\t%.1f\t%.1f\t%.1f\t%.1f", s->create[r] / 1000.0, s->stop[r] / 1000.0,
+                   s->hook_create[r] / 1000.0, s->hook_stop[r] / 1000.0);
+        }
+      fprintf (out, "\n");
+    }
+  fclose (out);
 }
 
 int
@@ -332,78 +508,48 @@ main (int argc, char **argv)
   struct opts o;
   parse_opts (argc, argv, &o);
   signal (SIGPIPE, SIG_IGN);
-  int sv[2];
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    die ("socketpair", NULL);
-  pid_t plugin = start_plugin (&o, sv);
-  struct cp_nri_conn c;
-  cp_nri_conn_adopt (sv[0], &c);
-  handshake (&c);
-  int n = o.rounds;
-  long long *create = calloc ((size_t) n, sizeof *create), *stop = calloc ((size_t) n, sizeof *stop);
-  long long *hook_create = calloc ((size_t) n, sizeof *hook_create);
-  long long *hook_stop = calloc ((size_t) n, sizeof *hook_stop);
-  long long *pair = calloc ((size_t) n, sizeof *pair), *hook_pair = calloc ((size_t) n, sizeof *hook_pair);
-  FILE *out = o.out ? fopen (o.out, "w") : NULL;
-  if (o.out && out == NULL)
-    die ("open --out", NULL);
-  if (out)
-    fprintf (out, "round\tnri_create_us\tnri_stop_us\thook_create_us\thook_poststop_us\n");
-  char first[256] = "", cpus[256];
-  for (int r = 0; r < n; r++)
+  for (int i = 0; i < o.n_sides; i++)
     {
-      for (int k = 0; k < 2; k++)
-        if ((k + r) % 2 == 0)
-          {
-            nri_round (&c, &o, r, &create[r], &stop[r], cpus, sizeof cpus);
-            if (first[0] == '\0')
-              snprintf (first, sizeof first, "%s", cpus);
-            else if (strcmp (first, cpus) != 0)
-              die ("CreateContainer answered another cpuset than in the first round", NULL);
-          }
-        else
-          {
-            widen (&o);
-            hook_create[r] = spawn_hook (&o, "createRuntime", o.create);
-            hook_stop[r] = spawn_hook (&o, "poststop", o.poststop);
-          }
-      pair[r] = create[r] + stop[r];
-      hook_pair[r] = hook_create[r] + hook_stop[r];
-      if (out)
-        fprintf (out, "%d\t%.1f\t%.1f\t%.1f\t%.1f\n", r, create[r] / 1000.0, stop[r] / 1000.0,
-                 hook_create[r] / 1000.0, hook_stop[r] / 1000.0);
+      start_plugin (&o.sides[i]);
+      handshake (&o.sides[i]);
     }
-  if (out)
-    fclose (out);
-  cp_nri_conn_close (&c); /* the plugin exits when the runtime closes the connection */
-  int status;
-  waitpid (plugin, &status, 0);
-  printf ("rounds %d, CreateContainer answered cpus %s\n", n, first);
-  /* The ledger's last writer before a CreateContainer: in even rounds the plugin
-     itself (the previous round ended with its StopContainer), so its parsed ledger
-     is reused; in odd rounds the hook, whose write the plugin must read. */
-  long long *own = calloc ((size_t) n, sizeof *own), *hooks = calloc ((size_t) n, sizeof *hooks);
-  int n_own = 0, n_hooks = 0;
-  for (int r = 0; r < n; r++)
-    if (r % 2 == 0)
-      own[n_own++] = create[r];
-    else
-      hooks[n_hooks++] = create[r];
-  report ("nri CreateContainer", create, n);
-  if (n_own > 0 && n_hooks > 0)
+  for (int r = 0; r < o.rounds; r++)
+    for (int i = 0; i < o.n_sides; i++)
+      side_round (&o.sides[(i + r) % o.n_sides], &o, r); /* the sides' order alternates too */
+  if (o.out)
+    write_samples (&o);
+  bool ok = true;
+  for (int i = 0; i < o.n_sides; i++)
     {
-      report ("  after its own write", own, n_own);
-      report ("  after the hook's", hooks, n_hooks);
+      struct side *s = &o.sides[i];
+      cp_nri_conn_close (&s->c); /* the plugin exits when the runtime closes the connection */
+      int status;
+      waitpid (s->pid, &status, 0);
+      ok &= WIFEXITED (status) && WEXITSTATUS (status) == 0;
     }
-  free (own);
-  free (hooks);
-  report ("nri StopContainer", stop, n);
-  report ("nri pair", pair, n);
-  report ("hook createRuntime", hook_create, n);
-  report ("hook poststop", hook_stop, n);
-  report ("hook pair", hook_pair, n);
-  printf ("ratio hook createRuntime / nri CreateContainer: median %.1f, p99 %.1f\n",
-          median_us (hook_create, n) / median_us (create, n),
-          quantile_us (hook_create, n, 0.99) / quantile_us (create, n, 0.99));
-  return WIFEXITED (status) && WEXITSTATUS (status) == 0 ? 0 : 1;
+  printf ("rounds %d%s, CreateContainer answered cpus %s\n", o.rounds, o.hook ? "" : ", plugin only (no hook)",
+          o.sides[0].first);
+  if (o.n_sides > 1 && strcmp (o.sides[0].first, o.sides[1].first) != 0)
+    die ("the base plugin answered another cpuset", NULL);
+  for (int i = 0; i < o.n_sides; i++)
+    report_side (&o.sides[i], &o);
+  const struct side *a = &o.sides[0], *b = &o.sides[1];
+  if (o.hook)
+    {
+      printf ("ratio hook createRuntime / nri CreateContainer:\n");
+      for (int i = 0; i < o.n_sides; i++)
+        ratio (o.sides[i].name[0] ? "base" : "this build", o.sides[i].hook_create, o.sides[i].create, o.rounds);
+    }
+  if (o.n_sides > 1)
+    {
+      printf ("ratio this build / base (the same rounds):\n");
+      ratio ("nri CreateContainer", a->create, b->create, o.rounds);
+      ratio ("nri StopContainer", a->stop, b->stop, o.rounds);
+      if (o.hook)
+        {
+          ratio ("hook createRuntime", a->hook_create, b->hook_create, o.rounds);
+          ratio ("hook poststop", a->hook_stop, b->hook_stop, o.rounds);
+        }
+    }
+  return ok ? 0 : 1;
 }

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "journal.h"
 #include "ledger.h"
 #include "log.h"
 #include "nri_conn.h"
@@ -519,10 +520,12 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
      window (recheck.h: a dead container's CPUs, or a drift, are seen up to
      CP_PLACER_RECHECK_SECONDS later than by the hook), and the parsed ledger is
      reused while ledger.json is provably the file it was read from or written
-     as (ledger_store.h: checked under the lock, at every call). */
+     as (ledger_store.h: checked under the lock, at every call); so are the
+     journal's records (journal.h, the same identity check under its lock). */
   cp_topocache_keep (true);
   cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, NULL);
   cp_ledger_cache_keep (true);
+  cp_journal_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   cp_nri_core_sched_init (&hc); /* before the sandbox: a prctl, and a fork */
   catch_stop_signals ();

@@ -126,8 +126,10 @@ struct cp_ledger_usage
 {
   struct cp_usage usage; /* points into the storage below */
   hwloc_bitmap_t held;   /* union of the exclusive entries' held */
-  hwloc_bitmap_t *shared; /* the shared entries' cpus */
+  hwloc_bitmap_t *shared; /* the shared entries' cpus, equal sets one bitmap */
   size_t n_shared;
+  hwloc_bitmap_t *distinct; /* the bitmaps SHARED points at, each once */
+  size_t n_distinct;
 };
 
 /* Fill OUT from the ledger, leaving out the entry EXCLUDE_ID (NULL: none) whatever

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "ledger_internal.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "cpulist.h"
@@ -18,16 +19,23 @@ struct out
 };
 
 static void
-reserve (struct out *o, size_t more)
+grow (struct out *o, size_t more)
 {
-  if (o->len + more + 1 <= o->cap)
-    return;
   while (o->len + more + 1 > o->cap)
     o->cap = o->cap ? 2 * o->cap : 4096;
   o->buf = cp_xrealloc (o->buf, o->cap);
 }
 
-static void
+/* Inlined: a literal's memcpy becomes a few moves (issue 22: the NRI plugin commits
+   the 1,000-entry ledger at every call, and these calls were most of it). */
+static inline __attribute__ ((always_inline)) void
+reserve (struct out *o, size_t more)
+{
+  if (__builtin_expect (o->len + more + 1 > o->cap, 0))
+    grow (o, more);
+}
+
+static inline __attribute__ ((always_inline)) void
 put (struct out *o, const char *s, size_t n)
 {
   reserve (o, n);
@@ -36,33 +44,67 @@ put (struct out *o, const char *s, size_t n)
 }
 #define PUT(o, literal) put (o, literal, sizeof literal - 1)
 
+/* Whether none of the 8 bytes of V needs an escape: none below 0x20, none a `"` or
+   a `\` (the classic "has a byte less than / equal to" word tests; a borrow only
+   ever follows a byte that matches, so "none" is exact). */
+static inline bool
+plain_word (uint64_t v)
+{
+  const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+  uint64_t quote = v ^ (ones * '"'), slash = v ^ (ones * '\\');
+  uint64_t hits = ((v - ones * 0x20) & ~v) | ((quote - ones) & ~quote) | ((slash - ones) & ~slash);
+  return (hits & highs) == 0;
+}
+
+/* One byte of a JSON string at P: the byte, or its escape. */
+static inline char *
+put_char (char *p, unsigned char c)
+{
+  static const char hex[] = "0123456789abcdef";
+  if (c == '"' || c == '\\')
+    {
+      *p++ = '\\';
+      *p++ = (char) c;
+    }
+  else if (c < 0x20)
+    {
+      memcpy (p, "\\u00", 4);
+      p[4] = hex[c >> 4];
+      p[5] = hex[c & 0xf];
+      p += 6;
+    }
+  else
+    *p++ = (char) c;
+  return p;
+}
+
 /* S as a JSON string.  The entry check lets through no control character, but
- * escape them anyway: the writer never makes text the reader refuses. */
+ * escape them anyway: the writer never makes text the reader refuses.  Eight
+ * bytes at a time while none needs an escape. */
 static void
 put_string (struct out *o, const char *s)
 {
   size_t n = strlen (s);
   reserve (o, 6 * n + 2); /* the worst case: every byte a \u00XX */
   char *p = o->buf + o->len;
+  const unsigned char *c = (const unsigned char *) s, *end = c + n;
   *p++ = '"';
-  for (const unsigned char *c = (const unsigned char *) s; *c; c++)
+  while (end - c >= 8)
     {
-      if (*c == '"' || *c == '\\')
+      uint64_t v;
+      memcpy (&v, c, 8);
+      if (plain_word (v))
         {
-          *p++ = '\\';
-          *p++ = (char) *c;
-        }
-      else if (*c < 0x20)
-        {
-          static const char hex[] = "0123456789abcdef";
-          memcpy (p, "\\u00", 4);
-          p[4] = hex[*c >> 4];
-          p[5] = hex[*c & 0xf];
-          p += 6;
+          memcpy (p, &v, 8);
+          p += 8;
+          c += 8;
         }
       else
-        *p++ = (char) *c;
+        for (int k = 0; k < 8; k++)
+          p = put_char (p, *c++);
     }
+  while (c < end)
+    p = put_char (p, *c++);
   *p++ = '"';
   o->len = (size_t) (p - o->buf);
 }
@@ -78,33 +120,64 @@ put_uint (struct out *o, unsigned long long v)
   put (o, digits + n, sizeof digits - n);
 }
 
-/* SET as a quoted cpulist, as cp_cpulist_format() writes it (an infinite set,
- * which no checked entry has, stops at CP_CPULIST_MAX). */
+/* The range FIRST-LAST of a cpulist, after a comma unless it is the first. */
+static void
+put_range (struct out *o, int first, int last, bool *any)
+{
+  if (*any)
+    PUT (o, ",");
+  *any = true;
+  put_uint (o, (unsigned) first);
+  if (last > first)
+    {
+      PUT (o, "-");
+      put_uint (o, (unsigned) last);
+    }
+}
+
+/* An infinite SET (no checked entry has one), as cp_cpulist_format() writes it:
+   stopped at CP_CPULIST_MAX. */
+static void
+put_infinite_cpulist (struct out *o, hwloc_const_bitmap_t set)
+{
+  bool any = false;
+  for (int i = hwloc_bitmap_first (set); i >= 0 && i <= CP_CPULIST_MAX;)
+    {
+      int j = i;
+      while (j < CP_CPULIST_MAX && hwloc_bitmap_isset (set, (unsigned) j + 1))
+        j++;
+      put_range (o, i, j, &any);
+      i = hwloc_bitmap_next (set, j);
+    }
+}
+
+/* SET as a quoted cpulist, as cp_cpulist_format() writes it; its words read one
+   by one, each set bit found by its position (a walk of hwloc calls per CPU was a
+   third of a commit). */
 static void
 put_cpulist (struct out *o, hwloc_const_bitmap_t set)
 {
   PUT (o, "\"");
-  if (set != NULL)
-    {
-      int limit = hwloc_bitmap_weight (set) < 0 ? CP_CPULIST_MAX : hwloc_bitmap_last (set);
-      bool first = true;
-      for (int i = hwloc_bitmap_first (set); i >= 0 && i <= limit;)
-        {
-          int j = i;
-          while (j < limit && hwloc_bitmap_isset (set, (unsigned) j + 1))
-            j++;
-          if (!first)
-            PUT (o, ",");
-          first = false;
-          put_uint (o, (unsigned) i);
-          if (j > i)
-            {
-              PUT (o, "-");
-              put_uint (o, (unsigned) j);
-            }
-          i = hwloc_bitmap_next (set, j);
-        }
-    }
+  int words = set ? hwloc_bitmap_nr_ulongs (set) : 0;
+  if (words < 0)
+    put_infinite_cpulist (o, set);
+  bool any = false;
+  int first = -1, last = -2;
+  const int bits = (int) (8 * sizeof (unsigned long));
+  for (int w = words > 0 ? hwloc_bitmap_first (set) / bits : 0; w < words; w++)
+    for (unsigned long v = hwloc_bitmap_to_ith_ulong (set, (unsigned) w); v; v &= v - 1)
+      {
+        int cpu = w * bits + __builtin_ctzl (v);
+        if (cpu != last + 1)
+          {
+            if (first >= 0)
+              put_range (o, first, last, &any);
+            first = cpu;
+          }
+        last = cpu;
+      }
+  if (first >= 0)
+    put_range (o, first, last, &any);
   PUT (o, "\"");
 }
 

@@ -83,10 +83,14 @@ affinity_text (void)
   if (mask == NULL)
     cp_oom ();
   size_t size = CPU_ALLOC_SIZE (ncpus);
+  /* Word by word: 65,536 CPU_ISSET_S() tests were 0.6 million instructions, a
+     tenth of the NRI plugin's CreateContainer (bench/nri-latency, callgrind). */
+  const unsigned long *words = (const unsigned long *) mask;
+  size_t bits = 8 * sizeof *words;
   if (sched_getaffinity (0, size, mask) == 0)
-    for (size_t c = 0; c < ncpus; c++)
-      if (CPU_ISSET_S (c, size, mask))
-        hwloc_bitmap_set (set, (unsigned) c);
+    for (size_t w = 0; w < size / sizeof *words; w++)
+      for (unsigned long v = words[w]; v; v &= v - 1)
+        hwloc_bitmap_set (set, (unsigned) (w * bits + (size_t) __builtin_ctzl (v)));
   CPU_FREE (mask);
   return cp_cpulist_format (set); /* empty when unknown: still a key */
 }

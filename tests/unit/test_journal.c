@@ -184,6 +184,73 @@ count (const char *hay, const char *needle)
   return n;
 }
 
+/* ------------------------------------------------------------ kept records */
+
+/* With the records kept (cp_journal_cache_keep(), the NRI plugin's), each commit
+ * after the first takes them instead of reading the file, and writes what a commit
+ * that reads it writes, byte for byte, past the bound too; a commit by another
+ * process (a new file renamed over it) is seen: its record is in the next commit. */
+static void
+test_kept (void **state)
+{
+  struct tdir *t = *state;
+  cleanup_free char *kept_dir = cp_xasprintf ("%s/kept", t->root);
+  cleanup_free char *read_dir = cp_xasprintf ("%s/read", t->root);
+  size_t n = CP_JOURNAL_MAX_RECORDS + 6;
+  for (int keep = 0; keep < 2; keep++)
+    {
+      cp_journal_cache_keep (keep);
+      for (size_t i = 0; i < n; i++)
+        {
+          char id[32];
+          snprintf (id, sizeof id, "c%zu", i);
+          append_id (keep ? kept_dir : read_dir, id);
+        }
+    }
+  unsigned long hits, misses;
+  cp_journal_cache_stats (&hits, &misses);
+  assert_int_equal (hits, n - 1);
+  assert_int_equal (misses, 0);
+  cleanup_free char *a_path = cp_xasprintf ("%s/%s", kept_dir, CP_JOURNAL_FILE);
+  cleanup_free char *b_path = cp_xasprintf ("%s/%s", read_dir, CP_JOURNAL_FILE);
+  size_t a_len, b_len;
+  cleanup_free char *a = slurp (a_path, &a_len);
+  cleanup_free char *b = slurp (b_path, &b_len);
+  assert_int_equal (a_len, b_len);
+  assert_memory_equal (a, b, a_len);
+
+  /* Another process commits (it keeps nothing: it reads the file). */
+  fflush (NULL);
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      cp_journal_cache_keep (false);
+      append_id (kept_dir, "by-another");
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (child, &status, 0), child);
+  assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+  append_id (kept_dir, "after");
+  cp_journal_cache_stats (&hits, &misses);
+  assert_int_equal (hits, n - 1);
+  assert_int_equal (misses, 1);
+  struct cp_journal_list *l = read_all (kept_dir);
+  assert_int_equal (l->n, CP_JOURNAL_MAX_RECORDS);
+  assert_string_equal (l->records[l->n - 2].id, "by-another");
+  assert_string_equal (l->records[l->n - 1].id, "after");
+  cp_journal_list_free (l);
+  /* and the next takes what that one wrote */
+  append_id (kept_dir, "again");
+  cp_journal_cache_stats (&hits, &misses);
+  assert_int_equal (hits, n);
+  l = read_all (kept_dir);
+  assert_string_equal (l->records[l->n - 3].id, "by-another");
+  cp_journal_list_free (l);
+  cp_journal_cache_keep (false);
+}
+
 /* ------------------------------------------------------------------ codec */
 
 static void
@@ -1006,6 +1073,42 @@ test_fault_fail (void **state)
   assert_int_equal (l->n, 3);
   cp_journal_list_free (l);
 }
+
+/* A failed commit with the records kept (the NRI plugin's): nothing stays kept, so
+ * the next commit reads the file and carries what it holds: the failed record where
+ * it was renamed in, not where it was not. */
+static void
+test_kept_fault (void **state)
+{
+  struct tdir *t = *state;
+  cp_journal_cache_keep (true);
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fault_points); i++)
+    {
+      char dir[160];
+      snprintf (dir, sizeof dir, "%s/state-%zu", t->root, i);
+      append_id (dir, "old");
+      fault_at = fault_points[i];
+      cp_journal_set_fault_hook (fail_here, NULL);
+      struct cp_journal *j = NULL;
+      cleanup_error cp_error_t err = NULL;
+      assert_int_equal (cp_journal_open (dir, 1000, &j, &err), 0);
+      struct cp_journal_record r = rec ("failed", CP_JOURNAL_PLACED, NULL, NULL);
+      cp_journal_add (j, &r);
+      assert_int_equal (cp_journal_commit (j, &err), -1);
+      cp_journal_close (j);
+      cp_journal_set_fault_hook (NULL, NULL);
+      append_id (dir, "next");
+      struct cp_journal_list *l = read_all (dir);
+      bool renamed = fault_points[i] == CP_JOURNAL_FAULT_RENAMED;
+      assert_int_equal (l->n, renamed ? 3 : 2);
+      assert_string_equal (l->records[0].id, "old");
+      if (renamed)
+        assert_string_equal (l->records[1].id, "failed");
+      assert_string_equal (l->records[l->n - 1].id, "next");
+      cp_journal_list_free (l);
+    }
+  cp_journal_cache_keep (false);
+}
 #endif
 
 int
@@ -1030,7 +1133,9 @@ main (void)
 #ifdef CACHEPIN_FAULT_INJECTION
     cmocka_unit_test_setup_teardown (test_fault_kill, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_fault_fail, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_kept_fault, tdir_setup, tdir_teardown),
 #endif
+    cmocka_unit_test_setup_teardown (test_kept, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_within_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrent_beyond_bound, tdir_setup, tdir_teardown),
   };

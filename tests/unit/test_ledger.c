@@ -2471,10 +2471,48 @@ test_cache_other_writer (void **state)
   cp_ledger_entry_clear (&b);
 }
 
+/* cp_ledger_usage(): one shared set per shared entry, in the ledger's order, equal
+ * sets one bitmap (issue 22), a drifted entry's drift counted, the excluded entry
+ * and the exclusive ones left out of the shared sets. */
+static void
+test_usage_shared_sets (void **state)
+{
+  (void) state;
+  cleanup_ledger struct cp_ledger *l = cp_ledger_new ();
+  static const char *const cpus[] = { "0", "0", "1", "0", "0-1", "1", "0" };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cpus); i++)
+    {
+      char id[16];
+      snprintf (id, sizeof id, "s%zu", i);
+      struct cp_ledger_entry e = entry (id, CP_MODE_SHARED, cpus[i], "");
+      if (i == 6)
+        e.drift = tu_set ("3");
+      put_ok (l, &e);
+      cp_ledger_entry_clear (&e);
+    }
+  struct cp_ledger_entry x = entry ("x", CP_MODE_EXCLUSIVE, "4-5", "4-5");
+  put_ok (l, &x);
+  cp_ledger_entry_clear (&x);
+  struct cp_ledger_usage u;
+  cp_ledger_usage (l, "s1", &u);
+  static const char *const want[] = { "0", "1", "0", "0-1", "1", "0,3" };
+  assert_int_equal (u.n_shared, CP_ARRAY_SIZE (want));
+  for (size_t i = 0; i < u.n_shared; i++)
+    tu_assert_set (u.shared[i], want[i]);
+  assert_ptr_equal (u.shared[0], u.shared[2]);
+  assert_ptr_equal (u.shared[1], u.shared[4]);
+  assert_true (u.shared[0] != u.shared[5]);
+  assert_int_equal (u.n_distinct, 4);
+  tu_assert_set (u.held, "4-5");
+  assert_int_equal (u.usage.n_shared, u.n_shared);
+  cp_ledger_usage_release (&u);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
+    cmocka_unit_test (test_usage_shared_sets),
     cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_cache_other_writer, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),

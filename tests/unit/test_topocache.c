@@ -4,12 +4,15 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bitmap.h"
+#include "cpulist.h"
 #include "hostconfig.h"
 #include "log.h"
 #include "topo.h"
@@ -89,11 +92,54 @@ test_keep (void **state)
   assert_int_equal (system (cmd), 0);
 }
 
+/* The key's `allowed=` line is this process's affinity, CPU by CPU (the key reads
+   the mask a word at a time): checked with this process's own mask, and with one
+   narrowed to its last CPU (a CPU past the first word on a machine that has one). */
+static void
+check_allowed_line (void)
+{
+  cpu_set_t set;
+  CPU_ZERO (&set);
+  assert_int_equal (sched_getaffinity (0, sizeof set, &set), 0);
+  cleanup_bitmap hwloc_bitmap_t want = cp_bitmap_new ();
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET (c, &set))
+      hwloc_bitmap_set (want, (unsigned) c);
+  cleanup_free char *list = cp_cpulist_format (want);
+  cleanup_free char *line = cp_xasprintf ("\nallowed=%s\n", list);
+  cleanup_free char *key = NULL;
+  cp_error_t err = NULL;
+  if (cp_topocache_key ("host", &key, &err) < 0)
+    fail_msg ("key: %s", cp_error_message (err));
+  if (strstr (key, line) == NULL)
+    fail_msg ("the key has no `%s` line:\n%s", line + 1, key);
+}
+
+static void
+test_key_allowed (void **state)
+{
+  (void) state;
+  cpu_set_t saved;
+  assert_int_equal (sched_getaffinity (0, sizeof saved, &saved), 0);
+  check_allowed_line ();
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET (c, &saved))
+      last = c;
+  cpu_set_t one;
+  CPU_ZERO (&one);
+  CPU_SET (last, &one);
+  assert_int_equal (sched_setaffinity (0, sizeof one, &one), 0);
+  check_allowed_line ();
+  assert_int_equal (sched_setaffinity (0, sizeof saved, &saved), 0);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_keep),
+    cmocka_unit_test (test_key_allowed),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
