@@ -29,20 +29,33 @@ cri_prereqs () {
 cri_fetch () {
   CTRD=$(bash "$HERE/fetch-debs.sh" --suite "$1" "$2") \
     || skip "containerd from $1: the Debian archive is unreachable and nothing is cached"
+  local rc=0
+  cri_stubs || rc=$?
+  case $rc in
+    1) skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached" ;;
+    2) exit 1 ;;
+  esac
+  export CRI_STUBS=$STUBS
+}
+
+# cri_stubs: the CRI protocol's Python stubs (api_pb2.py, api_pb2_grpc.py) in $STUBS, made
+# by $PY's grpc_tools from the api.proto of Debian's golang-github-kubernetes-cri-api-dev
+# (fetch-debs.sh: never installed); kept while the proto is older. Also what the systemd
+# guest's CRI client runs with (tests/vm/run-systemd-suite.sh). Status: 0 made or current;
+# 1 the package cannot be had; 2 the proto is missing or does not compile (said why).
+cri_stubs () {
   local criapi proto
-  criapi=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) \
-    || skip "golang-github-kubernetes-cri-api-dev from sid: the Debian archive is unreachable and nothing is cached"
+  criapi=$(bash "$HERE/fetch-debs.sh" --suite sid golang-github-kubernetes-cri-api-dev=0.32.3-1) || return 1
   proto=$criapi/usr/share/gocode/src/k8s.io/cri-api/pkg/apis/runtime/v1/api.proto
-  [ -f "$proto" ] || { echo "FAIL: $proto missing from the package"; exit 1; }
+  [ -f "$proto" ] || { echo "FAIL: $proto missing from the package"; return 2; }
   # gogoproto's options only steer Go code generation (the wire format is the same
   # without them), and gogo.proto is not in the package: they are dropped.
   mkdir -p "$STUBS"
   if [ ! -f "$STUBS/api_pb2_grpc.py" ] || [ "$proto" -nt "$STUBS/api_pb2_grpc.py" ]; then
     grep -v 'gogoproto' "$proto" >"$STUBS/api.proto"
     "$PY" -m grpc_tools.protoc -I"$STUBS" --python_out="$STUBS" --grpc_python_out="$STUBS" "$STUBS/api.proto" \
-      || { echo "FAIL: protoc could not compile $proto"; exit 1; }
+      || { echo "FAIL: protoc could not compile $proto"; return 2; }
   fi
-  export CRI_STUBS=$STUBS
 }
 
 # cri_scratch NAME: a private containerd's names: D (a short directory: unix socket paths

@@ -3,7 +3,9 @@
 # as PID 1 (tests/vm/systemd-rootfs.sh), cgroup v2, running tests/vm/systemd-tests.sh:
 # podman, runc --systemd-cgroup and crun --systemd-cgroup each place a container
 # through the shipped hook files, then daemon-reload and a property change on
-# the unit must leave cachepin's cpuset in place (CTest `vm.systemd`, label `vm-systemd`).
+# the unit must leave cachepin's cpuset in place; then `cachepin nri` as the shipped unit
+# starts it, under sid's containerd with `SystemdCgroup = true`, driven by the CRI client
+# (tests/vm/systemd-nri.sh) (CTest `vm.systemd`, label `vm-systemd`).
 #
 #   tests/vm/run-systemd-suite.sh [--bin PATH] [--suite sid] [RUN-VM-OPTIONS...]
 #
@@ -58,6 +60,35 @@ for f in "$REPO"/deploy/hooks.d/*.json "$REPO"/deploy/hooks.d/*.json.in; do
   n=$((n + 1))
 done
 [ "$n" -gt 0 ] || { echo "run-systemd-suite: no hook files in $REPO/deploy/hooks.d" >&2; exit 2; }
+
+# The NRI check's files (payload/nri/, tests/vm/systemd-nri.sh): the CRI client with its
+# stubs made here (the guest has python3-grpcio, not the generator), tests/cri/lib.sh for
+# its driver, the busybox image (also the sandbox image: nothing is pulled), and the shipped
+# unit with its binary's path. Without them the guest skips that check, says why.
+nri_payload() {
+  local HERE=$REPO/tests/cri D=$PAYLOAD/nri PY=/usr/bin/python3 STUBS=$WORK/cri-stubs
+  # shellcheck disable=SC2034 # read by lib.sh's build_image
+  local BUSYBOX=${CPVM_BUSYBOX:-/bin/busybox} IMAGE=localhost/cachepin-test/busybox:vm
+  mkdir -p "$D"
+  cp "$VM_DIR/systemd-nri.sh" "$D/"
+  "$PY" -c 'import grpc_tools' 2>/dev/null || { echo "run-systemd-suite: no python3-grpc-tools: the NRI check is skipped"; return 0; }
+  # shellcheck source=../cri/lib.sh
+  . "$HERE/lib.sh"
+  cri_stubs || { echo "run-systemd-suite: no CRI stubs (above): the NRI check is skipped"; return 0; }
+  mkdir -p "$D/stubs"
+  cp "$STUBS/api_pb2.py" "$STUBS/api_pb2_grpc.py" "$D/stubs/"
+  cp "$HERE/cri_client.py" "$HERE/lib.sh" "$D/"
+  build_image || { echo "run-systemd-suite: the busybox image could not be built" >&2; exit 2; }
+  rm -rf "$D/img"
+  echo "$IMAGE" >"$D/image-name"
+  sed 's|@CACHEPIN_INSTALLED_BIN@|/payload/bin/cachepin|g' "$REPO/deploy/systemd/cachepin-nri.service.in" \
+    >"$D/cachepin-nri.service"
+  if grep -q '@[A-Z_]*@' "$D/cachepin-nri.service"; then
+    echo "run-systemd-suite: cachepin-nri.service.in has a placeholder this script does not fill" >&2
+    exit 2
+  fi
+}
+nri_payload
 
 # Two L3s of two CPUs: a cpus=2 request fits one. The rootfs is the initramfs
 # (333 MB unpacked): 3 GiB. Boot to the tests takes 2-7 minutes under TCG (host load).

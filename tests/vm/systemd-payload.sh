@@ -26,8 +26,8 @@ else
 fi
 emit "CPVM-INFO uptime $(cut -d' ' -f1 /proc/uptime) s at the end of the tests"
 if [ "$rc" != 0 ] || [ -n "${CPVM_DUMP_SYSLOG:-}" ]; then
-  echo "---- guest journal (cachepin, runc, crun, podman, conmon, systemd) ----" >/dev/console
-  journalctl -b --no-pager -o short-monotonic -t cachepin -t runc -t crun -t podman -t conmon -t systemd 2>/dev/null |
+  echo "---- guest journal (cachepin, runc, crun, podman, conmon, containerd, systemd) ----" >/dev/console
+  journalctl -b --no-pager -o short-monotonic -t cachepin -t runc -t crun -t podman -t conmon -t containerd -t systemd 2>/dev/null |
     tail -n 300 | sed 's/^/journal: /' >/dev/console
 fi
 emit "CPVM-DONE $rc"

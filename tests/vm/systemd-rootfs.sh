@@ -7,8 +7,10 @@
 # It is built with mmdebstrap from Debian's own packages and sources (the
 # host's apt configuration is never read): variant minbase plus systemd-sysv,
 # dbus, podman (with conmon, catatonit, and containers-common as it depends), runc, crun,
-# busybox-static, jq, procps. No Recommends (podman's netavark is not needed:
-# the guest's containers run with --network none).
+# busybox-static, jq, procps; containerd and python3-grpcio, python3-protobuf for the
+# NRI plugin's check (tests/cri/cri_client.py drives containerd's CRI as the kubelet
+# does). No Recommends (podman's netavark is not needed: the guest's containers run
+# with --network none).
 #
 # Cache: /var/cache/cachepin/vm/rootfs/<suite>-<key>/ (CPVM_ROOTFS_CACHE moves
 # it), outside the clone so that a fresh clone reuses it. <key> is the hash of
@@ -37,9 +39,9 @@ REBUILD=0
 # is checked either way.
 VALID_UNTIL=${CPVM_CHECK_VALID_UNTIL:-false}
 # Bump LAYOUT when the image's own configuration below changes (it is part of the key).
-LAYOUT=1
+LAYOUT=2
 PACKAGES=(systemd-sysv dbus podman conmon catatonit runc crun
-          busybox-static jq procps)
+          busybox-static jq procps containerd python3-grpcio python3-protobuf)
 
 note() { echo "systemd-rootfs: $*" >&2; }
 fail() { note "$*"; exit 1; }
@@ -110,6 +112,9 @@ for u in getty@tty1.service serial-getty@ttyS0.service systemd-networkd-wait-onl
          fstrim.timer podman-auto-update.timer podman-restart.service podman-clean-transient.service; do
   ln -sf /dev/null "$t/etc/systemd/system/$u"
 done
+# containerd is started by the payload once it has written its config (the systemd
+# cgroup driver, NRI): not at boot, which would cost a minute of TCG for nothing.
+rm -f "$t/etc/systemd/system/multi-user.target.wants/containerd.service"
 # podman: the vfs storage driver (overlay is a module; the guest loads none) and
 # no network stack (netavark is not installed).
 mkdir -p "$t/etc/containers"

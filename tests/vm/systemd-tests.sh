@@ -11,6 +11,8 @@
 #                scope itself, so systemd is told
 #   runc         runc --systemd-cgroup, cgroupsPath system.slice:cachepin:<id>
 #   crun         crun --systemd-cgroup, the same cgroupsPath
+#   nri          not a hook: `cachepin nri` under containerd's systemd cgroup driver, its
+#                own checks (systemd-nri.sh, results nri.<check>), last
 # Checks, results <manager>.<check>:
 #   placed       the cgroup's cpuset.cpus has 2 CPUs, and /proc/<pid>/status
 #                Cpus_allowed_list is the same
@@ -30,7 +32,9 @@
 . /cpvm/guest-lib.sh
 
 CACHEPIN=/payload/bin/cachepin
-STATE=/run/cachepin-sd/state
+# The default state_dir: the shipped cachepin-nri.service may write only there
+# (ProtectSystem=strict, RuntimeDirectory=cachepin), and every route shares the ledger.
+STATE=/run/cachepin
 IMAGE=localhost/cpvm-busybox:latest
 
 mkdir -p /etc/cachepin "$CPVM_BUNDLES"
@@ -135,8 +139,8 @@ released() {
 
 # ------------------------------------------------------------------ runc, crun
 
-# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc", to look at one.
-MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc} "
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc nri", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc nri} "
 for rt in runc crun; do
   [[ $MANAGERS == *" $rt "* ]] || continue
   id=sd-$rt
@@ -158,11 +162,13 @@ done
 
 # ------------------------------------------------------------------ podman
 
-[[ $MANAGERS == *" podman"* ]] || { cpvm_finish; exit; }
-rfs=$(mktemp -d)
-tar -C /cpvm/rootfs -cf "$rfs.tar" . && podman import -q "$rfs.tar" "$IMAGE" >/dev/null ||
-  cpvm_fail podman.import "podman import failed"
-cpvm_info "podman: cgroup manager $(podman info --format '{{.Host.CgroupManager}}'), runtime $(podman info --format '{{.Host.OCIRuntime.Name}}')"
+podman_setup() {
+  local rfs
+  rfs=$(mktemp -d)
+  tar -C /cpvm/rootfs -cf "$rfs.tar" . && podman import -q "$rfs.tar" "$IMAGE" >/dev/null ||
+    cpvm_fail podman.import "podman import failed"
+  cpvm_info "podman: cgroup manager $(podman info --format '{{.Host.CgroupManager}}'), runtime $(podman info --format '{{.Host.OCIRuntime.Name}}')"
+}
 # podman_case NAME [PODMAN-RUN-OPTIONS...]: one podman container through the hook.
 podman_case() {
   local name=$1 cid pid
@@ -178,9 +184,14 @@ podman_case() {
     cpvm_fail "$name.placed" "podman run failed: $(tail -5 /run/podman.err)"
   fi
 }
+[[ $MANAGERS == *" podman"* ]] && podman_setup
 [[ $MANAGERS == *" podman "* ]] && podman_case podman
 # With runc, the container's cgroup is the libpod scope itself (crun makes a
 # `container` child): the unit's own cgroup, so systemd is told.
 [[ $MANAGERS == *" podman-runc "* ]] && podman_case podman-runc --runtime runc
+
+# ------------------------------------------------------------------ nri
+
+[[ $MANAGERS == *" nri "* ]] && . /payload/nri/systemd-nri.sh
 
 cpvm_finish
