@@ -198,6 +198,31 @@ commit_logged (struct cp_ledger *l, const char *what)
     cp_log (CP_LOG_WARNING, "%s: %s", what, cp_error_message (e));
 }
 
+/* A partition that turned invalid since it was made (an ancestor's exclusive CPUs
+   taken away, a sibling's cpuset.cpus): said once, as drift is, and once more
+   when it is valid again.  Its CPUs stay held: it is still the container's. */
+static bool
+judge_validity (struct cp_ledger *l, const struct cp_ledger_partition *r, const struct cp_partition_tree *hint)
+{
+  struct cp_partition_tree tree = tree_for (r->cgroup_mount, hint);
+  struct cp_partition_state st;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_partition_read_state (&tree, r->cgroup, &st, &e) < 0)
+    return false; /* gone or unreadable: reconcile judges the entry */
+  bool invalid = st.invalid || st.kind != CP_PARTITION_ROOT;
+  if (invalid == r->invalid)
+    return false;
+  cleanup_free char *cpus = cp_cpulist_format (r->added);
+  if (invalid)
+    cp_log (CP_LOG_WARNING, "the partition of %s (CPUs %s) is no longer valid (%s): other cgroups may run on its "
+                            "CPUs again; its CPUs stay held until it is released", r->id, cpus,
+            st.reason[0] ? st.reason : st.kind == CP_PARTITION_MEMBER ? "it reads member" : "it reads invalid");
+  else
+    cp_log (CP_LOG_INFO, "the partition of %s (CPUs %s) is valid again", r->id, cpus);
+  cp_ledger_partition_mark (l, r->id, invalid);
+  return true;
+}
+
 void
 cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint)
 {
@@ -208,6 +233,8 @@ cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint)
   for (size_t i = 0; i < cp_ledger_partition_count (l);)
     {
       const struct cp_ledger_partition *r = cp_ledger_partition_at (l, i);
+      if (r->root && backed (l, r) && judge_validity (l, r, hint))
+        changed = true;
       if (!r->root || backed (l, r))
         {
           i++;
@@ -228,7 +255,7 @@ cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint)
       i = 0;
     }
   if (changed)
-    commit_logged (l, "partitions repaired, but the ledger");
+    commit_logged (l, "partitions repaired or judged, but the ledger");
 }
 
 int

@@ -176,9 +176,12 @@ put_partitions (struct out *o, const struct cp_ledger *l)
       PUT (o, ",\"added\":");
       put_cpulist (o, p->added);
       if (p->root)
-        PUT (o, ",\"root\":true}");
+        PUT (o, ",\"root\":true");
       else
-        PUT (o, ",\"root\":false}");
+        PUT (o, ",\"root\":false");
+      if (p->invalid)
+        PUT (o, ",\"invalid\":true");
+      PUT (o, "}");
     }
   PUT (o, "\n]");
 }

@@ -63,6 +63,8 @@ part_check (const struct cp_ledger_partition *p, cp_error_t *err)
     return cp_fail_input (err, "`added` is not a finite cpulist");
   if (p->root && hwloc_bitmap_iszero (p->added))
     return cp_fail_input (err, "`added` is empty in the root record");
+  if (!p->root && p->invalid)
+    return cp_fail_input (err, "`invalid` outside the root record");
   return 0;
 }
 
@@ -115,6 +117,7 @@ part_copy (struct cp_ledger_partition *dst, const struct cp_ledger_partition *sr
   dst->cgroup = cp_xstrdup (src->cgroup);
   dst->added = cp_bitmap_dup (src->added);
   dst->root = src->root;
+  dst->invalid = src->invalid;
 }
 
 int
@@ -158,6 +161,17 @@ cp_ledger_partition_set (struct cp_ledger *l, const char *id, const struct cp_le
 }
 
 void
+cp_ledger_partition_mark (struct cp_ledger *l, const char *id, bool invalid)
+{
+  for (size_t i = 0; i < l->n_parts; i++)
+    if (l->parts[i].root && strcmp (l->parts[i].id, id) == 0 && l->parts[i].invalid != invalid)
+      {
+        l->parts[i].invalid = invalid;
+        l->dirty = true;
+      }
+}
+
+void
 cp_ledger_partitions_taken (const struct cp_ledger *l, const char *exclude_id, hwloc_bitmap_t into)
 {
   for (size_t i = 0; i < l->n_parts; i++)
@@ -184,7 +198,7 @@ get_string (json_object *o, const char *key, char **out, cp_error_t *err)
 static int
 record_from_json (json_object *o, struct cp_ledger_partition *p, cp_error_t *err)
 {
-  static const char *const keys[] = { "id", "cgroup_mount", "cgroup", "added", "root" };
+  static const char *const keys[] = { "id", "cgroup_mount", "cgroup", "added", "root", "invalid" };
   json_object_object_foreach (o, name, value)
     {
       (void) value;
@@ -205,6 +219,13 @@ record_from_json (json_object *o, struct cp_ledger_partition *p, cp_error_t *err
   if (!json_object_is_type (root, json_type_boolean))
     return cp_fail_input (err, "`root`: expected true or false");
   p->root = json_object_get_boolean (root);
+  json_object *invalid;
+  if (cp_json_member (o, "invalid", false, &invalid))
+    {
+      if (!json_object_is_type (invalid, json_type_boolean))
+        return cp_fail_input (err, "`invalid`: expected true or false");
+      p->invalid = json_object_get_boolean (invalid);
+    }
   p->added = cp_bitmap_new ();
   if (added[strspn (added, "0123456789,-")] != '\0')
     return cp_fail_input (err, "`added`: a character other than digits, `,` and `-`");

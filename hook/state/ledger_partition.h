@@ -43,6 +43,7 @@ struct cp_ledger_partition
   char *cgroup;
   hwloc_bitmap_t added; /* root: the CPUs of the partition; else what cachepin added */
   bool root;
+  bool invalid; /* root only: its partition was last seen `root invalid` (logged once) */
 };
 
 size_t cp_ledger_partition_count (const struct cp_ledger *l);
@@ -54,6 +55,9 @@ const struct cp_ledger_partition *cp_ledger_partition_root (const struct cp_ledg
  * them), checked by the rules above; on a refusal nothing changes. */
 int cp_ledger_partition_set (struct cp_ledger *l, const char *id, const struct cp_ledger_partition *recs, size_t n,
                              cp_error_t *err);
+
+/* Mark ID's root record as last seen invalid (or valid again). */
+void cp_ledger_partition_mark (struct cp_ledger *l, const char *id, bool invalid);
 
 /* Add to INTO the CPUs of the root records of ids other than EXCLUDE_ID (NULL:
  * none): a partition not undone yet still holds them (cp_ledger_usage()). */

@@ -330,6 +330,8 @@ cp_ledger_serialize_dom (const struct cp_ledger *l)
           json_object_object_add (o, "cgroup", json_object_new_string (p->cgroup));
           json_object_object_add (o, "added", json_cpulist_new (p->added));
           json_object_object_add (o, "root", json_object_new_boolean (p->root));
+          if (p->invalid)
+            json_object_object_add (o, "invalid", json_object_new_boolean (true));
           json_object_array_add (parts, o);
         }
       json_object_object_add (root, "partitions", parts);

@@ -343,6 +343,25 @@ test_repair (void **state)
   assert_int_equal (cp_ledger_partition_count (again), 0);
 }
 
+/* A partition that turns invalid later is marked (logged) once; valid again, unmarked. */
+static void
+test_invalid_later (void **state)
+{
+  struct fx *fx = *state;
+  cp_error_t err = NULL;
+  assert_int_equal (isolate (fx, "ctr", "2-3", false, &err), 0);
+  assert_false (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
+  strcpy (k_find ("/xa/ctr")->partition, "root invalid (Parent is not a partition root)");
+  cp_isolate_reconcile (fx->l, NULL);
+  assert_true (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
+  assert_true (isolated (fx, "ctr")); /* still its: held, released as usual */
+  cleanup_free char *text = cp_ledger_serialize (fx->l);
+  tu_assert_contains (text, "\"root\":true,\"invalid\":true}");
+  strcpy (k_find ("/xa/ctr")->partition, "root");
+  cp_isolate_reconcile (fx->l, NULL);
+  assert_false (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
+}
+
 /* Until undone, a partition's CPUs count as held. */
 static void
 test_records_held (void **state)
@@ -439,6 +458,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_union_and_release_only_added, setup, teardown),
     cmocka_unit_test_setup_teardown (test_repair, setup, teardown),
     cmocka_unit_test_setup_teardown (test_records_held, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_invalid_later, setup, teardown),
     cmocka_unit_test_setup_teardown (test_refused, setup, teardown),
     cmocka_unit_test_setup_teardown (test_codec, setup, teardown),
   };
