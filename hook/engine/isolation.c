@@ -223,8 +223,17 @@ judge_validity (struct cp_ledger *l, const struct cp_ledger_partition *r, const 
   return true;
 }
 
+static bool
+listed (const char *id, char *const *ids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp (ids[i], id) == 0)
+      return true;
+  return false;
+}
+
 void
-cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint)
+cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint, char *const *gone, size_t n)
 {
   if (!repairs || cp_ledger_partition_count (l) == 0)
     return;
@@ -250,7 +259,8 @@ cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint)
           i++;
           continue;
         }
-      cp_log (CP_LOG_INFO, "repaired the partition of %s (CPUs %s)", id, cpus);
+      cp_log (CP_LOG_INFO, "%s the partition of %s (CPUs %s)", listed (id, gone, n) ? "released" : "repaired", id,
+              cpus);
       changed = true;
       i = 0;
     }

@@ -62,8 +62,11 @@ int cp_isolate_apply (struct cp_isolate *iso, struct cp_ledger *l, const struct 
 int cp_isolate_release (struct cp_ledger *l, const char *id, cp_error_t *err);
 
 /* Undo (and log) every record no isolated entry backs; HINT (may be NULL): a
- * checked mount fd for records on its mount (inside the sandbox). */
-void cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint);
+ * checked mount fd for records on its mount (inside the sandbox).  Logged as
+ * released for the ids in GONE (N of them: isolated entries this run's reconcile
+ * just dropped, their container gone), as repaired for the others (a run cut
+ * short).  The backed ones' validity is judged (logged once when it changes). */
+void cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint, char *const *gone, size_t n);
 
 /* Whether runs repair (default true); the NRI plugin, whose sandbox writes no
  * cgroup, leaves it to the next hook or apply. */

@@ -356,9 +356,11 @@ cp_placer_apply (struct cp_placer *p, cp_error_t *err)
   bool mems_keep = p->creq->mems_keep;
   /* An earlier partition of this id (placed again: the decision replaced its
      isolated entry) goes before its cgroup is written again. */
+  char *self[] = { (char *) t->id };
   if (t->cgroup)
     cp_isolate_reconcile (p->l, &(struct cp_partition_tree) { .mount = t->cgroup->mount,
-                                                              .mountfd = t->cgroup->mountfd });
+                                                              .mountfd = t->cgroup->mountfd },
+                          self, 1);
   /* The direct write (cgroupfs), then the others, told after it: it stands
      whatever they answer.  Without a cgroup no manager is attached for it. */
   if (cp_managers_apply (&p->mgrs, plan->cpus, mems_keep ? NULL : plan->mems, err) < 0)

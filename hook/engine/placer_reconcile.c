@@ -129,16 +129,27 @@ cp_placer_open_ledger_in (const struct cp_hostconfig *hc, enum cp_reconcile_scop
     cp_recheck_begin (); /* the clock, for release_checks() too */
   if (window)
     alive.check = cp_recheck_due;
+  /* Who was isolated before reconcile: a partition whose entry it drops (its
+     container is gone) is released, not repaired (isolation.h). */
+  size_t n_iso = 0;
+  char **iso = cp_xcalloc (cp_ledger_count (l) + 1, sizeof *iso);
+  for (size_t i = 0; i < cp_ledger_count (l); i++)
+    if (cp_ledger_at (l, i)->isolated)
+      iso[n_iso++] = cp_xstrdup (cp_ledger_at (l, i)->id);
   int r = cp_ledger_reconcile (l, &alive, NULL, err);
   if (r == 0 && window)
     cp_recheck_seen (l);
   cp_cgroup_mounts_free (alive.data);
+  if (r == 0)
+    cp_isolate_reconcile (l, NULL, iso, n_iso); /* before the sandbox: mounts opened by name */
+  for (size_t i = 0; i < n_iso; i++)
+    free (iso[i]);
+  free (iso);
   if (r < 0)
     {
       cp_ledger_close (l);
       return cp_error_wrap (err, "ledger %s", hc->state_dir);
     }
-  cp_isolate_reconcile (l, NULL); /* before the sandbox: mounts opened by name */
   PLACER_FAULT (CP_PLACER_FAULT_RECONCILED);
   *out = l;
   return 0;

@@ -325,14 +325,14 @@ test_repair (void **state)
   struct cp_ledger_entry copy = *cp_ledger_find (fx->l, "id-ctr");
   copy.isolated = false;
   assert_int_equal (cp_ledger_put (fx->l, &copy, &err), 0);
-  cp_isolate_reconcile (fx->l, NULL);
+  cp_isolate_reconcile (fx->l, NULL, NULL, 0);
   assert_string_equal (k_find ("/xa/ctr")->partition, "member");
   assert_string_equal (k_find ("/xa/ctr")->exclusive, "");
   assert_string_equal (k_find ("/xa")->exclusive, "4-5");
   assert_string_equal (k_find ("/xa/c2")->partition, "root"); /* backed: left alone */
   /* c2's entry dropped (its container gone): its records are undone too */
   assert_true (cp_ledger_remove (fx->l, "id-c2"));
-  cp_isolate_reconcile (fx->l, NULL);
+  cp_isolate_reconcile (fx->l, NULL, NULL, 0);
   assert_string_equal (k_find ("/xa/c2")->partition, "member");
   assert_string_equal (k_find ("/xa")->exclusive, "");
   assert_int_equal (cp_ledger_partition_count (fx->l), 0);
@@ -352,13 +352,13 @@ test_invalid_later (void **state)
   assert_int_equal (isolate (fx, "ctr", "2-3", false, &err), 0);
   assert_false (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
   strcpy (k_find ("/xa/ctr")->partition, "root invalid (Parent is not a partition root)");
-  cp_isolate_reconcile (fx->l, NULL);
+  cp_isolate_reconcile (fx->l, NULL, NULL, 0);
   assert_true (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
   assert_true (isolated (fx, "ctr")); /* still its: held, released as usual */
   cleanup_free char *text = cp_ledger_serialize (fx->l);
   tu_assert_contains (text, "\"root\":true,\"invalid\":true}");
   strcpy (k_find ("/xa/ctr")->partition, "root");
-  cp_isolate_reconcile (fx->l, NULL);
+  cp_isolate_reconcile (fx->l, NULL, NULL, 0);
   assert_false (cp_ledger_partition_root (fx->l, "id-ctr")->invalid);
 }
 
