@@ -39,7 +39,7 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
          && a->start_time == b->start_time
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus) && hwloc_bitmap_isequal (a->held, b->held)
          && hwloc_bitmap_isequal (a->mems, b->mems) && a->placed_at == b->placed_at
-         && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
+         && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched && a->isolated == b->isolated
          && (a->drift == NULL ? b->drift == NULL || hwloc_bitmap_iszero (b->drift)
                               : b->drift == NULL ? hwloc_bitmap_iszero (a->drift)
                                                  : hwloc_bitmap_isequal (a->drift, b->drift));

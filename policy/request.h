@@ -73,6 +73,7 @@ struct cp_container_request
   hwloc_const_bitmap_t bound_mems; /* linux.resources.cpu.mems, the same way */
   enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
   bool core_sched;           /* cachepin.io/core-sched=true */
+  bool isolate;
 };
 
 /* Defaults: cpus unset, align=llc, smt=pe0-first, mode=exclusive, strict=false. */

@@ -25,6 +25,7 @@ static const char apply_usage[] =
   "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --dry-run           print the plan (as `cachepin plan` does) and write nothing\n"
+  "  --isolate           keep every other cgroup off its CPUs (a cgroup v2 partition)\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
   "  -h, --help          this text\n";
 
@@ -39,6 +40,7 @@ enum
   OPT_MEMS,
   OPT_NAME,
   OPT_DRY_RUN,
+  OPT_ISOLATE,
 };
 
 struct apply_args
@@ -48,6 +50,7 @@ struct apply_args
   const char *name; /* --name, NULL: the cgroup's path */
   bool mems_keep;
   bool dry_run;
+  bool isolate;
   unsigned given; /* CP_CLI_GIVEN bits of the request options given */
   struct cp_request req;
 };
@@ -77,6 +80,9 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_DRY_RUN:
       a->dry_run = true;
       return 1;
+    case OPT_ISOLATE:
+      a->isolate = true;
+      return 1;
     default:
       return 0;
     }
@@ -89,6 +95,7 @@ static const struct option apply_options[] = {
   { "mems", required_argument, NULL, OPT_MEMS },
   { "name", required_argument, NULL, OPT_NAME },
   { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+  { "isolate", no_argument, NULL, OPT_ISOLATE },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
   { NULL, 0, NULL, 0 },
@@ -177,7 +184,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   if (cp_cgroup_from_path (a->cgroup, &cg, err) < 0)
     return cp_error_wrap (err, "--cgroup");
 
-  struct cp_container_request creq = { .mems_keep = a->mems_keep, .cpus_source = "--cpus" };
+  struct cp_container_request creq = { .mems_keep = a->mems_keep, .cpus_source = "--cpus", .isolate = a->isolate };
   cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
   if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
     return cp_fail_input (err, "--cpus: required in exclusive mode");

@@ -98,11 +98,29 @@ print_entry_wide (FILE *out, json_object *e, int idw)
     snprintf (pid, sizeof pid, "%" PRId64, num (e, "pid"));
   const char *cas = S (e, "sched_cache");
   bool core = json_object_get_boolean (get (e, "core_sched"));
-  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %-7s %s  %s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
+  bool isolated = json_object_is_type (get (e, "isolate"), json_type_object);
+  fprintf (out, "  %-*s %-9s %-10s %-10s %-5s %-8s %-19s %-7s %s  %s%s%s%s%s\n", idw, S (e, "id"), S (e, "mode"),
            S (e, "cpus"), S (e, "held"), *S (e, "mems") ? S (e, "mems") : "-", pid, when, entry_state (e),
            S (e, "cgroup"), is_null (e, "name") ? "-" : S (e, "name"),
            strcmp (cas, "none") != 0 ? "  sched-cache=" : "", strcmp (cas, "none") != 0 ? cas : "",
-           core ? "  core-sched" : "");
+           core ? "  core-sched" : "", isolated ? "  isolated" : "");
+}
+
+/* An isolated entry (cachepin.io/isolate): its partition as the kernel reads it now. */
+static void
+print_isolation (const struct cp_view *v, json_object *e, const char *shown)
+{
+  json_object *iso = get (e, "isolate");
+  if (!json_object_is_type (iso, json_type_object))
+    return;
+  json_object *part = get (iso, "partition"), *eff = get (iso, "exclusive_effective");
+  const char *p = json_object_is_type (part, json_type_string) ? json_object_get_string (part) : NULL;
+  const char *x = json_object_is_type (eff, json_type_string) ? json_object_get_string (eff) : "?";
+  if (p && strcmp (p, "root") == 0)
+    cp_view_line (v, 4, "  %s ISOLATED: a partition root on CPUs %s (no other cgroup runs there)", shown, x);
+  else
+    cp_view_line (v, 4, "  %s ISOLATION INVALID: cpuset.cpus.partition reads `%s` (docs/isolation.md)", shown,
+                  p ? p : "?");
 }
 
 /* Below the table, a line for each entry that is not ok: what is wrong, and
@@ -117,6 +135,7 @@ print_entry_problems (const struct cp_view *v, json_object *entries)
       const char *state = entry_state (e);
       char id[4 * CP_STATUS_ID_COLS + 8];
       const char *shown = v->wide ? S (e, "id") : entry_short_id (e, id, sizeof id);
+      print_isolation (v, e, shown);
       if (strcmp (state, "DRIFTED") == 0)
         cp_view_line (v, 4, "  %s DRIFTED: its cgroup runs on %s (another manager moved it: docs/managers.md)", shown,
                       S (e, "live_cpus"));

@@ -20,145 +20,18 @@
 #include "events.h"
 #include "topocache.h"
 #include "recheck.h"
+#include "isolation.h"
+#include "placer_internal.h"
 
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
-static void
-log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
+#ifdef CACHEPIN_FAULT_INJECTION
+void
+cp_placer_fault (enum cp_placer_fault_point point)
 {
-  (void) data;
-  cleanup_free char *cpus = cp_cpulist_format (e->held);
-  cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
+  FAULT (point);
 }
-
-/* Another manager rewrote a placed container's cpuset (runc or podman update,
-   systemd, the kubelet's CPU manager): said once per change, at warning level,
-   because cachepin's promise that no CPU is handed out twice now rests on counting
-   the CPUs it really runs on.  The line names every CPU the entry now withholds
-   (cp_ledger_entry_taken()): the ones it was placed on stay held as well, and a
-   user who reads only the drifted ones looks for the others in vain. */
-static void
-log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *data)
-{
-  (void) data;
-  cleanup_free char *placed = cp_cpulist_format (e->cpus);
-  if (hwloc_bitmap_iszero (e->drift))
-    {
-      cp_log (CP_LOG_INFO, "drift: %s (cgroup %s%s) is back on the CPUs cachepin placed it on (%s)", e->id,
-              e->cgroup_mount, e->cgroup, placed);
-      cleanup_free char *back = cp_xasprintf ("back on the CPUs cachepin placed it on (%s)", placed);
-      cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
-                                          .cpus = e->cpus, .what = back });
-      return;
-    }
-  bool exclusive = e->mode == CP_MODE_EXCLUSIVE;
-  cleanup_bitmap hwloc_bitmap_t taken = cp_bitmap_new ();
-  cp_ledger_entry_taken (e, NULL, taken);
-  cleanup_free char *now = cp_cpulist_format (e->drift);
-  cleanup_free char *was = cp_cpulist_format (before);
-  cleanup_free char *withheld = cp_cpulist_format (taken);
-  cleanup_free char *kept = cp_cpulist_format (exclusive ? e->held : e->cpus);
-  bool one = hwloc_bitmap_weight (taken) == 1;
-  cp_log (CP_LOG_WARNING,
-          "drift: %s (cgroup %s%s): its cpuset.cpus is %s, not the %s cachepin placed%s%s%s; another manager "
-          "rewrote it (runc/podman update, systemd, the kubelet); until it is released, %s %s %s: %s %s since "
-          "its placement and %s it runs on now",
-          e->id, e->cgroup_mount, e->cgroup, now, placed, hwloc_bitmap_iszero (before) ? "" : " (it was ",
-          hwloc_bitmap_iszero (before) ? "" : was, hwloc_bitmap_iszero (before) ? "" : " at the last run)",
-          one ? "CPU" : "CPUs", withheld,
-          exclusive ? (one ? "is withheld from other containers" : "are withheld from other containers")
-                    : (one ? "counts in its shared load" : "count in its shared load"),
-          kept, exclusive ? "held" : "used", now);
-  cleanup_free char *what = cp_xasprintf ("cpuset.cpus is %s, not the %s cachepin placed; %s %s withheld until "
-                                          "it is released", now, placed, one ? "CPU" : "CPUs", withheld);
-  cp_event_emit (&(struct cp_event) { .kind = CP_EVENT_DRIFT, .id = e->id, .name = e->name, .cgroup = e->cgroup,
-                                      .cpus = e->drift, .what = what });
-}
-
-/* cp_ledger_cgroup_state() and the cgroup's CPUs, with each mount point opened
-   once for the whole reconcile (DATA), not once per entry. */
-static int
-cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
-{
-  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus, ino);
-}
-
-/* A release decides only whether cache-aware scheduling goes back (no CPU is
-   handed out): the entries of containers that asked for it are the ones it needs
-   checked.  The rest wait for the next placement's reconcile, which drops them and
-   judges their drift before any CPU is handed out; a release then costs no cgroupfs
-   or /proc read per entry (two per entry at 1,000 entries is most of its time).
-   Except an entry whose pid no longer exists at all (one kill(pid, 0), no read):
-   a container whose own poststop timed out on the lock (40 poststops at once
-   behind a stalled holder left 38 entries), which the next release drops rather
-   than leaving it until the next placement.  A pid that exists may be reused:
-   that is the full check's to judge.  With a recheck window (the NRI plugin), an
-   entry this process found alive within its window is not asked either, as a
-   placement would not check it (recheck.h): 1,000 kill() calls were a fifth of
-   the plugin's time; a dead one is dropped by the release or placement after
-   its window, as a placement's reconcile would drop it. */
-static bool
-release_checks (const struct cp_ledger_entry *e, void *data)
-{
-  (void) data;
-  if (e->sched_cache == CP_ASK_ON)
-    return true;
-  if (cp_recheck_on () && !cp_recheck_due (e, NULL))
-    return false;
-  return e->pid > 0 && kill (e->pid, 0) < 0 && errno == ESRCH;
-}
-
-enum reconcile_scope
-{
-  RECONCILE_ALL,
-  RECONCILE_CAS_ASKERS,
-};
-
-static int
-open_ledger (const struct cp_hostconfig *hc, enum reconcile_scope scope, struct cp_ledger **out, cp_error_t *err)
-{
-  struct cp_ledger *l = NULL;
-  if (cp_ledger_open (hc->state_dir, hc->lock_timeout_ms, &l, err) < 0)
-    return cp_error_wrap (err, "ledger %s", hc->state_dir);
-  FAULT (CP_PLACER_FAULT_LOCKED);
-  const char *why = NULL;
-  if (cp_ledger_was_recovered (l, &why))
-    cp_log (CP_LOG_WARNING, "ledger: %s", why); /* names the file, and what it went back to */
-  struct cp_ledger_liveness alive = {
-    .cgroup_cpus = cgroup_cpus,
-    .pid_start_time = cp_ledger_pid_start_time,
-    .dropped = log_dropped,
-    .drifted = log_drifted,
-    .check = scope == RECONCILE_CAS_ASKERS ? release_checks : NULL,
-    .data = cp_cgroup_mounts_new (),
-  };
-  /* A long-running front end's placements check an entry it found alive again
-     only once its window has passed (recheck.h: a dead container's CPUs, or a
-     drift, are seen up to that much later than by the hook). */
-  bool window = scope == RECONCILE_ALL && cp_recheck_on ();
-  if (cp_recheck_on ())
-    cp_recheck_begin (); /* the clock, for release_checks() too */
-  if (window)
-    alive.check = cp_recheck_due;
-  int r = cp_ledger_reconcile (l, &alive, NULL, err);
-  if (r == 0 && window)
-    cp_recheck_seen (l);
-  cp_cgroup_mounts_free (alive.data);
-  if (r < 0)
-    {
-      cp_ledger_close (l);
-      return cp_error_wrap (err, "ledger %s", hc->state_dir);
-    }
-  FAULT (CP_PLACER_FAULT_RECONCILED);
-  *out = l;
-  return 0;
-}
-
-int
-cp_placer_open_ledger (const struct cp_hostconfig *hc, struct cp_ledger **out, cp_error_t *err)
-{
-  return open_ledger (hc, RECONCILE_ALL, out, err);
-}
+#endif
 
 static int
 record (struct cp_ledger *l, const struct cp_target *t, const struct cp_container_request *creq,
@@ -261,7 +134,7 @@ cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_
 static int
 decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
         const struct cp_target *t, const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
-        const char *too_many, struct cp_plan **plan_out, cp_error_t *err)
+        const char *too_many, struct cp_isolate *iso, struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_placer_check_unclaimed (l, t, err) < 0)
@@ -269,6 +142,8 @@ decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cp
   int ret = cp_placer_take_over (l, t, cpus, mems, &plan) > 0 ? 0
             : too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
                        : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err);
+  if (ret == 0 && iso) /* the host keeps CPUs of its own: before anything is recorded */
+    ret = cp_isolate_decide (iso, l, topo, t->id, plan->cpus, creq->req.strict, err);
   if (ret < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it
@@ -290,7 +165,7 @@ cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_cons
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
-  return decide (l, topo, cpus, mems, t, creq, kept_mems, NULL, plan_out, err);
+  return decide (l, topo, cpus, mems, t, creq, kept_mems, NULL, NULL, plan_out, err);
 }
 
 /* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
@@ -349,6 +224,7 @@ struct cp_placer
   struct cp_ledger *l;
   struct cp_plan *plan; /* once decided */
   char *too_many;       /* the refusal of a request for more CPUs than cpus holds (NULL: it fits) */
+  struct cp_isolate iso; /* cachepin.io/isolate (isolation.h) */
 };
 
 static struct cp_placer *
@@ -423,7 +299,8 @@ cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
   if (creq->mems_keep && read_kept_mems (p, err) < 0)
     return -1;
   open_schedctl (hc, &p->sc);
-  if (cp_schedctl_check_request (&p->sc, t->id, creq->sched_cache, creq->req.strict, err) < 0)
+  if (cp_schedctl_check_request (&p->sc, t->id, creq->sched_cache, creq->req.strict, err) < 0
+      || cp_isolate_open (hc, t, creq, &p->iso, err) < 0)
     return -1;
   if (cp_placer_open_ledger (hc, &p->l, err) < 0)
     return -1;
@@ -458,7 +335,8 @@ cp_placer_state_dirfd (const struct cp_placer *p)
 int
 cp_placer_decide (struct cp_placer *p, cp_error_t *err)
 {
-  if (decide (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->plan, err) == 0)
+  if (decide (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->iso, &p->plan,
+              err) == 0)
     return 0;
   sync_schedctl (&p->sc, p->l); /* reconcile may have dropped the last container asking */
   return -1;
@@ -476,6 +354,13 @@ cp_placer_apply (struct cp_placer *p, cp_error_t *err)
   const struct cp_target *t = &p->target;
   const struct cp_plan *plan = p->plan;
   bool mems_keep = p->creq->mems_keep;
+  /* An earlier partition of this id (placed again: the decision replaced its
+     isolated entry) goes before its cgroup is written again. */
+  char *self[] = { (char *) t->id };
+  if (t->cgroup)
+    cp_isolate_reconcile (p->l, &(struct cp_partition_tree) { .mount = t->cgroup->mount,
+                                                              .mountfd = t->cgroup->mountfd },
+                          self, 1);
   /* The direct write (cgroupfs), then the others, told after it: it stands
      whatever they answer.  Without a cgroup no manager is attached for it. */
   if (cp_managers_apply (&p->mgrs, plan->cpus, mems_keep ? NULL : plan->mems, err) < 0)
@@ -483,6 +368,11 @@ cp_placer_apply (struct cp_placer *p, cp_error_t *err)
       take_back (p->l, t, &p->sc);
       if (t->cgroup)
         return cp_error_wrap (err, "cgroup %s%s", t->cgroup->mount, t->cgroup->path);
+      return -1;
+    }
+  if (t->cgroup && cp_isolate_apply (&p->iso, p->l, t, plan->cpus, p->creq->req.strict, err) < 0)
+    {
+      take_back (p->l, t, &p->sc);
       return -1;
     }
   sync_schedctl (&p->sc, p->l);
@@ -539,7 +429,13 @@ cp_placer_open_release (const struct cp_hostconfig *hc, const struct cp_release 
   open_schedctl (hc, &p->sc);
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_RELEASE, .cgroup = rel->widen, .kubelet_state = hc->kubelet_state };
   cp_managers_attach (NULL, &mctx, &p->mgrs);
-  if (open_ledger (hc, RECONCILE_CAS_ASKERS, &p->l, err) < 0)
+  if (cp_placer_open_ledger_in (hc, CP_RECONCILE_CAS_ASKERS, &p->l, err) < 0)
+    return -1;
+  /* Its partition, before the sandbox (a poststop's keeps no cgroup) and before
+     the cgroup is widened: only when the entry is this release's. */
+  const struct cp_ledger_entry *e = cp_ledger_find (p->l, rel->id);
+  cleanup_free char *why = e ? not_its (e, rel) : NULL;
+  if (e && why == NULL && cp_isolate_release (p->l, rel->id, err) < 0)
     return -1;
   cp_schedctl_ledger_opened (&p->sc, p->l);
   *out = cp_steal_pointer (&p);

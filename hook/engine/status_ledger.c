@@ -14,6 +14,7 @@
 #include "bitmap.h"
 #include "cgroup.h"
 #include "ledger.h"
+#include "isolation.h"
 
 /* ------------------------------------------------------------------ topology */
 
@@ -204,6 +205,7 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const ch
   add (o, "core_sched", json_object_new_boolean (e->core_sched));
   add (o, "live_cpus", hwloc_bitmap_iszero (live) ? NULL : jcpulist (live));
   add (o, "drifted", json_object_new_boolean (drifted));
+  add (o, "isolate", gone ? NULL : cp_isolate_status_json (e));
   json_object *llcs = NULL;
   if (topo)
     {

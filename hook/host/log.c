@@ -102,3 +102,12 @@ cp_log_syslog (enum cp_log_level level, const char *fmt, ...)
   vlog (level, false, fmt, ap);
   va_end (ap);
 }
+
+void
+cp_log_tell (enum cp_log_level level, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  vlog (level, true, fmt, ap);
+  va_end (ap);
+}

@@ -31,4 +31,9 @@ void cp_log (enum cp_log_level level, const char *fmt, ...) __attribute__ ((form
    that stderr carries it once. */
 void cp_log_syslog (enum cp_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
+/* To syslog and to stderr whatever cp_log_init() said: what the user asked for
+   and is placed without (cachepin.io/isolate), which `apply`, logging to syslog
+   only, must still show. */
+void cp_log_tell (enum cp_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
 #endif

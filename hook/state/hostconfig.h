@@ -62,6 +62,13 @@ enum cp_sched_cache_setting
   CP_SCHED_CACHE_NEVER,
 };
 
+/* The host setting `isolate` (issue 23): stub until branch isoreq parses it. */
+enum cp_isolate_setting
+{
+  CP_ISOLATE_ALLOW = 0,
+  CP_ISOLATE_DENY,
+};
+
 struct cp_hostconfig
 {
   char *path;               /* the file read; NULL when none was (defaults) */
@@ -78,6 +85,7 @@ struct cp_hostconfig
   enum cp_sched_cache_setting sched_cache;
   char *kernel_root;        /* "/" unless a test says otherwise */
   char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
+  enum cp_isolate_setting isolate;
 };
 
 /* The defaults, as if from an empty file. */

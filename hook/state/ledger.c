@@ -51,6 +51,7 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->sched_cache = src->sched_cache;
   dst->core_sched = src->core_sched;
   dst->drift = src->drift ? cp_bitmap_dup (src->drift) : cp_bitmap_new ();
+  dst->isolated = src->isolated;
 }
 
 static bool
@@ -72,7 +73,7 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
          && hwloc_bitmap_isequal (a->held, b->held) && hwloc_bitmap_isequal (a->mems, b->mems)
          && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
-         && drift_equal (a->drift, b->drift);
+         && drift_equal (a->drift, b->drift) && a->isolated == b->isolated;
 }
 
 struct cp_ledger *
@@ -138,8 +139,8 @@ cp_ledger_quotable (const char *s)
 }
 
 /* Ids and paths end up in logs and on terminals: policy/base/text.h says what may. */
-static int
-check_text (const char *what, const char *s, size_t max, cp_error_t *err)
+int
+cp_ledger_check_text (const char *what, const char *s, size_t max, cp_error_t *err)
 {
   if (s == NULL)
     return cp_fail_input (err, "`%s` is missing", what);
@@ -155,10 +156,10 @@ check_text (const char *what, const char *s, size_t max, cp_error_t *err)
 
 /* Absolute, no `..` component: reconcile stats these paths and other parts of the
  * hook may write below them. */
-static int
-check_path (const char *what, const char *s, cp_error_t *err)
+int
+cp_ledger_check_path (const char *what, const char *s, cp_error_t *err)
 {
-  if (check_text (what, s, CP_LEDGER_MAX_PATH, err) < 0)
+  if (cp_ledger_check_text (what, s, CP_LEDGER_MAX_PATH, err) < 0)
     return -1;
   if (s[0] != '/')
     return cp_fail_input (err, "`%s`: `%.64s` is not an absolute path", what, s);
@@ -190,9 +191,10 @@ check_set (const char *what, hwloc_const_bitmap_t set, bool allow_empty, cp_erro
 int
 cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
 {
-  if (check_text ("id", e->id, CP_LEDGER_MAX_ID, err) < 0 || check_path ("cgroup_mount", e->cgroup_mount, err) < 0
-      || check_path ("cgroup", e->cgroup, err) < 0
-      || (e->name && check_text ("name", e->name, CP_LEDGER_MAX_NAME, err) < 0))
+  if (cp_ledger_check_text ("id", e->id, CP_LEDGER_MAX_ID, err) < 0
+      || cp_ledger_check_path ("cgroup_mount", e->cgroup_mount, err) < 0
+      || cp_ledger_check_path ("cgroup", e->cgroup, err) < 0
+      || (e->name && cp_ledger_check_text ("name", e->name, CP_LEDGER_MAX_NAME, err) < 0))
     return -1;
   if (e->cgroup_ino > (unsigned long long) CP_LEDGER_MAX_INT)
     return cp_fail_input (err, "`cgroup_ino` %llu is out of range", e->cgroup_ino);
@@ -385,6 +387,7 @@ cp_ledger_usage (const struct cp_ledger *l, const char *exclude_id, struct cp_le
           out->shared[out->n_shared++] = usage_set (out, taken);
         }
     }
+  cp_ledger_partitions_taken (l, exclude_id, out->held); /* partitions not undone yet */
   out->usage.held = out->held;
   out->usage.shared = (const hwloc_const_bitmap_t *) out->shared;
   out->usage.n_shared = out->n_shared;
@@ -561,6 +564,7 @@ cp_ledger_close (struct cp_ledger *l)
   for (size_t i = 0; i < l->n; i++)
     cp_ledger_entry_clear (&l->entries[i]);
   free (l->entries);
+  cp_ledger_partitions_clear (l);
   /* Closing the last descriptor of the open file releases the flock. */
   if (l->lockfd >= 0)
     close (l->lockfd);

@@ -64,6 +64,11 @@ struct cp_ledger_entry
    * as last logged.  NULL or empty: none seen.  The entry keeps `cpus` and `held`
    * as placed; cp_ledger_usage() counts the drifted CPUs as used too. */
   hwloc_bitmap_t drift;
+  /* Its cgroup was made a cgroup v2 partition root on its CPUs and read back
+   * (cachepin.io/isolate; hook/engine/isolate.h).  What was written for it is in
+   * the ledger's partition records (ledger_partition.h), which outlive the entry
+   * until undone. */
+  bool isolated;
 };
 
 struct cp_ledger;
@@ -197,5 +202,6 @@ int cp_ledger_reconcile (struct cp_ledger *l, const struct cp_ledger_liveness *a
 
 #include "ledger_codec.h"
 #include "ledger_store.h"
+#include "ledger_partition.h"
 
 #endif

@@ -123,6 +123,8 @@ cp_ledger_cache_give (struct cp_ledger *l)
      value brought in line, a recovery all mark it dirty). */
   if (!cache.on || !l->ident_known || l->dirty || l->recovered || l->dirfd < 0 || l->lockfd < 0)
     return;
+  if (l->n_parts) /* partition records (rare) are not cached: the file is read */
+    return;
   cache_clear ();
   cache.entries = cp_steal_pointer (&l->entries);
   cache.n = l->n;

@@ -41,11 +41,12 @@ enum ekey
   K_DRIFT,                     /* version 3 */
   K_CGROUP_INO,                /* version 3, optional */
   K_NAME,                      /* version 3, optional */
+  K_ISOLATED,                  /* version 3, optional */
   N_EKEYS,
 };
 static const char *const ekey_names[N_EKEYS] = {
   "id",   "cgroup_mount", "cgroup",    "pid",         "start_time", "mode", "cpus",
-  "held", "mems",         "placed_at", "sched_cache", "core_sched", "drift", "cgroup_ino", "name",
+  "held", "mems",         "placed_at", "sched_cache", "core_sched", "drift", "cgroup_ino", "name", "isolated",
 };
 /* How many of the keys above each version has. */
 static const unsigned version_ekeys[] = { [1] = K_SCHED_CACHE, [2] = K_DRIFT, [3] = N_EKEYS };
@@ -53,9 +54,10 @@ static const unsigned version_ekeys[] = { [1] = K_SCHED_CACHE, [2] = K_DRIFT, [3
 enum tkey
 {
   T_VERSION, T_ENTRIES, T_RESTORE, /* sched_cache_restore: version 2 on */
+  T_PARTITIONS,                     /* version 3, optional */
   N_TKEYS,
 };
-static const char *const tkey_names[N_TKEYS] = { "version", "entries", "sched_cache_restore" };
+static const char *const tkey_names[N_TKEYS] = { "version", "entries", "sched_cache_restore", "partitions" };
 
 #define UNKNOWN_KEY 0xff
 
@@ -430,6 +432,8 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
       && get_int (r, &v[K_CGROUP_INO], "cgroup_ino", CP_LEDGER_MAX_INT, &ino, err) < 0)
     return -1;
   e->cgroup_ino = (unsigned long long) ino;
+  if (v[K_ISOLATED].type != CP_JP_ABSENT && get_bool (&v[K_ISOLATED], "isolated", &e->isolated, err) < 0)
+    return -1;
   if (v[K_NAME].type != CP_JP_ABSENT)
     {
       if (get_string (r, &v[K_NAME], "name", SIZE_MAX, err) < 0)
@@ -522,7 +526,8 @@ ledger_from_records (struct reader *r, cp_error_t *err)
   struct cp_ledger *l = r->l;
   if (check_version (r) < 0)
     return -1;
-  if (only_keys (&r->top_keys, tkey_names, r->version == 1 ? T_RESTORE : N_TKEYS, err) < 0
+  if (only_keys (&r->top_keys, tkey_names, r->version == 1 ? T_RESTORE : r->version == 2 ? T_PARTITIONS : N_TKEYS,
+                 err) < 0
       || restore_from_record (r, l, err) < 0)
     return -1;
   const struct cp_jp_val *entries = &r->top[T_ENTRIES];
@@ -539,7 +544,13 @@ ledger_from_records (struct reader *r, cp_error_t *err)
   for (size_t i = 0; i < r->n_stored; i++)
     if (check_entry (r, &r->entries[i], i) < 0)
       return -1;
-  return cp_ledger_check_entries (l, err);
+  if (cp_ledger_check_entries (l, err) < 0)
+    return -1;
+  /* Few and rare (isolated containers): read with the strict DOM reader. */
+  const struct cp_jp_val *parts = &r->top[T_PARTITIONS];
+  if (parts->type == CP_JP_ABSENT)
+    return 0;
+  return cp_ledger_partitions_parse (r->jp.buf + parts->at, parts->raw_len, l, err);
 }
 
 int

@@ -223,7 +223,40 @@ put_entry (struct out *o, const struct cp_ledger_entry *e)
     PUT (o, "false");
   PUT (o, ",\"drift\":");
   put_cpulist (o, e->drift);
+  if (e->isolated)
+    PUT (o, ",\"isolated\":true");
   PUT (o, "}");
+}
+
+/* "partitions": [...], one record a line; only while there is one. */
+static void
+put_partitions (struct out *o, const struct cp_ledger *l)
+{
+  if (l->n_parts == 0)
+    return;
+  PUT (o, ",\"partitions\":[");
+  for (size_t i = 0; i < l->n_parts; i++)
+    {
+      const struct cp_ledger_partition *p = &l->parts[i];
+      if (i > 0)
+        PUT (o, ",");
+      PUT (o, "\n {\"id\":");
+      put_string (o, p->id);
+      PUT (o, ",\"cgroup_mount\":");
+      put_string (o, p->cgroup_mount);
+      PUT (o, ",\"cgroup\":");
+      put_string (o, p->cgroup);
+      PUT (o, ",\"added\":");
+      put_cpulist (o, p->added);
+      if (p->root)
+        PUT (o, ",\"root\":true");
+      else
+        PUT (o, ",\"root\":false");
+      if (p->invalid)
+        PUT (o, ",\"invalid\":true");
+      PUT (o, "}");
+    }
+  PUT (o, "\n]");
 }
 
 /* {"version":3,"sched_cache_restore":"off","entries":[
@@ -243,6 +276,7 @@ cp_ledger_serialize (const struct cp_ledger *l)
       PUT (&o, ",\"sched_cache_restore\":");
       put_string (&o, l->cas_restore ? "on" : "off");
     }
+  put_partitions (&o, l);
   PUT (&o, ",\"entries\":[");
   for (size_t i = 0; i < l->n; i++)
     {

@@ -17,6 +17,8 @@ struct cp_ledger
   int lockfd; /* holds the flock; -1 when detached */
   struct cp_ledger_entry *entries;
   size_t n, cap;
+  struct cp_ledger_partition *parts; /* ledger_partition.h */
+  size_t n_parts;
   int cas_restore; /* cp_ledger_cas_restore() */
   int cas_restore_stored; /* what sched_cache_restore (the file) holds: 0, 1, -1 none (ledger_store.c) */
   bool dirty;      /* changed since read or last commit */
@@ -64,6 +66,10 @@ int cp_ledger_take_lock (int dirfd, const char *dir, unsigned timeout_ms, cp_err
  * itself.  *HOW says which, for the log ("moved it to", "... removed it ..."). */
 int cp_ledger_move_aside (int dirfd, const char *dir, const char *name, const char *aside, const char **how,
                           cp_error_t *err);
+
+/* The entries' rules for ids and paths (ledger.c), for the partition records. */
+int cp_ledger_check_text (const char *what, const char *s, size_t max, cp_error_t *err);
+int cp_ledger_check_path (const char *what, const char *s, cp_error_t *err);
 
 /* Whether S (NUL-terminated) is short and clean enough to be quoted in a message. */
 bool cp_ledger_quotable (const char *s);

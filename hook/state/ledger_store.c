@@ -169,7 +169,9 @@ adopt (struct cp_ledger *l, struct cp_ledger *parsed)
   l->n = parsed->n;
   l->cap = parsed->cap;
   l->cas_restore = parsed->cas_restore;
-  parsed->n = parsed->cap = 0;
+  l->parts = cp_steal_pointer (&parsed->parts);
+  l->n_parts = parsed->n_parts;
+  parsed->n = parsed->cap = parsed->n_parts = 0;
   cp_ledger_close (parsed);
 }
 

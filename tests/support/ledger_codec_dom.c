@@ -93,7 +93,7 @@ static const char *const entry_keys_v2[] = {
 };
 static const char *const entry_keys[] = {
   "id",        "cgroup_mount", "cgroup",     "pid",   "start_time", "mode", "cpus", "held", "mems",
-  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", "name", NULL,
+  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", "name", "isolated", NULL,
 };
 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
@@ -152,6 +152,9 @@ entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, c
       && get_int (obj, "cgroup_ino", CP_LEDGER_MAX_INT, &ino, err) < 0)
     return -1;
   e->cgroup_ino = (unsigned long long) ino;
+  json_object *isolated_value;
+  if (cp_json_member (obj, "isolated", false, &isolated_value) && get_bool (obj, "isolated", &e->isolated, err) < 0)
+    return -1;
   json_object *name_value;
   const char *name;
   if (cp_json_member (obj, "name", false, &name_value))
@@ -183,7 +186,8 @@ entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, c
 }
 
 static const char *const top_keys_v1[] = { "version", "entries", NULL };
-static const char *const top_keys[] = { "version", "entries", "sched_cache_restore", NULL };
+static const char *const top_keys_v2[] = { "version", "entries", "sched_cache_restore", NULL };
+static const char *const top_keys[] = { "version", "entries", "sched_cache_restore", "partitions", NULL };
 
 /* The optional "sched_cache_restore": "on" | "off" (absent: -1). */
 static int
@@ -215,7 +219,7 @@ ledger_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
   if (number < 1 || number > CP_LEDGER_VERSION)
     return cp_fail_input (err, "unsupported version %lld (expected 1 to %d)", (long long) number,
                           CP_LEDGER_VERSION);
-  if (only_keys (root, number == 1 ? top_keys_v1 : top_keys, err) < 0 || restore_from_json (root, l, err) < 0)
+  if (only_keys (root, number == 1 ? top_keys_v1 : number == 2 ? top_keys_v2 : top_keys, err) < 0 || restore_from_json (root, l, err) < 0)
     return -1;
   if (member (root, "entries", &entries, err) < 0)
     return -1;
@@ -241,7 +245,12 @@ ledger_from_json (json_object *root, struct cp_ledger *l, cp_error_t *err)
           return cp_error_wrap (err, "entry %zu", i);
         }
     }
-  return cp_ledger_check_entries (l, err);
+  if (cp_ledger_check_entries (l, err) < 0)
+    return -1;
+  json_object *parts;
+  if (!cp_json_member (root, "partitions", false, &parts))
+    return 0;
+  return cp_ledger_partitions_from_json (parts, l, err);
 }
 
 int
@@ -291,6 +300,8 @@ entry_to_json (const struct cp_ledger_entry *e)
   json_object_object_add (o, "sched_cache", json_object_new_string (ask_names[e->sched_cache]));
   json_object_object_add (o, "core_sched", json_object_new_boolean (e->core_sched));
   json_object_object_add (o, "drift", e->drift ? json_cpulist_new (e->drift) : json_object_new_string (""));
+  if (e->isolated)
+    json_object_object_add (o, "isolated", json_object_new_boolean (true));
   return o;
 }
 
@@ -307,6 +318,24 @@ cp_ledger_serialize_dom (const struct cp_ledger *l)
     json_object_object_add (root, "sched_cache_restore", json_object_new_string (l->cas_restore ? "on" : "off"));
   for (size_t i = 0; i < l->n; i++)
     json_object_array_add (entries, entry_to_json (&l->entries[i]));
+  if (l->n_parts)
+    {
+      json_object *parts = json_object_new_array ();
+      for (size_t i = 0; i < l->n_parts; i++)
+        {
+          const struct cp_ledger_partition *p = &l->parts[i];
+          json_object *o = json_object_new_object ();
+          json_object_object_add (o, "id", json_object_new_string (p->id));
+          json_object_object_add (o, "cgroup_mount", json_object_new_string (p->cgroup_mount));
+          json_object_object_add (o, "cgroup", json_object_new_string (p->cgroup));
+          json_object_object_add (o, "added", json_cpulist_new (p->added));
+          json_object_object_add (o, "root", json_object_new_boolean (p->root));
+          if (p->invalid)
+            json_object_object_add (o, "invalid", json_object_new_boolean (true));
+          json_object_array_add (parts, o);
+        }
+      json_object_object_add (root, "partitions", parts);
+    }
   const char *text = json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
   if (text == NULL)
     abort ();
