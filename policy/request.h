@@ -73,6 +73,7 @@ struct cp_container_request
   hwloc_const_bitmap_t bound_mems; /* linux.resources.cpu.mems, the same way */
   enum cp_ask sched_cache;   /* cachepin.io/sched-cache */
   bool core_sched;           /* cachepin.io/core-sched=true */
+  bool isolate;
 };
 
 /* Defaults: cpus unset, align=llc, smt=pe0-first, mode=exclusive, strict=false. */
@@ -92,6 +93,14 @@ int cp_parse_bool (const char *s, bool *out, cp_error_t *err);
 int cp_parse_mems (const char *s, bool *keep, cp_error_t *err);
 /* A decimal count 1..max, no sign, no leading zero, no spaces. */
 int cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err);
+
+/* isolate (cachepin.io/isolate, `--isolate`) asks a cgroup v2 partition of the
+ * container's own CPUs: only an exclusive placement has CPUs of its own to give
+ * one.  0 when CREQ does not ask it or its mode (given or the host default) is
+ * exclusive; else an input error "needs MODE_SPELLING (mode is shared)", which the
+ * caller wraps with the name of what asked ("annotation cachepin.io/isolate",
+ * "--isolate"). */
+int cp_request_check_isolate (const struct cp_container_request *creq, const char *mode_spelling, cp_error_t *err);
 
 /* Names, as accepted by the parsers. */
 const char *cp_align_name (enum cp_level level);
