@@ -172,7 +172,7 @@ cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *to
                         hwloc_const_bitmap_t cpus, cp_error_t *err)
 {
   if (hc->isolate == CP_ISOLATE_DENY)
-    return cp_fail_unsatisfiable (err, "cachepin.io/isolate: denied by the host config (isolate: deny)");
+    return cp_fail_unsatisfiable (err, "cachepin.io/isolate: host setting isolate is deny");
   return cp_isolate_check (topo, already, cpus, err);
 }
 

@@ -87,9 +87,9 @@ struct cp_hostconfig
   char *topology;           /* "host", an absolute path, or "sysfs:" + an absolute path */
   bool sandbox;             /* enter hook/host/sandbox.h once inputs are read (default true) */
   enum cp_sched_cache_setting sched_cache;
-  enum cp_isolate_setting isolate;
   char *kernel_root;        /* "/" unless a test says otherwise */
   char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
+  enum cp_isolate_setting isolate;
 };
 
 /* The defaults, as if from an empty file. */

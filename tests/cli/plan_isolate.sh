@@ -122,9 +122,9 @@ echo "== the host config's isolate: deny"
 echo '{"isolate": "deny"}' >"$T/deny.json"
 plan --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --json
 check "deny: not granted" "$(jq -c '.isolate | [.granted, .reason]' "$T/out")" \
-  '[false,"denied by the host config (isolate: deny)"]'
+  '[false,"host setting isolate is deny"]'
 check "deny: the same CPUs" "$(jq -r .cpus "$T/out")" "$ONE"
-expect_refused "deny, strict" 3 "cachepin plan: cachepin.io/isolate: denied by the host config (isolate: deny)" \
+expect_refused "deny, strict" 3 "cachepin plan: cachepin.io/isolate: host setting isolate is deny" \
   --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --strict
 echo '{"isolate": "allow"}' >"$T/allow.json"
 expect_verdict "allow, as without a config" --config "$T/allow.json" --cpus "$SMT" --smt cores --align none
