@@ -25,9 +25,8 @@ static const char apply_usage[] =
   "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --dry-run           print the plan (as `cachepin plan` does) and write nothing\n"
+  "  --isolate           keep every other cgroup off its CPUs (a cgroup v2 partition)\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
-  "  --isolate           make the CPUs a cgroup v2 partition, so that no other cgroup\n"
-  "                      runs there (cachepin.io/isolate; exclusive mode only)\n"
   "  -h, --help          this text\n";
 
 static const char release_usage[] =
@@ -41,6 +40,7 @@ enum
   OPT_MEMS,
   OPT_NAME,
   OPT_DRY_RUN,
+  OPT_ISOLATE,
 };
 
 struct apply_args
@@ -80,7 +80,7 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_DRY_RUN:
       a->dry_run = true;
       return 1;
-    case CP_OPT_ISOLATE:
+    case OPT_ISOLATE:
       a->isolate = true;
       return 1;
     default:
@@ -95,9 +95,9 @@ static const struct option apply_options[] = {
   { "mems", required_argument, NULL, OPT_MEMS },
   { "name", required_argument, NULL, OPT_NAME },
   { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+  { "isolate", no_argument, NULL, OPT_ISOLATE },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
-  CP_ISOLATE_LONG_OPTION,
   { NULL, 0, NULL, 0 },
 };
 
