@@ -55,11 +55,9 @@ enum
 {
   CP_OPT_CONFIG = 0x180,
   CP_OPT_JSON,
-  CP_OPT_ISOLATE, /* plan and apply: handled by each (it is a cp_container_request's) */
 };
 #define CP_CONFIG_LONG_OPTION { "config", required_argument, NULL, CP_OPT_CONFIG }
 #define CP_JSON_LONG_OPTION { "json", no_argument, NULL, CP_OPT_JSON }
-#define CP_ISOLATE_LONG_OPTION { "isolate", no_argument, NULL, CP_OPT_ISOLATE }
 #define CP_HELP_LONG_OPTION { "help", no_argument, NULL, 'h' }
 
 /* What those options say. */

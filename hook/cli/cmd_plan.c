@@ -39,6 +39,7 @@ enum
   OPT_ALLOWED,
   OPT_OCCUPIED,
   OPT_EMPTY,
+  OPT_ISOLATE,
 };
 
 struct plan_args
@@ -76,7 +77,7 @@ plan_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_EMPTY:
       a->empty = true;
       return 1;
-    case CP_OPT_ISOLATE:
+    case OPT_ISOLATE:
       a->isolate = true;
       return 1;
     default:
@@ -93,7 +94,7 @@ static const struct option plan_options[] = {
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
-  CP_ISOLATE_LONG_OPTION,
+  { "isolate", no_argument, NULL, OPT_ISOLATE },
   { NULL, 0, NULL, 0 },
 };
 
