@@ -301,7 +301,7 @@ capture_end (void)
 }
 
 /* cachepin.io/isolate comes through the plugin's annotations as through the hook's:
-   in exclusive mode the container is placed, with one warning that the plugin does
+   in exclusive mode the container is placed, with a warning that the plugin does
    not isolate (yet); in shared mode the creation fails naming the key. */
 static void
 test_isolate (void **state)
@@ -323,9 +323,11 @@ test_isolate (void **state)
   protobuf_c_message_free_unpacked (&r->base, NULL);
   cleanup_free char *h = held (fx, "iso");
   assert_non_null (h);
-  tu_assert_contains (logged,
-                      "cachepin: warning: container iso: cachepin.io/isolate is not given through NRI yet: placed "
-                      "without isolation\n");
+  /* The words are the plugin's until the engine says it (branch iso: "iso:
+     cachepin.io/isolate: unsupported here (...): placed without isolation"). */
+  tu_assert_contains (logged, "cachepin: warning: ");
+  tu_assert_contains (logged, "iso: cachepin.io/isolate");
+  tu_assert_contains (logged, ": placed without isolation\n");
 
   build (&m, "iso-shared", "1", NULL, NULL);
   m.pod_kv[0].key = (char *) "cachepin.io/mode";
