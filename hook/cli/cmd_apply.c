@@ -159,15 +159,26 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
   cleanup_plan struct cp_plan *plan = NULL;
   if (ret == 0)
     ret = cp_preview_place (&pv, target, creq, NULL, &plan, err);
+  /* As plan says it: without isolation, or refused when strict. */
+  cleanup_error cp_error_t why = NULL;
+  if (ret == 0 && creq->isolate && cp_cli_isolate_verdict (hc, pv.topo, NULL, plan->cpus, &why) < 0
+      && creq->req.strict)
+    {
+      *err = cp_steal_pointer (&why);
+      ret = -1;
+    }
   if (ret == 0 && a->c.json)
-    cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL));
+    cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL),
+                            creq->isolate ? cp_cli_isolate_json (why) : NULL);
   else if (ret == 0)
     {
+      cleanup_free char *isolate = creq->isolate ? cp_cli_isolate_line (why) : NULL;
       cleanup_free char *inputs = cp_cli_inputs_line (&pv, hc, true, NULL);
       cleanup_free char *parent = cp_cpulist_format (pv.cpus);
       cleanup_free char *line = cp_xasprintf ("%s; the parent cgroup and the config allow CPUs %s", inputs, parent);
       struct cp_cli_plan_view view = {
         .allowed = pv.cpus, .held = pv.held, .shared = pv.shared, .reserved = pv.kept_back, .inputs = line,
+        .isolate = isolate,
       };
       cp_cli_print_plan_human (pv.topo, &creq->req, plan, &view);
     }
@@ -188,6 +199,8 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
   if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
     return cp_fail_input (err, "--cpus: required in exclusive mode");
+  if (cp_request_check_isolate (&creq, "--mode exclusive", err) < 0)
+    return cp_error_wrap (err, "--isolate");
 
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = {
@@ -211,7 +224,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
   cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
   if (a->c.json)
-    cp_cli_print_plan_json (topo, &creq.req, plan, NULL);
+    cp_cli_print_plan_json (topo, &creq.req, plan, NULL, NULL);
   else
     {
       /* The directory's name is the caller's text (policy/base/text.h). */
