@@ -186,11 +186,10 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_preview_place (pv, &target, &creq, occupied, &plan, err) < 0)
     return -1;
-  /* Not granted: the hook places it without isolation, or refuses it when strict.
-     Nothing isolated is counted yet: the ledger does not record isolation (the
-     engine's half of issue 23 adds it, and its CPUs belong here). */
+  /* Not granted: the hook places it without isolation, or refuses it when strict. */
   cleanup_error cp_error_t why = NULL;
-  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, NULL, plan->cpus, &why) < 0 && creq.req.strict)
+  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, pv->ledger, target.id, plan->cpus, &why) < 0
+      && creq.req.strict)
     {
       *err = cp_steal_pointer (&why);
       return -1;

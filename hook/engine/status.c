@@ -48,7 +48,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
 {
   static const char *const keys[] = { "found", "state_dir", "topology", "cpus", "reserved", "defaults",
                                       "on_error", "log_level", "lock_timeout_ms", "sandbox", "sched_cache",
-                                      "kernel_root", "kubelet_state", NULL };
+                                      "isolate", "kernel_root", "kubelet_state", NULL };
   if (e)
     {
       json_object *f = failed_part (keys, e);
@@ -69,6 +69,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "lock_timeout_ms", json_object_new_int ((int) hc->lock_timeout_ms));
   add (o, "sandbox", json_object_new_boolean (hc->sandbox));
   add (o, "sched_cache", jstr (cp_sched_cache_setting_name (hc->sched_cache)));
+  add (o, "isolate", jstr (cp_isolate_setting_name (hc->isolate)));
   add (o, "kernel_root", jstr (hc->kernel_root));
   add (o, "kubelet_state", jstr (hc->kubelet_state));
   add (o, "errno", NULL);

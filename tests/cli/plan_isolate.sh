@@ -126,6 +126,8 @@ check "deny: not granted" "$(jq -c '.isolate | [.granted, .reason]' "$T/out")" \
 check "deny: the same CPUs" "$(jq -r .cpus "$T/out")" "$ONE"
 expect_refused "deny, strict" 3 "cachepin plan: cachepin.io/isolate: host setting isolate is deny" \
   --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --strict
+check "deny: status --json shows the setting" \
+  "$("$BIN" status --json --config "$T/deny.json" 2>/dev/null | jq -r .config.isolate)" deny
 echo '{"isolate": "allow"}' >"$T/allow.json"
 expect_verdict "allow, as without a config" --config "$T/allow.json" --cpus "$SMT" --smt cores --align none
 
