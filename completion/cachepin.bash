@@ -9,7 +9,7 @@ _cachepin ()
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
   local commands="plan hook apply release nri status"
-  local request="--cpus --align --smt --mode --strict"
+  local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
   if [ "$COMP_CWORD" -le 1 ]; then

@@ -238,13 +238,14 @@ enum option
   OPT_MEMS,
   OPT_SCHED_CACHE,
   OPT_CORE_SCHED,
+  OPT_ISOLATE,
   OPT_COUNT
 };
 
 static const char *const option_names[OPT_COUNT] = {
   [OPT_CPUS] = "cpus", [OPT_ALIGN] = "align", [OPT_SMT] = "smt",
   [OPT_MODE] = "mode", [OPT_STRICT] = "strict", [OPT_MEMS] = "mems",
-  [OPT_SCHED_CACHE] = "sched-cache", [OPT_CORE_SCHED] = "core-sched",
+  [OPT_SCHED_CACHE] = "sched-cache", [OPT_CORE_SCHED] = "core-sched", [OPT_ISOLATE] = "isolate",
 };
 
 /* The options as an unknown key's error lists them, from the table: "cpus|align|...". */
@@ -352,6 +353,8 @@ apply_option (enum option which, const char *value, struct cp_container_request 
       return cp_fail_input (err, "invalid value `%.64s` (expected on|off)", value);
     case OPT_CORE_SCHED:
       return cp_parse_bool (value, &out->core_sched, err);
+    case OPT_ISOLATE:
+      return cp_parse_bool (value, &out->isolate, err);
     case OPT_COUNT:
     default:
       abort ();
@@ -421,6 +424,9 @@ cp_annotations_to_request (const struct cp_annotations *a, const struct cp_reque
   for (int i = 0; i < OPT_COUNT; i++)
     if (chosen[i] && apply_option ((enum option) i, chosen[i]->value, out, err) < 0)
       return cp_error_wrap (err, "annotation %s", chosen[i]->key);
+  /* Once every key is read: the mode may come after isolate, or from the host's defaults. */
+  if (cp_request_check_isolate (out, CP_ANNOTATION_PREFIX "mode=exclusive", err) < 0)
+    return cp_error_wrap (err, "annotation %s", chosen[OPT_ISOLATE]->key);
   if (lim)
     {
       out->bound_cpus = lim->cpus;

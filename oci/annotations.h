@@ -12,6 +12,10 @@
  *                        setting `sched_cache` decides what is done, hook/engine/schedctl.h)
  *   cachepin.io/core-sched   true | false: a core-scheduling cookie for the
  *                        container's processes (no other task on its cores' siblings)
+ *   cachepin.io/isolate  true | false: its CPUs made a cgroup v2 partition, so that
+ *                        no other cgroup runs there (only with mode=exclusive: an
+ *                        input error otherwise; the host setting `isolate` and the
+ *                        host's one core per NUMA node, policy/isolate.h, decide)
  * Each may also be given for one container of a pod as
  * `cachepin.io/<key>.container.<name>`, which wins over the pod-wide key for the
  * container whose name (io.kubernetes.container.name under CRI-O,

@@ -114,6 +114,14 @@ cp_parse_bool (const char *s, bool *out, cp_error_t *err)
 }
 
 int
+cp_request_check_isolate (const struct cp_container_request *creq, const char *mode_spelling, cp_error_t *err)
+{
+  if (!creq->isolate || creq->req.mode == CP_MODE_EXCLUSIVE)
+    return 0;
+  return cp_fail_input (err, "needs %s (mode is %s)", mode_spelling, cp_mode_name (creq->req.mode));
+}
+
+int
 cp_parse_mems (const char *s, bool *keep, cp_error_t *err)
 {
   static const char *const names[] = { "local", "keep" };

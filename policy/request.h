@@ -94,6 +94,14 @@ int cp_parse_mems (const char *s, bool *keep, cp_error_t *err);
 /* A decimal count 1..max, no sign, no leading zero, no spaces. */
 int cp_parse_count (const char *s, unsigned max, unsigned *out, cp_error_t *err);
 
+/* isolate (cachepin.io/isolate, `--isolate`) asks a cgroup v2 partition of the
+ * container's own CPUs: only an exclusive placement has CPUs of its own to give
+ * one.  0 when CREQ does not ask it or its mode (given or the host default) is
+ * exclusive; else an input error "needs MODE_SPELLING (mode is shared)", which the
+ * caller wraps with the name of what asked ("annotation cachepin.io/isolate",
+ * "--isolate"). */
+int cp_request_check_isolate (const struct cp_container_request *creq, const char *mode_spelling, cp_error_t *err);
+
 /* Names, as accepted by the parsers. */
 const char *cp_align_name (enum cp_level level);
 const char *cp_smt_name (enum cp_smt smt);

@@ -55,9 +55,11 @@ enum
 {
   CP_OPT_CONFIG = 0x180,
   CP_OPT_JSON,
+  CP_OPT_ISOLATE, /* plan and apply: handled by each (it is a cp_container_request's) */
 };
 #define CP_CONFIG_LONG_OPTION { "config", required_argument, NULL, CP_OPT_CONFIG }
 #define CP_JSON_LONG_OPTION { "json", no_argument, NULL, CP_OPT_JSON }
+#define CP_ISOLATE_LONG_OPTION { "isolate", no_argument, NULL, CP_OPT_ISOLATE }
 #define CP_HELP_LONG_OPTION { "help", no_argument, NULL, 'h' }
 
 /* What those options say. */
@@ -156,11 +158,26 @@ struct cp_cli_plan_view
   hwloc_const_bitmap_t shared;   /* used by shared placements */
   hwloc_const_bitmap_t reserved; /* kept back by the host config */
   const char *inputs;            /* one line, or NULL */
+  const char *isolate;           /* --isolate's verdict (cp_cli_isolate_line()), or NULL */
 };
 
-/* The plan as JSON (one line) on stdout; INPUTS (taken; NULL: none) as "inputs". */
+/* The plan as JSON (one line) on stdout; INPUTS (taken; NULL: none) as "inputs",
+   ISOLATE (taken; NULL: not asked, no key) as "isolate". */
 void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
-                             json_object *inputs);
+                             json_object *inputs, json_object *isolate);
+
+/* Would the CPUS of a plan made now be isolated (cachepin.io/isolate, --isolate)?
+   0: as far as a preview can tell, yes; < 0 with *ERR the reason, unsatisfiable:
+   the host config's `isolate: deny`, or the host's core per NUMA node
+   (policy/isolate.h) with the CPUs ALREADY isolated (NULL: none).  The kernel's
+   support is not judged here. */
+int cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t already,
+                            hwloc_const_bitmap_t cpus, cp_error_t *err);
+
+/* The verdict (WHY: NULL when granted, else the reason) as the plan's text line
+   and as its JSON member. */
+char *cp_cli_isolate_line (cp_error_t why);
+json_object *cp_cli_isolate_json (cp_error_t why);
 
 /* The plan for people: CPUs, domains, reason, inputs and the map (cpumap.h) of
    the domains its --align names (align=none: the LLCs). */

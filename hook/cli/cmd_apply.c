@@ -25,8 +25,9 @@ static const char apply_usage[] =
   "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --dry-run           print the plan (as `cachepin plan` does) and write nothing\n"
-  "  --isolate           keep every other cgroup off its CPUs (a cgroup v2 partition)\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
+  "  --isolate           make the CPUs a cgroup v2 partition, so that no other cgroup\n"
+  "                      runs there (cachepin.io/isolate; exclusive mode only)\n"
   "  -h, --help          this text\n";
 
 static const char release_usage[] =
@@ -40,7 +41,6 @@ enum
   OPT_MEMS,
   OPT_NAME,
   OPT_DRY_RUN,
-  OPT_ISOLATE,
 };
 
 struct apply_args
@@ -80,7 +80,7 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_DRY_RUN:
       a->dry_run = true;
       return 1;
-    case OPT_ISOLATE:
+    case CP_OPT_ISOLATE:
       a->isolate = true;
       return 1;
     default:
@@ -95,9 +95,9 @@ static const struct option apply_options[] = {
   { "mems", required_argument, NULL, OPT_MEMS },
   { "name", required_argument, NULL, OPT_NAME },
   { "dry-run", no_argument, NULL, OPT_DRY_RUN },
-  { "isolate", no_argument, NULL, OPT_ISOLATE },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
+  CP_ISOLATE_LONG_OPTION,
   { NULL, 0, NULL, 0 },
 };
 
@@ -159,15 +159,26 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
   cleanup_plan struct cp_plan *plan = NULL;
   if (ret == 0)
     ret = cp_preview_place (&pv, target, creq, NULL, &plan, err);
+  /* As plan says it: without isolation, or refused when strict. */
+  cleanup_error cp_error_t why = NULL;
+  if (ret == 0 && creq->isolate && cp_cli_isolate_verdict (hc, pv.topo, NULL, plan->cpus, &why) < 0
+      && creq->req.strict)
+    {
+      *err = cp_steal_pointer (&why);
+      ret = -1;
+    }
   if (ret == 0 && a->c.json)
-    cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL));
+    cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL),
+                            creq->isolate ? cp_cli_isolate_json (why) : NULL);
   else if (ret == 0)
     {
+      cleanup_free char *isolate = creq->isolate ? cp_cli_isolate_line (why) : NULL;
       cleanup_free char *inputs = cp_cli_inputs_line (&pv, hc, true, NULL);
       cleanup_free char *parent = cp_cpulist_format (pv.cpus);
       cleanup_free char *line = cp_xasprintf ("%s; the parent cgroup and the config allow CPUs %s", inputs, parent);
       struct cp_cli_plan_view view = {
         .allowed = pv.cpus, .held = pv.held, .shared = pv.shared, .reserved = pv.kept_back, .inputs = line,
+        .isolate = isolate,
       };
       cp_cli_print_plan_human (pv.topo, &creq->req, plan, &view);
     }
@@ -188,6 +199,8 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
   if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
     return cp_fail_input (err, "--cpus: required in exclusive mode");
+  if (cp_request_check_isolate (&creq, "--mode exclusive", err) < 0)
+    return cp_error_wrap (err, "--isolate");
 
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = {
@@ -211,7 +224,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
   cp_log (CP_LOG_INFO, "placed %s: cpus %s mems %s; %s", id, cpus, mems, plan->reason);
   if (a->c.json)
-    cp_cli_print_plan_json (topo, &creq.req, plan, NULL);
+    cp_cli_print_plan_json (topo, &creq.req, plan, NULL, NULL);
   else
     {
       /* The directory's name is the caller's text (policy/base/text.h). */

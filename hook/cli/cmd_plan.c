@@ -28,6 +28,9 @@ static const char plan_usage[] =
   "  --allowed CPULIST   narrow the CPUs the container may use\n"
   "  --occupied CPULIST  CPUs held by others, besides the ledger's\n"
   "  --json              print the plan as one JSON object\n" CP_REQUEST_OPTIONS_HELP
+  "  --isolate           ask for the CPUs as a cgroup v2 partition (cachepin.io/isolate;\n"
+  "                      exclusive mode only) and say whether it would be granted now,\n"
+  "                      and if not, why (with --strict: refused, as the hook would)\n"
   "  -h, --help          this text\n";
 
 enum
@@ -45,6 +48,7 @@ struct plan_args
   const char *allowed;
   const char *occupied;
   bool empty;
+  bool isolate;
   unsigned given; /* CP_CLI_GIVEN bits of the request options given */
   struct cp_request req;
 };
@@ -72,6 +76,9 @@ plan_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_EMPTY:
       a->empty = true;
       return 1;
+    case CP_OPT_ISOLATE:
+      a->isolate = true;
+      return 1;
     default:
       return 0;
     }
@@ -86,6 +93,7 @@ static const struct option plan_options[] = {
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
+  CP_ISOLATE_LONG_OPTION,
   { NULL, 0, NULL, 0 },
 };
 
@@ -153,8 +161,10 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
   if (!host && cp_topo_load (a->topology, &topo, err) < 0)
     return cp_error_wrap (err, "--topology");
 
-  struct cp_container_request creq = { .cpus_source = "--cpus" };
+  struct cp_container_request creq = { .cpus_source = "--cpus", .isolate = a->isolate };
   cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
+  if (cp_request_check_isolate (&creq, "--mode exclusive", err) < 0)
+    return cp_error_wrap (err, "--isolate");
   struct cp_target target = { .id = "plan:" };
   if (cp_preview_open (hc, topo, with_ledger, &target, &creq, pv, err) < 0)
     return ledger_failed (pv, err);
@@ -175,16 +185,28 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_preview_place (pv, &target, &creq, occupied, &plan, err) < 0)
     return -1;
+  /* Not granted: the hook places it without isolation, or refuses it when strict.
+     Nothing isolated is counted yet: the ledger does not record isolation (the
+     engine's half of issue 23 adds it, and its CPUs belong here). */
+  cleanup_error cp_error_t why = NULL;
+  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, NULL, plan->cpus, &why) < 0 && creq.req.strict)
+    {
+      *err = cp_steal_pointer (&why);
+      return -1;
+    }
   if (a->c.json)
     {
-      cp_cli_print_plan_json (pv->topo, &creq.req, plan, cp_cli_inputs_json (pv, hc, with_config, empty_why));
+      cp_cli_print_plan_json (pv->topo, &creq.req, plan, cp_cli_inputs_json (pv, hc, with_config, empty_why),
+                              creq.isolate ? cp_cli_isolate_json (why) : NULL);
       return 0;
     }
+  cleanup_free char *isolate = creq.isolate ? cp_cli_isolate_line (why) : NULL;
   cleanup_free char *inputs = cp_cli_inputs_line (pv, hc, with_config, empty_why);
   cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_dup (pv->held);
   hwloc_bitmap_or (held, held, occupied);
   struct cp_cli_plan_view view = {
     .allowed = pv->cpus, .held = held, .shared = pv->shared, .reserved = pv->kept_back, .inputs = inputs,
+    .isolate = isolate,
   };
   cp_cli_print_plan_human (pv->topo, &creq.req, plan, &view);
   return 0;

@@ -163,6 +163,9 @@ cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oc
       if (creq->core_sched)
         cp_log (CP_LOG_WARNING, "container %s: cachepin.io/core-sched is not given through NRI yet: placed without it",
                 id);
+      if (creq->isolate)
+        cp_log (CP_LOG_WARNING,
+                "container %s: cachepin.io/isolate is not given through NRI yet: placed without isolation", id);
       struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
       int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;

@@ -11,6 +11,7 @@
 #include "cpulist.h"
 #include "topo.h"
 #include "util.h"
+#include "isolate.h"
 #include "ledger.h"
 #include "cpumap.h"
 
@@ -29,7 +30,7 @@ level_json_name (enum cp_level level)
 
 void
 cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
-                        json_object *inputs)
+                        json_object *inputs, json_object *isolate)
 {
   json_object *root = json_object_new_object ();
   json_add_cpulist (root, "cpus", plan->cpus);
@@ -55,6 +56,8 @@ cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req
   json_object_object_add (root, "reason", json_object_new_string (plan->reason));
   if (inputs)
     json_object_object_add (root, "inputs", inputs);
+  if (isolate)
+    json_object_object_add (root, "isolate", isolate);
   puts (json_object_to_json_string_ext (root, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
   json_object_put (root);
 }
@@ -152,12 +155,56 @@ cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *re
     }
   printf ("%s\n", plan->split ? "  [split]" : "");
   printf ("reason:  %s\n", plan->reason);
+  if (view->isolate)
+    printf ("isolate: %s\n", view->isolate);
   if (view->inputs)
     printf ("inputs:  %s\n", view->inputs);
   putchar ('\n');
   /* align=none places in the allowed CPUs as one domain: its map is the LLCs'. */
   enum cp_level level = req->align == CP_LEVEL_MACHINE ? CP_LEVEL_LLC : req->align;
   print_map (topo, level, plan, view);
+}
+
+/* ------------------------------------------------------------------ isolate */
+
+int
+cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t already,
+                        hwloc_const_bitmap_t cpus, cp_error_t *err)
+{
+  if (hc->isolate == CP_ISOLATE_DENY)
+    return cp_fail_unsatisfiable (err, "cachepin.io/isolate: denied by the host config (isolate: deny)");
+  return cp_isolate_check (topo, already, cpus, err);
+}
+
+#define GRANTED                                                                                          \
+  "the host config allows it and every NUMA node keeps a core outside isolated partitions; the kernel's " \
+  "support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
+
+/* The reason without the key the line already names. */
+static const char *
+isolate_reason (cp_error_t why)
+{
+  const char *m = cp_error_message (why);
+  static const char key[] = "cachepin.io/isolate: ";
+  return strncmp (m, key, sizeof key - 1) == 0 ? m + sizeof key - 1 : m;
+}
+
+char *
+cp_cli_isolate_line (cp_error_t why)
+{
+  if (why == NULL)
+    return cp_xstrdup ("yes: " GRANTED);
+  return cp_xasprintf ("no, placed without isolation: %s", isolate_reason (why));
+}
+
+json_object *
+cp_cli_isolate_json (cp_error_t why)
+{
+  json_object *o = json_object_new_object ();
+  json_object_object_add (o, "granted", json_object_new_boolean (why == NULL));
+  json_object_object_add (o, "reason", json_object_new_string (why ? isolate_reason (why) : GRANTED));
+  json_object_object_add (o, "kernel_checked", json_object_new_boolean (false));
+  return o;
 }
 
 /* ------------------------------------------------------------------ inputs */

@@ -27,6 +27,7 @@ cp_hostconfig_init (struct cp_hostconfig *hc)
   hc->topology = cp_xstrdup ("host");
   hc->sandbox = true;
   hc->sched_cache = CP_SCHED_CACHE_LEAVE;
+  hc->isolate = CP_ISOLATE_ALLOW;
   hc->kernel_root = cp_xstrdup ("/");
   hc->kubelet_state = cp_xstrdup (CP_HOSTCONFIG_KUBELET_STATE);
 }
@@ -221,6 +222,35 @@ parse_sched_cache (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
                         got);
 }
 
+static const char *const isolate_names[] = {
+  [CP_ISOLATE_ALLOW] = "allow",
+  [CP_ISOLATE_DENY] = "deny",
+};
+
+const char *
+cp_isolate_setting_name (enum cp_isolate_setting setting)
+{
+  return (size_t) setting < CP_ARRAY_SIZE (isolate_names) ? isolate_names[setting] : "unknown";
+}
+
+static int
+parse_isolate (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (json_object_is_type (v, json_type_string))
+    {
+      const char *s = json_object_get_string (v);
+      bool plain = strlen (s) == (size_t) json_object_get_string_len (v);
+      for (size_t i = 0; plain && i < CP_ARRAY_SIZE (isolate_names); i++)
+        if (strcmp (s, isolate_names[i]) == 0)
+          {
+            hc->isolate = (enum cp_isolate_setting) i;
+            return 0;
+          }
+    }
+  cleanup_free char *got = cp_json_describe (v);
+  return cp_fail_input (err, "isolate: expected \"allow\" or \"deny\", got %s", got);
+}
+
 static int
 parse_kernel_root (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -262,6 +292,7 @@ static const struct
   { "topology", parse_topology },
   { "sandbox", parse_sandbox },
   { "sched_cache", parse_sched_cache },
+  { "isolate", parse_isolate },
   { "kernel_root", parse_kernel_root },
   { "kubelet_state", parse_kubelet_state },
 };

@@ -18,6 +18,9 @@
  *                             leave (never written), on-demand (on while a placed
  *                             container asks cachepin.io/sched-cache=on, then back to
  *                             what it was), always, never (hook/engine/schedctl.h)
+ *    "isolate": "allow",      or "deny": whether a container asking cachepin.io/isolate
+ *                             gets a cgroup v2 partition (deny: placed without one,
+ *                             a warning; strict: refused before anything is written)
  *    "kernel_root": "/",      where /sys and /proc are found for the kernel features
  *                             (tests point it at a fake tree)
  *    "kubelet_state": "/var/lib/kubelet/cpu_manager_state"}
@@ -62,7 +65,8 @@ enum cp_sched_cache_setting
   CP_SCHED_CACHE_NEVER,
 };
 
-/* The host setting `isolate` (issue 23): stub until branch isoreq parses it. */
+/* The host setting `isolate`: may a container's CPUs become a cgroup v2 partition
+   (cachepin.io/isolate, `--isolate`)? */
 enum cp_isolate_setting
 {
   CP_ISOLATE_ALLOW = 0,
@@ -83,9 +87,9 @@ struct cp_hostconfig
   char *topology;           /* "host", an absolute path, or "sysfs:" + an absolute path */
   bool sandbox;             /* enter hook/host/sandbox.h once inputs are read (default true) */
   enum cp_sched_cache_setting sched_cache;
+  enum cp_isolate_setting isolate;
   char *kernel_root;        /* "/" unless a test says otherwise */
   char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
-  enum cp_isolate_setting isolate;
 };
 
 /* The defaults, as if from an empty file. */
@@ -105,5 +109,6 @@ void cp_hostconfig_free (struct cp_hostconfig *hc);
 
 const char *cp_on_error_name (enum cp_on_error on_error);
 const char *cp_sched_cache_setting_name (enum cp_sched_cache_setting setting);
+const char *cp_isolate_setting_name (enum cp_isolate_setting setting);
 
 #endif

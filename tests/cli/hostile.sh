@@ -302,7 +302,7 @@ if $ROOT; then
   PARENT_WORD=CPUs; [ "$PARENT_N" = 1 ] && PARENT_WORD=CPU
 fi
 T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the ${PARENT_N:-} ${PARENT_WORD:-} the parent cgroup ${PARENT_CG:-} allows (${PARENT_FILE:-}: ${PARENT_CPUS:-})" root in_cpus '64'
-T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
+T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
 T "unknown key of 2000 bytes"            2 'cachepin hook: state: annotations: key `cachepin.io/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` longer than 1024 bytes' - in_huge_key
 T "5000 foreign annotations, none ours"  0 '' - in_many_annotations
 T "5000 foreign annotations, bad smt"    2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_many_annotations '"cachepin.io/smt": "pe1"'
@@ -321,7 +321,7 @@ T "bare state, bad pid, config ours"     2 'cachepin hook: state: pid: expected 
 T "bare state, bundle relative"          0 'cachepin: warning: container hostile left alone: its state has no annotations and state: bundle: expected an absolute path, got "b"' - in_state 'del(.annotations) | .bundle = "b"'
 T "900 KB foreign value, bad smt"        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_huge_foreign
 T "smt with an escape sequence"          2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe0?[31m` (expected pe0-first|pe0|cores|any)' - in_ann '{"cachepin.io/smt": "pe0\u001b[31m"}'
-T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
+T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
 # bundle, the state asking for placement: config.json is needed, and refused
 T "bundle with ../ to nowhere"           1 'cachepin hook: bundle @D@/nowhere/../bundle: open: No such file or directory' - in_bundle "$D/nowhere/../bundle"
 T "config.json a symlink"                2 'cachepin hook: @D@/bundle/config.json: is a symbolic link' - bundle_symlink

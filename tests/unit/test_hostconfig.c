@@ -29,6 +29,7 @@ assert_defaults (const struct cp_hostconfig *hc)
   assert_int_equal (hc->log_level, CP_LOG_INFO);
   assert_int_equal (hc->lock_timeout_ms, 5000);
   assert_string_equal (hc->topology, "host");
+  assert_int_equal (hc->isolate, CP_ISOLATE_ALLOW);
 }
 
 static void
@@ -72,7 +73,8 @@ test_full (void **state)
                              "  \"on_error\": \"deny\",\n"
                              "  \"log_level\": \"debug\",\n"
                              "  \"lock_timeout_ms\": 60000,\n"
-                             "  \"topology\": \"/usr/share/cachepin/epyc.xml\"\n"
+                             "  \"topology\": \"/usr/share/cachepin/epyc.xml\",\n"
+                             "  \"isolate\": \"deny\"\n"
                              "}\n";
   struct cp_hostconfig hc;
   cp_error_t err = NULL;
@@ -90,16 +92,20 @@ test_full (void **state)
   assert_int_equal (hc.log_level, CP_LOG_DEBUG);
   assert_int_equal (hc.lock_timeout_ms, 60000);
   assert_string_equal (hc.topology, "/usr/share/cachepin/epyc.xml");
+  assert_int_equal (hc.isolate, CP_ISOLATE_DENY);
+  assert_string_equal (cp_isolate_setting_name (hc.isolate), "deny");
   cp_hostconfig_free (&hc);
 
   /* strict also as the annotation's spelling; reserved may be empty. */
   static const char text2[] = "{\"defaults\":{\"strict\":\"true\"},\"reserved\":\"\",\"lock_timeout_ms\":1,"
-                              "\"topology\":\"host\",\"on_error\":\"allow\"}";
+                              "\"topology\":\"host\",\"on_error\":\"allow\",\"isolate\":\"allow\"}";
   if (cp_hostconfig_parse (text2, strlen (text2), NAME, &hc, &err) < 0)
     fail_msg ("%s", cp_error_message (err));
   assert_true (hc.defaults.strict);
   assert_true (hwloc_bitmap_iszero (hc.reserved));
   assert_int_equal (hc.lock_timeout_ms, 1);
+  assert_int_equal (hc.isolate, CP_ISOLATE_ALLOW);
+  assert_string_equal (cp_isolate_setting_name (hc.isolate), "allow");
   cp_hostconfig_free (&hc);
 
   /* The defaults parse as the options and annotations do: any case, l3 for llc. */
@@ -122,6 +128,11 @@ static const struct
   { "on_error a bool", "{\"on_error\":false}", NAME ": on_error: expected \"allow\" or \"deny\", got false" },
   { "on_error with NUL", "{\"on_error\":\"deny\\u0000\"}",
     NAME ": on_error: expected \"allow\" or \"deny\", got \"deny\\u0000\"" },
+  { "isolate unknown", "{\"isolate\":\"on\"}", NAME ": isolate: expected \"allow\" or \"deny\", got \"on\"" },
+  { "isolate in another case", "{\"isolate\":\"Deny\"}", NAME ": isolate: expected \"allow\" or \"deny\", got \"Deny\"" },
+  { "isolate a bool", "{\"isolate\":true}", NAME ": isolate: expected \"allow\" or \"deny\", got true" },
+  { "isolate with NUL", "{\"isolate\":\"deny\\u0000\"}",
+    NAME ": isolate: expected \"allow\" or \"deny\", got \"deny\\u0000\"" },
   { "cpus not a string", "{\"cpus\":[0,1]}", NAME ": cpus: expected a string, got [0,1]" },
   { "cpus open range", "{\"cpus\":\"0-\"}", NAME ": cpus: `0-`: a number is missing at the end" },
   { "cpus empty", "{\"cpus\":\"\"}", NAME ": cpus: empty" },

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "cli.h"
@@ -268,6 +269,80 @@ test_not_ours_and_invalid (void **state)
   assert_null (h2);
 }
 
+static int capture_fd = -1, saved_stderr = -1;
+
+static void
+capture_begin (void)
+{
+  char path[] = "/tmp/cachepin-test-log.XXXXXX";
+  capture_fd = mkstemp (path);
+  assert_true (capture_fd >= 0);
+  unlink (path);
+  fflush (stderr);
+  saved_stderr = dup (STDERR_FILENO);
+  assert_true (saved_stderr >= 0 && dup2 (capture_fd, STDERR_FILENO) == STDERR_FILENO);
+  cp_log_set_level (CP_LOG_WARNING);
+}
+
+/* What was logged since capture_begin() (caller frees). */
+static char *
+capture_end (void)
+{
+  fflush (stderr);
+  assert_true (dup2 (saved_stderr, STDERR_FILENO) == STDERR_FILENO);
+  close (saved_stderr);
+  cp_log_set_level (CP_LOG_ERROR);
+  char buf[8192];
+  ssize_t n = pread (capture_fd, buf, sizeof buf - 1, 0);
+  close (capture_fd);
+  assert_true (n >= 0);
+  buf[n] = '\0';
+  return cp_xstrdup (buf);
+}
+
+/* cachepin.io/isolate comes through the plugin's annotations as through the hook's:
+   in exclusive mode the container is placed, with one warning that the plugin does
+   not isolate (yet); in shared mode the creation fails naming the key. */
+static void
+test_isolate (void **state)
+{
+  struct fixture *fx = *state;
+  struct msg m;
+  build (&m, "iso", NULL, "1", NULL);
+  m.ctr_kv[1].key = (char *) "cachepin.io/isolate";
+  m.ctr_kv[1].value = (char *) "true";
+  m.ctr_p[1] = &m.ctr_kv[1];
+  m.ctr.n_annotations = 2;
+  int32_t code;
+  cleanup_free char *message = NULL;
+  capture_begin ();
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
+  cleanup_free char *logged = capture_end ();
+  assert_int_equal (code, 0);
+  assert_non_null (r->adjust);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  cleanup_free char *h = held (fx, "iso");
+  assert_non_null (h);
+  tu_assert_contains (logged,
+                      "cachepin: warning: container iso: cachepin.io/isolate is not given through NRI yet: placed "
+                      "without isolation\n");
+
+  build (&m, "iso-shared", "1", NULL, NULL);
+  m.pod_kv[0].key = (char *) "cachepin.io/mode";
+  m.pod_kv[0].value = (char *) "shared";
+  m.ctr_kv[0].key = (char *) "cachepin.io/isolate";
+  m.ctr_kv[0].value = (char *) "true";
+  m.ctr_p[0] = &m.ctr_kv[0];
+  m.ctr.n_annotations = 1;
+  cleanup_free char *why = NULL;
+  r = create (fx, &m, &code, &why);
+  assert_null (r);
+  assert_int_equal (code, CP_RPC_FAILED_PRECONDITION);
+  tu_assert_contains (why, "annotation cachepin.io/isolate: needs cachepin.io/mode=exclusive (mode is shared)");
+  cleanup_free char *h2 = held (fx, "iso-shared");
+  assert_null (h2);
+}
+
 int
 main (void)
 {
@@ -284,6 +359,7 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test_setup_teardown (test_create_update_stop, setup, teardown),
     cmocka_unit_test_setup_teardown (test_not_ours_and_invalid, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_isolate, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

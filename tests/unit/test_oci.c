@@ -631,6 +631,7 @@ struct request_case
   enum cp_mode mode;
   bool strict;
   bool mems_keep;
+  bool isolate;
 };
 
 #define ANN(json) "{\"annotations\":{" json "}}"
@@ -640,6 +641,12 @@ struct request_case
 static const struct cp_request numa_defaults = {
   .align = CP_LEVEL_NUMA, .smt = CP_SMT_CORES, .mode = CP_MODE_EXCLUSIVE, .strict = true, .cpus = 7,
 };
+
+static const struct cp_request shared_defaults = {
+  .align = CP_LEVEL_LLC, .smt = CP_SMT_PE0_FIRST, .mode = CP_MODE_SHARED,
+};
+
+#define ISOLATE_NEEDS_EXCLUSIVE(key) "annotation " key ": needs cachepin.io/mode=exclusive (mode is shared)"
 
 static const struct request_case request_cases[] = {
   { .name = "cpus annotation", .config = ANN ("\"cachepin.io/cpus\":\"4\""), .cpus = 4, .source = "annotation" },
@@ -717,12 +724,36 @@ static const struct request_case request_cases[] = {
     .config = ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"four\""),
     .error = "annotation cachepin.io/cpus.container.app: invalid value `four`: expected a number from 1 to 8192" },
   { .name = "unknown key", .config = ANN ("\"cachepin.io/cpu\":\"4\""),
-    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, "
+    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, "
              "optionally followed by .container.<name>)" },
   { .name = "unknown key for another container",
     .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"1\",\"cachepin.io/alig.container.db\":\"llc\""),
-    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched, "
+    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, "
              "optionally followed by .container.<name>)" },
+  { .name = "isolate, exclusive by default", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate\":\"true\""),
+    .cpus = 2, .source = "annotation", .isolate = true },
+  { .name = "isolate, exclusive said", .config = ANN ("\"cachepin.io/isolate\":\"true\",\"cachepin.io/mode\":\"exclusive\",\"cachepin.io/cpus\":\"1\""),
+    .cpus = 1, .source = "annotation", .isolate = true },
+  { .name = "isolate=false asks nothing, shared is fine",
+    .config = ANN ("\"cachepin.io/isolate\":\"false\",\"cachepin.io/mode\":\"shared\""),
+    .cpus = 0, .source = "shared: one domain", .mode = CP_MODE_SHARED },
+  { .name = "isolate per container", .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate.container.app\":\"true\""),
+    .cpus = 2, .source = "annotation", .isolate = true },
+  { .name = "isolate of another container", .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate.container.db\":\"true\""),
+    .cpus = 2, .source = "annotation" },
+  { .name = "isolate in shared mode", .config = ANN ("\"cachepin.io/isolate\":\"true\",\"cachepin.io/mode\":\"shared\""),
+    .error = ISOLATE_NEEDS_EXCLUSIVE ("cachepin.io/isolate") },
+  { .name = "isolate in shared mode, the mode listed first",
+    .config = ANN ("\"cachepin.io/mode\":\"shared\",\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate\":\"true\""),
+    .error = ISOLATE_NEEDS_EXCLUSIVE ("cachepin.io/isolate") },
+  { .name = "isolate in the host's default shared mode", .config = ANN ("\"cachepin.io/isolate\":\"true\""),
+    .defaults = &shared_defaults, .error = ISOLATE_NEEDS_EXCLUSIVE ("cachepin.io/isolate") },
+  { .name = "isolate in shared mode names the per-container key",
+    .config = ANN (NAME_APP ",\"cachepin.io/isolate\":\"false\",\"cachepin.io/isolate.container.app\":\"true\","
+                   "\"cachepin.io/mode.container.app\":\"shared\""),
+    .error = ISOLATE_NEEDS_EXCLUSIVE ("cachepin.io/isolate.container.app") },
+  { .name = "invalid isolate", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate\":\"yes\""),
+    .error = "annotation cachepin.io/isolate: invalid value `yes` (expected false|true)" },
   { .name = "empty container name", .config = ANN ("\"cachepin.io/cpus.container.\":\"4\""),
     .error = "annotation cachepin.io/cpus.container.: empty container name" },
 };
@@ -760,6 +791,7 @@ test_annotations_request (void **state)
           assert_int_equal (out.req.mode, c->mode);
           assert_int_equal (out.req.strict, c->strict);
           assert_int_equal (out.mems_keep, c->mems_keep);
+          assert_int_equal (out.isolate, c->isolate);
         }
       cp_error_free (&err);
       cp_oci_config_free (&cfg);
@@ -1014,6 +1046,30 @@ test_request_from_map_and_limits (void **state)
   cp_oci_config_free (&cfg);
 }
 
+/* A plugin's map (the NRI plugin's pod and container annotations) asks isolate as
+   config.json does, under the same rule. */
+static void
+test_isolate_from_map (void **state)
+{
+  (void) state;
+  const char *const keys[] = { "cachepin.io/cpus", "cachepin.io/isolate", "cachepin.io/mode" };
+  const char *values[] = { "2", "true", "exclusive" };
+  struct cp_annotations a;
+  struct cp_container_request out;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_annotations_from_map (keys, values, 3, "annotations", &a, &err), 0);
+  assert_int_equal (cp_annotations_to_request (&a, NULL, NULL, &out, &err), 0);
+  assert_true (out.isolate);
+  cp_annotations_free (&a);
+  values[2] = "shared";
+  assert_int_equal (cp_annotations_from_map (keys, values, 3, "annotations", &a, &err), 0);
+  tu_check_error ("isolate shared from a map", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
+                  "annotation cachepin.io/isolate: needs cachepin.io/mode=exclusive (mode is shared)");
+  assert_int_equal (err->kind, CP_ERR_INPUT);
+  cp_error_free (&err);
+  cp_annotations_free (&a);
+}
+
 int
 main (void)
 {
@@ -1032,6 +1088,7 @@ main (void)
     cmocka_unit_test (test_annotations_no_config),
     cmocka_unit_test (test_annotations_from_map),
     cmocka_unit_test (test_request_from_map_and_limits),
+    cmocka_unit_test (test_isolate_from_map),
     cmocka_unit_test (test_annotations_wants_and_sandbox),
     cmocka_unit_test (test_annotations_display_name),
   };

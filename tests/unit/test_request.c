@@ -312,6 +312,27 @@ test_error_wrap (void **state)
   cp_error_free (&err);
 }
 
+/* isolate only with an exclusive placement; asking nothing passes in any mode. */
+static void
+test_isolate_needs_exclusive (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_container_request creq = { 0 };
+  cp_request_init (&creq.req);
+  assert_int_equal (cp_request_check_isolate (&creq, "--mode exclusive", &err), 0);
+  creq.isolate = true;
+  assert_int_equal (cp_request_check_isolate (&creq, "--mode exclusive", &err), 0);
+  creq.req.mode = CP_MODE_SHARED;
+  tu_check_error ("isolate shared", cp_request_check_isolate (&creq, "--mode exclusive", &err), &err,
+                  "needs --mode exclusive (mode is shared)");
+  assert_int_equal (err->kind, CP_ERR_INPUT);
+  cp_error_free (&err);
+  creq.isolate = false;
+  assert_int_equal (cp_request_check_isolate (&creq, "--mode exclusive", &err), 0);
+  assert_null (err);
+}
+
 int
 main (void)
 {
@@ -319,7 +340,7 @@ main (void)
     cmocka_unit_test (test_defaults), cmocka_unit_test (test_align), cmocka_unit_test (test_labels),
     cmocka_unit_test (test_smt),      cmocka_unit_test (test_mode),  cmocka_unit_test (test_bool),
     cmocka_unit_test (test_count),    cmocka_unit_test (test_mems),  cmocka_unit_test (test_ask_names),
-    cmocka_unit_test (test_error_wrap),
+    cmocka_unit_test (test_error_wrap), cmocka_unit_test (test_isolate_needs_exclusive),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# `cachepin plan --isolate` and `apply --isolate` on this host, against the real
+# binary ($1): whether the plan's CPUs would be made a partition now and, if not,
+# why (issue 23's request side).  Expectations come from this host's sysfs (its
+# NUMA nodes and its cores' threads), by the documented rule: every NUMA node the
+# CPUs touch keeps one whole core outside isolated partitions; the host config's
+# `isolate: deny` grants none; only an exclusive request may ask.
+#   - plan: the isolate line and its JSON, granted or not as the rule says, for
+#     every CPU (refused) and for one whole core (granted when its node has another);
+#     --strict turns a refusal into exit 3; shared mode is an input error (exit 2);
+#     `reserved` cores are the host's own; without --isolate nothing is said;
+#   - apply (root, a cpuset hierarchy): --isolate in shared mode refused before
+#     anything is written; --dry-run --isolate prints the line.
+# The kernel's support is not judged here: it is the engine's, when placing.
+set -u
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cpuset.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib/check.sh"
+BIN=$(realpath "${1:?usage: plan_isolate.sh PATH-TO-cachepin}")
+command -v jq >/dev/null || cli_skip plan_isolate "no jq (scripts/deps.sh installs it)"
+T=$(mktemp -d /tmp/cachepin-plan_isolate.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+
+# The rule, from sysfs: "granted", or the reason for CPUS (a cpulist) beside
+# nothing isolated yet.
+verdict () {
+  python3 - "$1" <<'EOF'
+import glob, os, re, sys
+def expand(s):
+    out = set()
+    for r in s.strip().split(","):
+        if r:
+            a, _, b = r.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+def fmt(cpus):
+    cpus, out, i = sorted(cpus), [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        out.append(str(cpus[i]) if i == j else "%d-%d" % (cpus[i], cpus[j]))
+        i = j + 1
+    return ",".join(out)
+cpus = expand(sys.argv[1])
+online = expand(open("/sys/devices/system/cpu/online").read())
+allowed = expand(re.search(r"Cpus_allowed_list:\s*(\S+)", open("/proc/self/status").read()).group(1))
+cores = {frozenset(expand(open(p).read())) & online
+         for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")}
+nodes = sorted((int(re.search(r"node(\d+)$", d).group(1)), expand(open(d + "/cpulist").read()) & online)
+               for d in glob.glob("/sys/devices/system/node/node[0-9]*")) or [(0, online)]
+for n, ncpus in nodes:
+    if not (ncpus & allowed) or not (ncpus & cpus):
+        continue
+    if not any(c & ncpus and not (c & cpus) for c in cores):
+        print("CPUs %s would leave NUMA node %d no core outside isolated partitions "
+              "(the host keeps one core per node)" % (fmt(cpus), n))
+        sys.exit()
+print("granted")
+EOF
+}
+GRANTED="the host config allows it and every NUMA node keeps a core outside isolated partitions; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
+plan () { "$BIN" plan --empty "$@" >"$T/out" 2>"$T/err"; RC=$?; }
+# expect_verdict NAME ARGS...: plan ARGS --isolate in JSON and in text agree with the rule
+expect_verdict () {
+  local name=$1
+  shift
+  plan "$@" --isolate --json
+  check "$name: exit" "$RC" 0
+  local cpus want
+  cpus=$(jq -r .cpus "$T/out")
+  want=$(verdict "$cpus")
+  if [ "$want" = granted ]; then
+    check "$name (CPUs $cpus): granted" "$(jq -c '.isolate | [.granted, .reason, .kernel_checked]' "$T/out")" \
+      "$(jq -cn --arg r "$GRANTED" '[true, $r, false]')"
+    plan "$@" --isolate
+    contains "$name: the text says yes" "$T/out" "isolate: yes: $GRANTED"
+  else
+    check "$name (CPUs $cpus): not granted" "$(jq -c '.isolate | [.granted, .reason, .kernel_checked]' "$T/out")" \
+      "$(jq -cn --arg r "$want" '[false, $r, false]')"
+    plan "$@" --isolate
+    contains "$name: the text says no, and why" "$T/out" "isolate: no, placed without isolation: $want"
+  fi
+  VERDICT=$want CPUS=$cpus
+}
+# expect_refused NAME CODE LINE ARGS...: exit CODE, nothing on stdout, LINE on stderr
+expect_refused () {
+  local name=$1 code=$2 line=$3
+  shift 3
+  plan "$@"
+  check "$name: exit" "$RC" "$code"
+  check "$name: nothing on stdout" "$(wc -c <"$T/out")" 0
+  check "$name: one line" "$(cat "$T/err")" "$line"
+}
+
+N=$(nproc)
+# The threads of the core of this process's first allowed CPU.
+FIRST=$(grep Cpus_allowed_list /proc/self/status | awk '{print $2}' | cut -d, -f1 | cut -d- -f1)
+SMT=$(awk -F, '{n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); n += (r[2] == "" ? 1 : r[2] - r[1] + 1) } print n}' \
+  "/sys/devices/system/cpu/cpu$FIRST/topology/thread_siblings_list")
+echo "== this host: $N CPUs allowed, $SMT thread(s) per core, NUMA nodes $(cat /sys/devices/system/node/online 2>/dev/null || echo 0)"
+
+echo "== every CPU: no node keeps a core"
+expect_verdict "all $N CPUs" --cpus "$N" --align none --smt any
+check "all CPUs: the rule refuses them" "$([ "$VERDICT" = granted ] && echo granted || echo refused)" refused
+expect_refused "all CPUs, strict" 3 "cachepin plan: cachepin.io/isolate: $VERDICT" \
+  --cpus "$N" --align none --smt any --strict --isolate
+
+echo "== one whole core: granted when its node has another"
+expect_verdict "one core ($SMT CPUs)" --cpus "$SMT" --smt cores --align none
+ONE=$CPUS
+
+echo "== only exclusive placements ask"
+expect_refused "--mode shared" 2 "cachepin plan: --isolate: needs --mode exclusive (mode is shared)" \
+  --mode shared --isolate
+echo '{"defaults": {"mode": "shared"}}' >"$T/shared.json"
+expect_refused "the config's default mode shared" 2 "cachepin plan: --isolate: needs --mode exclusive (mode is shared)" \
+  --config "$T/shared.json" --isolate
+plan --config "$T/shared.json" --mode exclusive --cpus "$SMT" --smt cores --align none --isolate --json
+check "--mode exclusive over the config's shared: exit" "$RC" 0
+
+echo "== the host config's isolate: deny"
+echo '{"isolate": "deny"}' >"$T/deny.json"
+plan --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --json
+check "deny: not granted" "$(jq -c '.isolate | [.granted, .reason]' "$T/out")" \
+  '[false,"denied by the host config (isolate: deny)"]'
+check "deny: the same CPUs" "$(jq -r .cpus "$T/out")" "$ONE"
+expect_refused "deny, strict" 3 "cachepin plan: cachepin.io/isolate: denied by the host config (isolate: deny)" \
+  --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --strict
+echo '{"isolate": "allow"}' >"$T/allow.json"
+expect_verdict "allow, as without a config" --config "$T/allow.json" --cpus "$SMT" --smt cores --align none
+
+echo "== reserved cores are the host's own: the rest of every node may be isolated"
+RESERVED=$(python3 - <<'EOF'
+import glob, re
+def expand(s):
+    out = set()
+    for r in s.strip().split(","):
+        if r:
+            a, _, b = r.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+allowed = expand(re.search(r"Cpus_allowed_list:\s*(\S+)", open("/proc/self/status").read()).group(1))
+keep = set()
+for d in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")) or [None]:
+    ncpus = expand(open(d + "/cpulist").read()) if d else allowed
+    if ncpus & allowed:
+        first = min(ncpus & allowed)
+        keep |= expand(open("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % first).read())
+print(",".join(str(c) for c in sorted(keep)))
+EOF
+)
+REST=$((N - $(tr ',' '\n' <<<"$RESERVED" | grep -c .)))
+if [ "$REST" -ge 1 ]; then
+  jq -n --arg r "$RESERVED" '{reserved: $r}' >"$T/reserved.json"
+  expect_verdict "reserved $RESERVED, the other $REST CPUs" --config "$T/reserved.json" --cpus "$REST" --align none --smt any
+  check "reserved: granted" "$VERDICT" granted
+  check "reserved: none of the plan's CPUs is reserved" \
+    "$(comm -12 <(tr ',' '\n' <<<"$RESERVED" | sort) <(python3 -c 'import sys
+for r in sys.argv[1].split(","):
+    a, _, b = r.partition("-"); print("\n".join(str(c) for c in range(int(a), int(b or a) + 1)))' "$CPUS" | sort))" ""
+else
+  ok "reserved: skipped, every CPU is a reserved core's ($RESERVED)"
+fi
+
+echo "== without --isolate, nothing is said"
+plan --cpus 1 --json
+check "no --isolate: no isolate key" "$(jq 'has("isolate")' "$T/out")" false
+plan --cpus 1
+check "no --isolate: no isolate line" "$(grep -c '^isolate:' "$T/out")" 0
+
+echo "== apply --isolate (root, a cpuset hierarchy)"
+"$BIN" apply --help | grep -q -- '--isolate' && ok "apply --help lists --isolate" || ko "apply --help: no --isolate"
+"$BIN" plan --help | grep -q -- '--isolate' && ok "plan --help lists --isolate" || ko "plan --help: no --isolate"
+if [ "$(id -u)" != 0 ] || [ -z "$(find_cpuset_mount)" ]; then
+  finish plan_isolate || exit 1
+  cli_skip plan_isolate "apply's part needs root and a cpuset hierarchy"
+fi
+. "$(dirname "${BASH_SOURCE[0]}")/lib/cgtest.sh"
+cg_test_setup plan_isolate
+trap 'cg_test_cleanup; rm -rf "$T"' EXIT
+jq -n --arg s "$D/state" --arg k "$D/no-kubelet" '{state_dir: $s, kubelet_state: $k}' >"$D/cfg.json"
+BEFORE=$(cat "$TOP/cpuset.cpus" "$TOP/cpuset.mems")
+"$BIN" apply --config "$D/cfg.json" --cgroup "$TOP" --mode shared --isolate >"$T/out" 2>"$T/err"
+check "apply --isolate --mode shared: exit" "$?" 2
+check "apply --isolate --mode shared: one line" "$(cat "$T/err")" \
+  "cachepin apply: --isolate: needs --mode exclusive (mode is shared)"
+check "apply --isolate --mode shared: the cgroup unchanged" "$(cat "$TOP/cpuset.cpus" "$TOP/cpuset.mems")" "$BEFORE"
+check "apply --isolate --mode shared: no state directory" "$([ -e "$D/state" ] && echo present || echo absent)" absent
+"$BIN" apply --config "$D/cfg.json" --cgroup "$TOP" --cpus 1 --isolate --dry-run --json >"$T/out" 2>"$T/err"
+check "apply --dry-run --isolate: exit" "$?" 0
+WANT=$(verdict "$(jq -r .cpus "$T/out")")
+[ "$WANT" = granted ] && WANT=$GRANTED
+check "apply --dry-run --isolate: the verdict" "$(jq -r .isolate.reason "$T/out")" "$WANT"
+check "apply --dry-run --isolate: the cgroup unchanged" "$(cat "$TOP/cpuset.cpus" "$TOP/cpuset.mems")" "$BEFORE"
+check "apply --dry-run --isolate: no state directory" "$([ -e "$D/state" ] && echo present || echo absent)" absent
+finish plan_isolate
