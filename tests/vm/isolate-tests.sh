@@ -21,13 +21,13 @@
 #
 # Expectations come from the guest's sysfs and cgroup files, never from a fixed
 # topology; the CPUs are the ones the ledger says cachepin placed.
-# Environment: CPVM_ISO_SAMPLES (default 40), CPVM_ISO_SECTIONS (default all:
+# Environment: CPVM_ISO_SAMPLES (default 20), CPVM_ISO_SECTIONS (default all:
 # "apply two rule release crash runc").
 
 # shellcheck source=guest-lib.sh
 . /cpvm/guest-lib.sh
 
-SAMPLES=${CPVM_ISO_SAMPLES:-40}
+SAMPLES=${CPVM_ISO_SAMPLES:-20}
 SECTIONS=" ${CPVM_ISO_SECTIONS:-apply two rule release crash runc} "
 CG=/sys/fs/cgroup
 CACHEPIN=/payload/bin/cachepin
@@ -85,10 +85,10 @@ else
 fi
 if [ -n "$REASON" ]; then
   cpvm_info "unsupported here: $REASON"
-  mkdir -p $P/a
+  mkdir -p $P/a $P/b
   if [ "$(cpvm_cgroup_version)" = v1 ]; then
     cat $CG/cpuset/cpuset.cpus >$P/cpuset.cpus && cat $CG/cpuset/cpuset.mems >$P/cpuset.mems
-    cat $P/cpuset.cpus >$P/a/cpuset.cpus && cat $P/cpuset.mems >$P/a/cpuset.mems
+    for n in a b; do cat $P/cpuset.cpus >$P/$n/cpuset.cpus && cat $P/cpuset.mems >$P/$n/cpuset.mems; done
   else
     echo +cpuset >$P/cgroup.subtree_control
   fi
@@ -98,8 +98,11 @@ if [ -n "$REASON" ]; then
   cpvm_expect_eq iso.unsupported.one-line 1 "$(grep -c 'cachepin.io/isolate' $HDIR/a.err)" "lines naming cachepin.io/isolate"
   cpvm_expect_eq iso.unsupported.cpuset "$(ledger "apply:$P/a" .cpus)" "$(rd $P/a/cpuset.cpus)" "the cgroup holds the placement"
   cpvm_expect_eq iso.unsupported.not-isolated null "$(ledger "apply:$P/a" .isolated)" "the entry's isolated flag"
+  b_before=$(cat $P/b/cpuset.cpus)
   apply b --cpus 1 --isolate --strict
-  cpvm_expect_eq iso.unsupported.strict 3 "$RC" "strict: refused (unsatisfiable)"
+  cpvm_expect_eq iso.unsupported.strict 3 "$RC" "strict: refused (unsatisfiable): $(head -c 300 $HDIR/b.err)"
+  cpvm_check iso.unsupported.strict-reason grep -qF "cachepin.io/isolate: unsupported here ($REASON)" $HDIR/b.err
+  cpvm_expect_eq iso.unsupported.strict-untouched "$b_before" "$(cat $P/b/cpuset.cpus)" "strict: its cpuset.cpus"
   cpvm_finish
   exit
 fi
