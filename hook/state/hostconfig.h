@@ -89,6 +89,7 @@ struct cp_hostconfig
   enum cp_sched_cache_setting sched_cache;
   char *kernel_root;        /* "/" unless a test says otherwise */
   char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
+  enum cp_isolate_setting isolate;
 };
 
 /* The defaults, as if from an empty file. */
