@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -190,20 +189,13 @@ cp_journal_add (struct cp_journal *j, const struct cp_journal_record *r)
 
 /* ------------------------------------------------------ the records kept */
 
-/* journal.json's identity: every writer renames a new file over it. */
-struct journal_ident
-{
-  dev_t dir_dev, dev;
-  ino_t dir_ino, ino;
-  off_t size;
-  struct timespec mtim, ctim, btim; /* btim zero: the file system does not say */
-};
-
+/* The records kept with journal.json's identity (every writer renames a new
+   file over it: cp_io_file_ident()). */
 static struct
 {
   bool on;
   struct cp_journal_list *list; /* journal.json's records as of ident; NULL: none kept */
-  struct journal_ident ident;
+  struct cp_file_ident ident;
   unsigned long hits, misses;
 } kept;
 
@@ -223,44 +215,6 @@ cp_journal_cache_stats (unsigned long *hits, unsigned long *misses)
   *misses = kept.misses;
 }
 
-static bool
-ident_now (int dirfd, struct journal_ident *out)
-{
-  struct stat dir;
-  struct statx f;
-  if (fstat (dirfd, &dir) < 0
-      || statx (dirfd, CP_JOURNAL_FILE, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_BTIME,
-                &f) < 0
-      || !S_ISREG (f.stx_mode))
-    return false;
-  *out = (struct journal_ident) {
-    .dir_dev = dir.st_dev,
-    .dir_ino = dir.st_ino,
-    .dev = makedev (f.stx_dev_major, f.stx_dev_minor),
-    .ino = f.stx_ino,
-    .size = (off_t) f.stx_size,
-    .mtim = { f.stx_mtime.tv_sec, f.stx_mtime.tv_nsec },
-    .ctim = { f.stx_ctime.tv_sec, f.stx_ctime.tv_nsec },
-  };
-  if (f.stx_mask & STATX_BTIME)
-    out->btim = (struct timespec) { f.stx_btime.tv_sec, f.stx_btime.tv_nsec };
-  return true;
-}
-
-static bool
-same_time (struct timespec a, struct timespec b)
-{
-  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static bool
-same_ident (const struct journal_ident *a, const struct journal_ident *b)
-{
-  return a->dir_dev == b->dir_dev && a->dir_ino == b->dir_ino && a->dev == b->dev && a->ino == b->ino
-         && a->size == b->size && same_time (a->mtim, b->mtim) && same_time (a->ctim, b->ctim)
-         && same_time (a->btim, b->btim);
-}
-
 /* The kept records, moved out, if journal.json in J's directory is still the file
    they are; NULL otherwise (it is read).  Either way nothing stays kept: a commit
    that fails from here on leaves the next one to read the file. */
@@ -269,9 +223,9 @@ take_kept (struct cp_journal *j)
 {
   if (kept.list == NULL)
     return NULL;
-  struct journal_ident now;
+  struct cp_file_ident now;
   struct cp_journal_list *l = cp_steal_pointer (&kept.list);
-  if (ident_now (j->dirfd, &now) && same_ident (&now, &kept.ident))
+  if (cp_io_file_ident (j->dirfd, CP_JOURNAL_FILE, &now) && cp_io_same_file_ident (&now, &kept.ident))
     {
       kept.hits++;
       return l;
@@ -287,7 +241,7 @@ static void
 keep (struct cp_journal *j, struct cp_journal_list **all, size_t n)
 {
   struct cp_journal_list *l = *all;
-  if (!kept.on || !ident_now (j->dirfd, &kept.ident))
+  if (!kept.on || !cp_io_file_ident (j->dirfd, CP_JOURNAL_FILE, &kept.ident))
     return;
   size_t drop = l->n - n;
   for (size_t i = 0; i < drop; i++)

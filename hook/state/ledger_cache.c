@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include "util.h"
 
@@ -17,7 +16,7 @@ static struct
 {
   bool on;
   bool valid; /* entries below are ledger.json's of ident */
-  struct cp_ledger_ident ident;
+  struct cp_file_ident ident;
   struct cp_ledger_entry *entries;
   size_t n, cap;
   int cas_restore;
@@ -57,47 +56,15 @@ cp_ledger_cache_on (void)
 }
 
 bool
-cp_ledger_ident_now (const struct cp_ledger *l, struct cp_ledger_ident *out)
+cp_ledger_ident_now (const struct cp_ledger *l, struct cp_file_ident *out)
 {
-  struct stat dir;
-  struct statx f;
-  if (l->dirfd < 0 || fstat (l->dirfd, &dir) < 0
-      || statx (l->dirfd, CP_LEDGER_FILE, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT,
-                STATX_BASIC_STATS | STATX_BTIME, &f) < 0
-      || !S_ISREG (f.stx_mode))
-    return false;
-  *out = (struct cp_ledger_ident) {
-    .dir_dev = dir.st_dev,
-    .dir_ino = dir.st_ino,
-    .dev = makedev (f.stx_dev_major, f.stx_dev_minor),
-    .ino = f.stx_ino,
-    .size = (off_t) f.stx_size,
-    .mtim = { f.stx_mtime.tv_sec, f.stx_mtime.tv_nsec },
-    .ctim = { f.stx_ctime.tv_sec, f.stx_ctime.tv_nsec },
-  };
-  if (f.stx_mask & STATX_BTIME)
-    out->btim = (struct timespec) { f.stx_btime.tv_sec, f.stx_btime.tv_nsec };
-  return true;
-}
-
-static bool
-same_time (struct timespec a, struct timespec b)
-{
-  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static bool
-same_ident (const struct cp_ledger_ident *a, const struct cp_ledger_ident *b)
-{
-  return a->dir_dev == b->dir_dev && a->dir_ino == b->dir_ino && a->dev == b->dev && a->ino == b->ino
-         && a->size == b->size && same_time (a->mtim, b->mtim) && same_time (a->ctim, b->ctim)
-         && same_time (a->btim, b->btim);
+  return cp_io_file_ident (l->dirfd, CP_LEDGER_FILE, out);
 }
 
 bool
-cp_ledger_cache_take (struct cp_ledger *l, const struct cp_ledger_ident *ident)
+cp_ledger_cache_take (struct cp_ledger *l, const struct cp_file_ident *ident)
 {
-  if (!cache.valid || !same_ident (&cache.ident, ident))
+  if (!cache.valid || !cp_io_same_file_ident (&cache.ident, ident))
     {
       cache_clear (); /* another writer's file: read it, and forget ours */
       cache.misses++;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "io.h"
 #include "ledger.h"
 
 struct cp_ledger
@@ -23,23 +24,17 @@ struct cp_ledger
   int cas_restore_stored; /* what sched_cache_restore (the file) holds: 0, 1, -1 none (ledger_store.c) */
   bool dirty;      /* changed since read or last commit */
   char *recovered; /* why ledger.json was set aside, or NULL */
-  struct cp_ledger_ident
-  {
-    dev_t dir_dev, dev;
-    ino_t dir_ino, ino;
-    off_t size;
-    struct timespec mtim, ctim, btim; /* btim zero: the file system does not say */
-  } ident;          /* ledger.json's, as the entries were read or committed (the cache's) */
+  struct cp_file_ident ident;          /* ledger.json's, as the entries were read or committed (the cache's) */
   bool ident_known; /* ident is what ledger.json is now */
 };
 
 /* ledger_cache.c (cp_ledger_cache_keep()): under the lock. */
 bool cp_ledger_cache_on (void);
 /* ledger.json's identity in L's directory now; false when it cannot be had. */
-bool cp_ledger_ident_now (const struct cp_ledger *l, struct cp_ledger_ident *out);
+bool cp_ledger_ident_now (const struct cp_ledger *l, struct cp_file_ident *out);
 /* Take the cached entries into L when they are ledger.json's as it is now
    (IDENT); false otherwise (a miss: the file is read). */
-bool cp_ledger_cache_take (struct cp_ledger *l, const struct cp_ledger_ident *ident);
+bool cp_ledger_cache_take (struct cp_ledger *l, const struct cp_file_ident *ident);
 /* At close: L's entries to the cache, when L is unchanged since its read or commit. */
 void cp_ledger_cache_give (struct cp_ledger *l);
 

@@ -213,7 +213,7 @@ load (struct cp_ledger *l, cp_error_t *err)
 {
   /* A long-running process's parsed ledger, when ledger.json is still the file
      it was read from or written as (under the lock: nobody replaces it now). */
-  struct cp_ledger_ident ident = { 0 };
+  struct cp_file_ident ident = { 0 };
   bool known = cp_ledger_cache_on () && cp_ledger_ident_now (l, &ident);
   if (known && cp_ledger_cache_take (l, &ident))
     return 0;

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,4 +144,41 @@ cp_io_write_control (int dirfd, const char *file, const char *name, const char *
   if ((size_t) n != len)
     return cp_fail_runtime (err, "write %s: short write, %zd of %zu bytes taken", name, n, len);
   return 0;
+}
+
+bool
+cp_io_file_ident (int dirfd, const char *name, struct cp_file_ident *out)
+{
+  struct stat dir;
+  struct statx f;
+  if (dirfd < 0 || fstat (dirfd, &dir) < 0
+      || statx (dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_BTIME, &f) < 0
+      || !S_ISREG (f.stx_mode))
+    return false;
+  *out = (struct cp_file_ident) {
+    .dir_dev = dir.st_dev,
+    .dir_ino = dir.st_ino,
+    .dev = makedev (f.stx_dev_major, f.stx_dev_minor),
+    .ino = f.stx_ino,
+    .size = (off_t) f.stx_size,
+    .mtim = { f.stx_mtime.tv_sec, f.stx_mtime.tv_nsec },
+    .ctim = { f.stx_ctime.tv_sec, f.stx_ctime.tv_nsec },
+  };
+  if (f.stx_mask & STATX_BTIME)
+    out->btim = (struct timespec) { f.stx_btime.tv_sec, f.stx_btime.tv_nsec };
+  return true;
+}
+
+static bool
+same_time (struct timespec a, struct timespec b)
+{
+  return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool
+cp_io_same_file_ident (const struct cp_file_ident *a, const struct cp_file_ident *b)
+{
+  return a->dir_dev == b->dir_dev && a->dir_ino == b->dir_ino && a->dev == b->dev && a->ino == b->ino
+         && a->size == b->size && same_time (a->mtim, b->mtim) && same_time (a->ctim, b->ctim)
+         && same_time (a->btim, b->btim);
 }

@@ -9,7 +9,10 @@
 #ifndef CP_IO_H
 #define CP_IO_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
 
 #include "error.h"
 
@@ -49,5 +52,22 @@ int cp_io_write_all (int fd, const void *buf, size_t len);
  * with a second write (the rest of "0-15" after "0-1" would set "5").  NAME names
  * the file in messages. */
 int cp_io_write_control (int dirfd, const char *file, const char *name, const char *value, cp_error_t *err);
+
+/* A file's identity, enough to tell that it is still the file a long-running
+ * process read or wrote (a writer that renames a new file over it changes the
+ * inode and the times): its directory's, and its own device, inode, size,
+ * modification, change and birth times. */
+struct cp_file_ident
+{
+  dev_t dir_dev, dev;
+  ino_t dir_ino, ino;
+  off_t size;
+  struct timespec mtim, ctim, btim; /* btim zero: the file system does not say */
+};
+
+/* The identity of the regular file NAME in DIRFD (never through a symlink);
+ * false when it cannot be had (missing, not regular, an error). */
+bool cp_io_file_ident (int dirfd, const char *name, struct cp_file_ident *out);
+bool cp_io_same_file_ident (const struct cp_file_ident *a, const struct cp_file_ident *b);
 
 #endif
