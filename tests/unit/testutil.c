@@ -233,6 +233,13 @@ tu_filters (void)
     cmocka_set_skip_filter (except);
 }
 
+bool
+tu_under_valgrind (void)
+{
+  const char *preload = getenv ("LD_PRELOAD");
+  return preload && strstr (preload, "vgpreload");
+}
+
 int
 tu_exit (int failed)
 {

@@ -36,6 +36,11 @@ extern unsigned tu_skipped;
   while (0)
 int tu_exit (int failed);
 
+/* True under valgrind (its preload library is in LD_PRELOAD).  valgrind implements
+ * neither seccomp() nor Landlock: a process that loads a filter there has it
+ * applied to valgrind's own system calls and dies, so what checks a sandbox skips. */
+bool tu_under_valgrind (void);
+
 /* Load a synthetic or XML topology; fails the test on error. */
 struct cp_topo *tu_topo (const char *source);
 
