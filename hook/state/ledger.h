@@ -130,7 +130,8 @@ cp_ledger_closep (struct cp_ledger **l)
 struct cp_ledger_usage
 {
   struct cp_usage usage; /* points into the storage below */
-  hwloc_bitmap_t held;   /* union of the exclusive entries' held */
+  hwloc_bitmap_t held;   /* union of the exclusive entries' held, and the CPUs of the
+                            partitions not undone yet (root records, ledger_partition.h) */
   hwloc_bitmap_t *shared; /* the shared entries' cpus, equal sets one bitmap */
   size_t n_shared;
   hwloc_bitmap_t *distinct; /* the bitmaps SHARED points at, each once */
