@@ -1,44 +1,49 @@
 #include "isolate.h"
 
-#include <stdbool.h>
-
 #include "bitmap.h"
 #include "cpulist.h"
 #include "util.h"
 
-/* Does NODE_CPUS hold a core of TOPO none of whose PUs is in ISOLATED? */
-static bool
-keeps_a_core (const struct cp_topo *topo, hwloc_const_bitmap_t node_cpus, hwloc_const_bitmap_t isolated)
+/* The lowest allowed online CPU of NODE, -1 when it has none. */
+static int
+first_cpu (const struct cp_topo *topo, const struct cp_node *node)
 {
-  for (unsigned i = 0; i < topo->n_cores; i++)
+  cleanup_bitmap hwloc_bitmap_t usable = cp_bitmap_dup (node->cpus);
+  hwloc_bitmap_and (usable, usable, topo->allowed);
+  hwloc_bitmap_and (usable, usable, topo->online);
+  return hwloc_bitmap_first (usable);
+}
+
+void
+cp_isolate_kept (const struct cp_topo *topo, hwloc_bitmap_t out)
+{
+  hwloc_bitmap_zero (out);
+  for (unsigned i = 0; i < topo->n_nodes; i++)
     {
-      hwloc_const_bitmap_t pus = topo->cores[i].pus;
-      if (hwloc_bitmap_intersects (pus, node_cpus) && !hwloc_bitmap_intersects (pus, isolated))
-        return true;
+      int cpu = first_cpu (topo, &topo->nodes_info[i]);
+      const struct cp_core *core = cpu < 0 ? NULL : cp_topo_core_of (topo, (unsigned) cpu);
+      if (core)
+        hwloc_bitmap_or (out, out, core->pus);
     }
-  return false;
 }
 
 int
-cp_isolate_check (const struct cp_topo *topo, hwloc_const_bitmap_t already_isolated, hwloc_const_bitmap_t cpus,
-                  cp_error_t *err)
+cp_isolate_check (const struct cp_topo *topo, hwloc_const_bitmap_t cpus, cp_error_t *err)
 {
-  cleanup_bitmap hwloc_bitmap_t after = cp_bitmap_dup (cpus);
-  if (already_isolated)
-    hwloc_bitmap_or (after, after, already_isolated);
   for (unsigned i = 0; i < topo->n_nodes; i++)
     {
       const struct cp_node *node = &topo->nodes_info[i];
-      if (!hwloc_bitmap_intersects (node->cpus, topo->allowed) || !hwloc_bitmap_intersects (node->cpus, cpus))
+      int cpu = first_cpu (topo, node);
+      const struct cp_core *core = cpu < 0 ? NULL : cp_topo_core_of (topo, (unsigned) cpu);
+      if (core == NULL || !hwloc_bitmap_intersects (core->pus, cpus))
         continue;
-      if (!keeps_a_core (topo, node->cpus, after))
-        {
-          cleanup_free char *list = cp_cpulist_format (cpus);
-          return cp_fail_unsatisfiable (err,
-                                        "cachepin.io/isolate: CPUs %s would leave NUMA node %u no core outside "
-                                        "isolated partitions (the host keeps one core per node)",
-                                        list, node->os_index);
-        }
+      cleanup_bitmap hwloc_bitmap_t hit = cp_bitmap_dup (core->pus);
+      hwloc_bitmap_and (hit, hit, cpus);
+      cleanup_free char *list = cp_cpulist_format (cpus);
+      return cp_fail_unsatisfiable (err,
+                                    "cachepin.io/isolate: CPUs %s include CPU %d, in the first core of NUMA node %u, "
+                                    "which the host keeps (never isolated)",
+                                    list, hwloc_bitmap_first (hit), node->os_index);
     }
   return 0;
 }

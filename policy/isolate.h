@@ -4,10 +4,14 @@
  * cgroup of the host runs there while it lives.  Two things keep the host usable:
  * isolated CPUs never include the host config's `reserved` (placement never hands
  * those out: the engine takes them out of what a container may get before
- * cp_place(), so CPUS here never holds one), and every NUMA node keeps at least
- * one whole core, all its hardware threads, in no isolated partition, so that the
- * node's own processes and kernel work have somewhere to run.  Pure: a topology
- * model and CPU sets in, a verdict out. */
+ * cp_place()), and never the first core of a NUMA node, all its hardware threads:
+ * the core holding the node's lowest allowed online CPU.  That is CPU 0's core on
+ * node 0, the CPU the kernel boots on, which keeps the interrupts and timers that
+ * cannot move and which isolcpus= and nohz_full= setups leave to the host as a
+ * rule; on every other node it is one core for the node's own processes and
+ * kernel work, whatever else is isolated there.  A fixed core rather than "any one
+ * core left" also keeps the rule's answer from depending on the order in which
+ * containers come.  Pure: a topology model and CPU sets in, a verdict out. */
 #ifndef CP_ISOLATE_H
 #define CP_ISOLATE_H
 
@@ -16,16 +20,16 @@
 #include "error.h"
 #include "topo.h"
 
-/* May CPUS become one more isolated partition beside ALREADY_ISOLATED (the union of
- * the live isolated entries' CPUs; NULL: none)?  0 when every NUMA node of TOPO
- * with allowed CPUs that CPUS touches still has a core with no PU in CPUS or
- * ALREADY_ISOLATED; -1 with an unsatisfiable error (a valid request this host
- * cannot meet) naming the first node that would have none:
- *   "cachepin.io/isolate: CPUs 2-3 would leave NUMA node 0 no core outside isolated
- *    partitions (the host keeps one core per node)".
- * A node CPUS does not touch is not judged: this partition changes nothing there.
- * Half a core (one hardware thread of two) left outside counts for nothing. */
-int cp_isolate_check (const struct cp_topo *topo, hwloc_const_bitmap_t already_isolated, hwloc_const_bitmap_t cpus,
-                      cp_error_t *err);
+/* Into OUT (emptied first): the cores the host keeps, the first core of each NUMA
+ * node of TOPO with allowed online CPUs.  Placement tries the CPUs without them
+ * first for an isolated request (hook/engine/placer.h, cp_placer_plan_in()). */
+void cp_isolate_kept (const struct cp_topo *topo, hwloc_bitmap_t out);
+
+/* May CPUS become an isolated partition?  0 when none of them is in a kept core;
+ * -1 with an unsatisfiable error (a valid request this host cannot meet) naming the
+ * first CPU that is:
+ *   "cachepin.io/isolate: CPUs 0-3 include CPU 0, in the first core of NUMA node 0,
+ *    which the host keeps (never isolated)". */
+int cp_isolate_check (const struct cp_topo *topo, hwloc_const_bitmap_t cpus, cp_error_t *err);
 
 #endif

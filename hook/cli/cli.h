@@ -166,12 +166,11 @@ void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request
 
 /* Would the CPUS of a plan made now be isolated (cachepin.io/isolate, --isolate)?
    0: as far as a preview can tell, yes; < 0 with *ERR the reason, unsatisfiable:
-   the host config's `isolate: deny`, or the host's core per NUMA node
-   (policy/isolate.h) with the CPUs LEDGER's partitions of ids other than ID hold
-   (LEDGER NULL: none read), as the engine judges at decide.  The kernel's
-   support is not judged here. */
-int cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, const struct cp_ledger *ledger,
-                            const char *id, hwloc_const_bitmap_t cpus, cp_error_t *err);
+   the host config's `isolate: deny`, or CPUS holding a core the host keeps (the
+   first of a NUMA node, policy/isolate.h), as the engine judges at decide.  The
+   kernel's support is not judged here. */
+int cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                            cp_error_t *err);
 
 /* The verdict (WHY: NULL when granted, else the reason) as the plan's text line
    and as its JSON member. */

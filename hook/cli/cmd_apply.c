@@ -161,7 +161,7 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
     ret = cp_preview_place (&pv, target, creq, NULL, &plan, err);
   /* As plan says it: without isolation, or refused when strict. */
   cleanup_error cp_error_t why = NULL;
-  if (ret == 0 && creq->isolate && cp_cli_isolate_verdict (hc, pv.topo, pv.ledger, target->id, plan->cpus, &why) < 0
+  if (ret == 0 && creq->isolate && cp_cli_isolate_verdict (hc, pv.topo, plan->cpus, &why) < 0
       && creq->req.strict)
     {
       *err = cp_steal_pointer (&why);

@@ -188,7 +188,7 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
     return -1;
   /* Not granted: the hook places it without isolation, or refuses it when strict. */
   cleanup_error cp_error_t why = NULL;
-  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, pv->ledger, target.id, plan->cpus, &why) < 0
+  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, plan->cpus, &why) < 0
       && creq.req.strict)
     {
       *err = cp_steal_pointer (&why);

@@ -168,21 +168,16 @@ cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *re
 /* ------------------------------------------------------------------ isolate */
 
 int
-cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, const struct cp_ledger *ledger,
-                        const char *id, hwloc_const_bitmap_t cpus, cp_error_t *err)
+cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                        cp_error_t *err)
 {
   if (hc->isolate == CP_ISOLATE_DENY)
     return cp_fail_unsatisfiable (err, "cachepin.io/isolate: host setting isolate is deny");
-  /* What the engine judges at decide: the partitions of the other ids, live or
-     not undone yet (the ledger's records). */
-  cleanup_bitmap hwloc_bitmap_t already = cp_bitmap_new ();
-  if (ledger)
-    cp_ledger_partitions_taken (ledger, id, already);
-  return cp_isolate_check (topo, already, cpus, err);
+  return cp_isolate_check (topo, cpus, err); /* what the engine judges at decide */
 }
 
-#define GRANTED                                                                                          \
-  "the host config allows it and every NUMA node keeps a core outside isolated partitions; the kernel's " \
+#define GRANTED                                                                                              \
+  "the host config allows it and the CPUs leave the first core of each NUMA node to the host; the kernel's " \
   "support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
 
 /* The reason without the key the line already names. */

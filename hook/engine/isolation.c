@@ -75,17 +75,13 @@ cp_isolate_open (const struct cp_hostconfig *hc, const struct cp_target *t, cons
 }
 
 int
-cp_isolate_decide (struct cp_isolate *iso, const struct cp_ledger *l, const struct cp_topo *topo, const char *id,
-                   hwloc_const_bitmap_t cpus, bool strict, cp_error_t *err)
+cp_isolate_decide (struct cp_isolate *iso, const struct cp_topo *topo, const char *id, hwloc_const_bitmap_t cpus,
+                   bool strict, cp_error_t *err)
 {
   if (!iso->granted)
     return 0;
-  /* Every root record is a partition made (or not undone yet): ID's own aside,
-     which a new placement of ID replaces. */
-  cleanup_bitmap hwloc_bitmap_t isolated = cp_bitmap_new ();
-  cp_ledger_partitions_taken (l, id, isolated);
   cleanup_error cp_error_t no = NULL;
-  if (cp_isolate_check (topo, isolated, cpus, &no) == 0)
+  if (cp_isolate_check (topo, cpus, &no) == 0)
     return 0;
   iso->granted = false;
   if (strict)

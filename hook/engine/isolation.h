@@ -6,9 +6,10 @@
  *            (`isolate: deny`) and the kernel (cgroup v2 with cpuset.cpus.exclusive):
  *            when not, one warning line and the placement goes on without it, or
  *            a strict request is refused here, before anything is written;
- *   decide   cp_isolate_decide(), under the lock: the host keeps CPUs of its own
- *            (policy/isolate.h, cp_isolate_check()) against the union of the CPUs
- *            already in partitions (the root records, ledger_partition.h);
+ *   decide   cp_isolate_decide(), under the lock: the host keeps CPUs of its own,
+ *            each NUMA node's first core (policy/isolate.h, cp_isolate_check());
+ *            the placement was made without them when it could be
+ *            (cp_placer_plan_in()'s AVOID);
  *   apply    cp_isolate_apply(), after the cpuset is written: what will be added
  *            recorded and committed first, then cpuset.cpus.exclusive of each
  *            ancestor below the root (top down), the container's, `root` into its
@@ -47,9 +48,11 @@ struct cp_isolate
 int cp_isolate_open (const struct cp_hostconfig *hc, const struct cp_target *t, const struct cp_container_request *creq,
                      struct cp_isolate *iso, cp_error_t *err);
 
-/* The rule for CPUS, the placement of ID decided in L.  Refused (strict): -1. */
-int cp_isolate_decide (struct cp_isolate *iso, const struct cp_ledger *l, const struct cp_topo *topo, const char *id,
-                       hwloc_const_bitmap_t cpus, bool strict, cp_error_t *err);
+/* The rule for CPUS, the placement of ID: not one of the host's kept cores.  When
+ * they are, a strict request is refused (-1); any other is placed without
+ * isolation, with one warning. */
+int cp_isolate_decide (struct cp_isolate *iso, const struct cp_topo *topo, const char *id, hwloc_const_bitmap_t cpus,
+                       bool strict, cp_error_t *err);
 
 /* The partition of T (its cgroup written already) on CPUS.  -1: the ledger could
  * not be committed, or the kernel refused a strict request (undone). */

@@ -20,6 +20,7 @@
 #include "events.h"
 #include "topocache.h"
 #include "recheck.h"
+#include "isolate.h"
 #include "isolation.h"
 #include "placer_internal.h"
 
@@ -117,13 +118,30 @@ kept_placement (const struct cp_ledger *l, const struct cp_target *t, cp_error_t
 int
 cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                    hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
-                   hwloc_const_bitmap_t occupied, struct cp_plan **plan_out, cp_error_t *err)
+                   hwloc_const_bitmap_t occupied, hwloc_const_bitmap_t avoid, struct cp_plan **plan_out,
+                   cp_error_t *err)
 {
   struct cp_ledger_usage usage;
   cp_ledger_usage (l, t->id, &usage);
   if (occupied)
     hwloc_bitmap_or (usage.held, usage.held, occupied);
   int ret = cp_place (topo, cpus, mems, &usage.usage, &creq->req, plan_out, err);
+  if (ret == 0 && avoid && hwloc_bitmap_intersects ((*plan_out)->cpus, avoid))
+    {
+      /* Again without AVOID.  That placement is taken unless it splits where the
+         first did not: the alignment asked for comes first, and the caller's
+         verdict then says why the CPUs are not isolated. */
+      cleanup_bitmap hwloc_bitmap_t rest = cp_bitmap_dup (cpus);
+      hwloc_bitmap_andnot (rest, rest, avoid);
+      cleanup_plan struct cp_plan *off = NULL;
+      cleanup_error cp_error_t narrowed = NULL;
+      if (!hwloc_bitmap_iszero (rest) && cp_place (topo, rest, mems, &usage.usage, &creq->req, &off, &narrowed) == 0
+          && (!off->split || (*plan_out)->split))
+        {
+          cp_plan_free (*plan_out);
+          *plan_out = cp_steal_pointer (&off);
+        }
+    }
   cp_ledger_usage_release (&usage);
   return ret;
 }
@@ -139,11 +157,17 @@ decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cp
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_placer_check_unclaimed (l, t, err) < 0)
     return -1;
+  cleanup_bitmap hwloc_bitmap_t kept = NULL; /* the host's own cores, for an isolated request */
+  if (iso && iso->granted)
+    {
+      kept = cp_bitmap_new ();
+      cp_isolate_kept (topo, kept);
+    }
   int ret = cp_placer_take_over (l, t, cpus, mems, &plan) > 0 ? 0
             : too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
-                       : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, &plan, err);
+                       : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, kept, &plan, err);
   if (ret == 0 && iso) /* the host keeps CPUs of its own: before anything is recorded */
-    ret = cp_isolate_decide (iso, l, topo, t->id, plan->cpus, creq->req.strict, err);
+    ret = cp_isolate_decide (iso, topo, t->id, plan->cpus, creq->req.strict, err);
   if (ret < 0)
     {
       /* Keep what reconcile dropped.  An earlier placement of this id stays as it

@@ -111,11 +111,15 @@ int cp_placer_check_unclaimed (const struct cp_ledger *l, const struct cp_target
 
 /* The choice itself, the one rule for a placement and its preview: cp_place()
  * within CPUS and MEMS against what L's entries other than TARGET's take
- * (cp_ledger_usage()), and OCCUPIED (may be NULL: `plan --occupied`) as held. */
+ * (cp_ledger_usage()), and OCCUPIED (may be NULL: `plan --occupied`) as held.
+ * AVOID (may be NULL; an isolated request's cores the host keeps, cp_isolate_kept()):
+ * a placement that takes some of them is made again without them, and that one
+ * is the choice unless it cannot be made or splits across domains where the first
+ * did not (the alignment comes first). */
 int cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
                        hwloc_const_bitmap_t mems, const struct cp_target *target,
                        const struct cp_container_request *creq, hwloc_const_bitmap_t occupied,
-                       struct cp_plan **plan_out, cp_error_t *err);
+                       hwloc_const_bitmap_t avoid, struct cp_plan **plan_out, cp_error_t *err);
 
 /* The hook route meeting the plugin's placement of the same container (a pod on
  * the `cachepin` runtime handler while the NRI plugin runs): when TARGET has a pid
@@ -167,6 +171,8 @@ struct cp_preview
   char *ledger_path;            /* NULL when not read */
   const char *ledger_state;     /* cp_ledger_read()'s "ok" or "missing" */
   unsigned gone;                /* entries dropped as gone (their container is) */
+  hwloc_bitmap_t isolate_kept;  /* an isolated request the host allows: the cores the host
+                                   keeps (cp_isolate_kept()), placed on last; else NULL */
 };
 
 /* Fill *PV for TARGET and CREQ: TOPO (taken over; NULL: HC's topology, from the

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cpulist.h"
+#include "isolate.h"
 #include "topo.h"
 #include "util.h"
 #include "ledger.h"
@@ -61,6 +62,11 @@ cp_preview_open (const struct cp_hostconfig *hc, struct cp_topo *topo, bool want
   hwloc_bitmap_and (pv->kept_back, pv->kept_back, pv->topo->online);
   if (cp_placer_target_limits (hc, t, creq, pv->topo, pv->cpus, pv->mems, &pv->too_many, err) < 0)
     return -1;
+  if (creq->isolate && hc->isolate != CP_ISOLATE_DENY) /* as the engine's decide does */
+    {
+      pv->isolate_kept = cp_bitmap_new ();
+      cp_isolate_kept (pv->topo, pv->isolate_kept);
+    }
   if (want_ledger)
     {
       if (read_ledger (hc, pv, err) < 0)
@@ -89,7 +95,8 @@ cp_preview_place (const struct cp_preview *pv, const struct cp_target *t, const 
     return -1;
   if (pv->too_many)
     return cp_fail_unsatisfiable (err, "%s", pv->too_many);
-  return cp_placer_plan_in (pv->ledger, pv->topo, pv->cpus, pv->mems, t, creq, occupied, plan_out, err);
+  return cp_placer_plan_in (pv->ledger, pv->topo, pv->cpus, pv->mems, t, creq, occupied, pv->isolate_kept, plan_out,
+                            err);
 }
 
 void
@@ -101,6 +108,7 @@ cp_preview_clear (struct cp_preview *pv)
   hwloc_bitmap_free (pv->kept_back);
   hwloc_bitmap_free (pv->held);
   hwloc_bitmap_free (pv->shared);
+  hwloc_bitmap_free (pv->isolate_kept);
   cp_ledger_close (pv->ledger);
   free (pv->ledger_path);
   free (pv->too_many);

@@ -2,11 +2,13 @@
 # `cachepin plan --isolate` and `apply --isolate` on this host, against the real
 # binary ($1): whether the plan's CPUs would be made a partition now and, if not,
 # why (issue 23's request side).  Expectations come from this host's sysfs (its
-# NUMA nodes and its cores' threads), by the documented rule: every NUMA node the
-# CPUs touch keeps one whole core outside isolated partitions; the host config's
+# NUMA nodes and its cores' threads), by the documented rule: the first core of
+# each NUMA node (all its threads) is the host's, never isolated, and an isolated
+# request is placed off those cores when the rest can hold it; the host config's
 # `isolate: deny` grants none; only an exclusive request may ask.
 #   - plan: the isolate line and its JSON, granted or not as the rule says, for
-#     every CPU (refused) and for one whole core (granted when its node has another);
+#     every CPU (refused) and for one whole core (placed off the kept cores and
+#     granted when the host has another core);
 #     --strict turns a refusal into exit 3; shared mode is an input error (exit 2);
 #     `reserved` cores are the host's own; without --isolate nothing is said;
 #   - apply (root, a cpuset hierarchy): --isolate in shared mode refused before
@@ -20,8 +22,7 @@ command -v jq >/dev/null || cli_skip plan_isolate "no jq (scripts/deps.sh instal
 T=$(mktemp -d /tmp/cachepin-plan_isolate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-# The rule, from sysfs: "granted", or the reason for CPUS (a cpulist) beside
-# nothing isolated yet.
+# The rule, from sysfs: "granted", or the reason for CPUS (a cpulist).
 verdict () {
   python3 - "$1" <<'EOF'
 import glob, os, re, sys
@@ -49,16 +50,18 @@ cores = {frozenset(expand(open(p).read())) & online
 nodes = sorted((int(re.search(r"node(\d+)$", d).group(1)), expand(open(d + "/cpulist").read()) & online)
                for d in glob.glob("/sys/devices/system/node/node[0-9]*")) or [(0, online)]
 for n, ncpus in nodes:
-    if not (ncpus & allowed) or not (ncpus & cpus):
+    if not (ncpus & allowed):
         continue
-    if not any(c & ncpus and not (c & cpus) for c in cores):
-        print("CPUs %s would leave NUMA node %d no core outside isolated partitions "
-              "(the host keeps one core per node)" % (fmt(cpus), n))
+    first = min(ncpus & allowed)
+    kept = next(c for c in cores if first in c)
+    if kept & cpus:
+        print("CPUs %s include CPU %d, in the first core of NUMA node %d, which the host keeps "
+              "(never isolated)" % (fmt(cpus), min(kept & cpus), n))
         sys.exit()
 print("granted")
 EOF
 }
-GRANTED="the host config allows it and every NUMA node keeps a core outside isolated partitions; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
+GRANTED="the host config allows it and the CPUs leave the first core of each NUMA node to the host; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
 plan () { "$BIN" plan --empty "$@" >"$T/out" 2>"$T/err"; RC=$?; }
 # expect_verdict NAME ARGS...: plan ARGS --isolate in JSON and in text agree with the rule
 expect_verdict () {
@@ -99,15 +102,22 @@ SMT=$(awk -F, '{n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); n += (r[2]
   "/sys/devices/system/cpu/cpu$FIRST/topology/thread_siblings_list")
 echo "== this host: $N CPUs allowed, $SMT thread(s) per core, NUMA nodes $(cat /sys/devices/system/node/online 2>/dev/null || echo 0)"
 
-echo "== every CPU: no node keeps a core"
+echo "== every CPU: the first cores are among them"
 expect_verdict "all $N CPUs" --cpus "$N" --align none --smt any
 check "all CPUs: the rule refuses them" "$([ "$VERDICT" = granted ] && echo granted || echo refused)" refused
 expect_refused "all CPUs, strict" 3 "cachepin plan: cachepin.io/isolate: $VERDICT" \
   --cpus "$N" --align none --smt any --strict --isolate
 
-echo "== one whole core: granted when its node has another"
+echo "== one whole core: placed off the kept cores, granted, when the host has another core"
 expect_verdict "one core ($SMT CPUs)" --cpus "$SMT" --smt cores --align none
 ONE=$CPUS
+CORES=$(python3 -c 'import glob; print(len({open(p).read() for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")}))')
+NODES=$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)
+if [ "$CORES" -gt "$((NODES > 0 ? NODES : 1))" ]; then
+  check "one core: granted ($CORES cores, $NODES nodes: one core is not a kept one)" "$VERDICT" granted
+else
+  check "one core: refused (every core is a node's first)" "$([ "$VERDICT" = granted ] && echo granted || echo refused)" refused
+fi
 
 echo "== only exclusive placements ask"
 expect_refused "--mode shared" 2 "cachepin plan: --isolate: needs --mode exclusive (mode is shared)" \
@@ -123,7 +133,9 @@ echo '{"isolate": "deny"}' >"$T/deny.json"
 plan --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --json
 check "deny: not granted" "$(jq -c '.isolate | [.granted, .reason]' "$T/out")" \
   '[false,"host setting isolate is deny"]'
-check "deny: the same CPUs" "$(jq -r .cpus "$T/out")" "$ONE"
+DENIED=$(jq -r .cpus "$T/out")
+plan --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --json
+check "deny: placed as without --isolate (the kept cores are not avoided)" "$DENIED" "$(jq -r .cpus "$T/out")"
 expect_refused "deny, strict" 3 "cachepin plan: cachepin.io/isolate: host setting isolate is deny" \
   --config "$T/deny.json" --cpus "$SMT" --smt cores --align none --isolate --strict
 check "deny: status --json shows the setting" \

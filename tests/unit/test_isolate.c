@@ -5,7 +5,10 @@
  *          CPUs 8-15,24-31 (checked against the model below, not assumed).
  *   ONE  = "numa:2 core:1 pu:2": each node a single core, {0,1} and {2,3}.
  *   SOLO = "numa:2 core:1 pu:1": each node a single core of a single CPU.
- */
+ *   AMD  = "package:2 l3cache:4 core:4 pu:2(indexes=core)": one NUMA node, 32
+ *          cores, core i = {i, i+32}.
+ * The promise (isolate.h): an isolated partition never holds a CPU of a NUMA
+ * node's first core (the core of its lowest allowed online CPU). */
 #include "testutil.h"
 
 #include <stdlib.h>
@@ -19,20 +22,20 @@
 #define TWO "package:2 numa:1 l3cache:2 core:4 pu:2(indexes=core)"
 #define ONE "numa:2 core:1 pu:2"
 #define SOLO "numa:2 core:1 pu:1"
+#define AMD "package:2 l3cache:4 core:4 pu:2(indexes=core)"
 
-#define REFUSED(cpus, node)                                                                                  \
-  "cachepin.io/isolate: CPUs " cpus " would leave NUMA node " node " no core outside isolated partitions " \
-  "(the host keeps one core per node)"
+#define REFUSED(cpus, cpu, node)                                                                \
+  "cachepin.io/isolate: CPUs " cpus " include CPU " cpu ", in the first core of NUMA node " node \
+  ", which the host keeps (never isolated)"
 
-/* cp_isolate_check() with cpulist literals (ALREADY NULL: nothing isolated yet):
-   NULL when it passes, else its message, whose kind must be unsatisfiable. */
+/* cp_isolate_check() with a cpulist literal: NULL when it passes, else its
+   message, whose kind must be unsatisfiable. */
 static char *
-check (const struct cp_topo *topo, const char *already, const char *cpus)
+check (const struct cp_topo *topo, const char *cpus)
 {
-  cleanup_bitmap hwloc_bitmap_t a = already ? tu_set (already) : NULL;
   cleanup_bitmap hwloc_bitmap_t c = tu_set (cpus);
   cp_error_t err = NULL;
-  int r = cp_isolate_check (topo, a, c, &err);
+  int r = cp_isolate_check (topo, c, &err);
   if (r == 0)
     {
       assert_null (err);
@@ -45,17 +48,26 @@ check (const struct cp_topo *topo, const char *already, const char *cpus)
   return msg;
 }
 
-#define expect_ok(topo, already, cpus) expect_ (topo, already, cpus, NULL, __LINE__)
-#define expect_refused(topo, already, cpus, msg) expect_ (topo, already, cpus, msg, __LINE__)
+#define expect_ok(topo, cpus) expect_ (topo, cpus, NULL, __LINE__)
+#define expect_refused(topo, cpus, msg) expect_ (topo, cpus, msg, __LINE__)
 static void
-expect_ (const struct cp_topo *topo, const char *already, const char *cpus, const char *want, int line)
+expect_ (const struct cp_topo *topo, const char *cpus, const char *want, int line)
 {
-  cleanup_free char *got = check (topo, already, cpus);
+  cleanup_free char *got = check (topo, cpus);
   if (want == NULL && got != NULL)
-    fail_msg ("line %d: isolating %s beside %s refused: %s", line, cpus, already ? already : "nothing", got);
+    fail_msg ("line %d: isolating %s refused: %s", line, cpus, got);
   if (want != NULL && (got == NULL || strcmp (got, want) != 0))
-    fail_msg ("line %d: isolating %s beside %s: got `%s`, want `%s`", line, cpus, already ? already : "nothing",
-              got ? got : "(passed)", want);
+    fail_msg ("line %d: isolating %s: got `%s`, want `%s`", line, cpus, got ? got : "(passed)", want);
+}
+
+/* cp_isolate_kept() of TOPO is WANT. */
+static void
+assert_kept (const struct cp_topo *topo, const char *want)
+{
+  cleanup_bitmap hwloc_bitmap_t kept = cp_bitmap_new ();
+  hwloc_bitmap_fill (kept); /* emptied first, as promised */
+  cp_isolate_kept (topo, kept);
+  tu_assert_set (kept, want);
 }
 
 /* TWO's model is what the comment above says. */
@@ -66,63 +78,45 @@ assert_two (const struct cp_topo *topo)
   assert_int_equal (topo->n_cores, 16);
   tu_assert_set (topo->nodes_info[0].cpus, "0-7,16-23");
   tu_assert_set (topo->nodes_info[1].cpus, "8-15,24-31");
-  tu_assert_set (topo->cores[7].pus, "7,23");
+  tu_assert_set (topo->cores[0].pus, "0,16");
+  tu_assert_set (topo->cores[8].pus, "8,24");
 }
 
-/* A node may give all its cores but one; the last one is refused. */
+/* Each node's first core, both its threads, is kept; every other core of the node
+   may be isolated, all of them at once. */
 static void
-test_last_core (void **state)
+test_first_core (void **state)
 {
   (void) state;
   cleanup_topo struct cp_topo *topo = tu_topo (TWO);
   assert_two (topo);
-  expect_ok (topo, NULL, "0-6,16-22");
-  expect_ok (topo, NULL, "1-7,17-23");
-  expect_ok (topo, NULL, "0");
-  expect_refused (topo, NULL, "0-7,16-23", REFUSED ("0-7,16-23", "0"));
-  expect_refused (topo, NULL, "8-15,24-31", REFUSED ("8-15,24-31", "1"));
-  /* Both nodes in one request, each keeping a core: fine; node 1 keeping none is
-     named even though node 0 is fine. */
-  expect_ok (topo, NULL, "0-6,16-22,9-15,25-31");
-  expect_refused (topo, NULL, "0-6,16-22,8-15,24-31", REFUSED ("0-6,8-22,24-31", "1"));
+  assert_kept (topo, "0,8,16,24");
+  expect_ok (topo, "1-7,17-23");
+  expect_ok (topo, "9-15,25-31");
+  expect_ok (topo, "1-7,9-15,17-23,25-31");
+  expect_refused (topo, "0", REFUSED ("0", "0", "0"));
+  expect_refused (topo, "0-7,16-23", REFUSED ("0-7,16-23", "0", "0"));
+  expect_refused (topo, "8-15,24-31", REFUSED ("8-15,24-31", "8", "1"));
+  /* Node 0 is fine, node 1's first core is named. */
+  expect_refused (topo, "1-7,17-23,8", REFUSED ("1-8,17-23", "8", "1"));
 }
 
-/* The partitions already there count: the union is what the host loses. */
-static void
-test_already_isolated (void **state)
-{
-  (void) state;
-  cleanup_topo struct cp_topo *topo = tu_topo (TWO);
-  assert_two (topo);
-  expect_ok (topo, "0-5,16-21", "7,23");
-  expect_refused (topo, "0-6,16-22", "7,23", REFUSED ("7,23", "0"));
-  expect_refused (topo, "0-3,16-19", "4-7,20-23", REFUSED ("4-7,20-23", "0"));
-  /* Another node's partitions do not count against this one. */
-  expect_ok (topo, "8-15,24-31", "0-6,16-22");
-  /* A node this request does not touch is not judged, even one already without a
-     core of its own (a topology changed under live entries): this partition
-     changes nothing there. */
-  expect_ok (topo, "0-7,16-23", "8,24");
-  /* Nothing isolated yet: the same as NULL. */
-  expect_ok (topo, "", "0-6,16-22");
-  expect_refused (topo, "", "0-7,16-23", REFUSED ("0-7,16-23", "0"));
-}
-
-/* A core counts only whole: one hardware thread of it outside is no core kept. */
+/* A core counts whole: its second hardware thread is the host's as well. */
 static void
 test_whole_core (void **state)
 {
   (void) state;
   cleanup_topo struct cp_topo *topo = tu_topo (TWO);
   assert_two (topo);
-  /* The PE0 of every core (smt=pe0 placements): no core is whole outside. */
-  expect_refused (topo, NULL, "0-7", REFUSED ("0-7", "0"));
-  /* Core 7 keeps CPU 23 only. */
-  expect_refused (topo, NULL, "0-7,16-22", REFUSED ("0-7,16-22", "0"));
-  expect_refused (topo, "0-6,16-22", "23", REFUSED ("23", "0"));
-  /* Core 7 whole: fine. */
-  expect_ok (topo, NULL, "0-6,16-22");
-  expect_ok (topo, NULL, "0-6");
+  expect_refused (topo, "16", REFUSED ("16", "16", "0"));
+  expect_refused (topo, "1-7,16-23", REFUSED ("1-7,16-23", "16", "0"));
+  expect_refused (topo, "24", REFUSED ("24", "24", "1"));
+  /* AMD-style numbering, one node: core 0 is {0,32}. */
+  cleanup_topo struct cp_topo *amd = tu_topo (AMD);
+  assert_int_equal (amd->n_nodes, 1);
+  assert_kept (amd, "0,32");
+  expect_ok (amd, "1-31,33-63");
+  expect_refused (amd, "32", REFUSED ("32", "32", "0"));
 }
 
 /* A node with a single core keeps it: nothing on it can be isolated, not even
@@ -135,20 +129,21 @@ test_one_core_node (void **state)
   assert_int_equal (one->n_nodes, 2);
   tu_assert_set (one->nodes_info[0].cpus, "0-1");
   tu_assert_set (one->nodes_info[1].cpus, "2-3");
-  expect_refused (one, NULL, "0", REFUSED ("0", "0"));
-  expect_refused (one, NULL, "1", REFUSED ("1", "0"));
-  expect_refused (one, NULL, "0-1", REFUSED ("0-1", "0"));
-  expect_refused (one, NULL, "3", REFUSED ("3", "1"));
+  assert_kept (one, "0-3");
+  expect_refused (one, "1", REFUSED ("1", "1", "0"));
+  expect_refused (one, "3", REFUSED ("3", "3", "1"));
   cleanup_topo struct cp_topo *solo = tu_topo (SOLO);
   tu_assert_set (solo->nodes_info[1].cpus, "1");
-  expect_refused (solo, NULL, "1", REFUSED ("1", "1"));
-  expect_refused (solo, NULL, "0-1", REFUSED ("0-1", "0"));
+  assert_kept (solo, "0-1");
+  expect_refused (solo, "1", REFUSED ("1", "1", "1"));
+  expect_refused (solo, "0-1", REFUSED ("0-1", "0", "0"));
 }
 
-/* Reserved CPUs are never handed out, so never isolated, and a reserved core is
-   one the host keeps: the engine's placement within the allowed CPUs minus
-   `reserved` may take the rest of the node.  Without the reservation, the whole
-   node is refused. */
+/* Reserved CPUs are never handed out, so never isolated.  The kept core does not
+   move when the first core is reserved: the rule is the node's first core
+   whatever the host config, so a node's reservation and the kept core may be the
+   same core, and the placement within the allowed CPUs minus `reserved` may take
+   every other core of the node. */
 static void
 test_reserved (void **state)
 {
@@ -164,17 +159,16 @@ test_reserved (void **state)
 
   struct cp_request req = tu_req (rest, CP_LEVEL_NUMA, CP_SMT_ANY, CP_MODE_EXCLUSIVE, true);
   cleanup_plan struct cp_plan *plan = tu_place (topo, allowed_s, NULL, &req);
-  assert_false (hwloc_bitmap_intersects (plan->cpus, reserved));
   tu_assert_set (plan->cpus, "1-7,17-23");
   cp_error_t err = NULL;
-  assert_int_equal (cp_isolate_check (topo, NULL, plan->cpus, &err), 0);
+  assert_int_equal (cp_isolate_check (topo, plan->cpus, &err), 0);
 
   /* The same node without the reservation: all of it, refused. */
   req.cpus = (unsigned) hwloc_bitmap_weight (node0);
   cleanup_plan struct cp_plan *whole = tu_place (topo, NULL, NULL, &req);
   assert_true (hwloc_bitmap_isequal (whole->cpus, node0));
-  assert_int_equal (cp_isolate_check (topo, NULL, whole->cpus, &err), -1);
-  assert_string_equal (cp_error_message (err), REFUSED ("0-7,16-23", "0"));
+  assert_int_equal (cp_isolate_check (topo, whole->cpus, &err), -1);
+  assert_string_equal (cp_error_message (err), REFUSED ("0-7,16-23", "0", "0"));
   cp_error_free (&err);
 }
 
@@ -184,17 +178,16 @@ test_empty (void **state)
 {
   (void) state;
   cleanup_topo struct cp_topo *solo = tu_topo (SOLO);
-  expect_ok (solo, NULL, "");
-  expect_ok (solo, "0", "");
+  expect_ok (solo, "");
 }
 
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_last_core),     cmocka_unit_test (test_already_isolated),
-    cmocka_unit_test (test_whole_core),    cmocka_unit_test (test_one_core_node),
-    cmocka_unit_test (test_reserved),      cmocka_unit_test (test_empty),
+    cmocka_unit_test (test_first_core),    cmocka_unit_test (test_whole_core),
+    cmocka_unit_test (test_one_core_node), cmocka_unit_test (test_reserved),
+    cmocka_unit_test (test_empty),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -18,10 +18,12 @@
 #include "cpulist.h"
 #include "util.h"
 #include "cgroup.h"
+#include "isolate.h"
 #include "isolation.h"
 #include "ledger.h"
 #include "ledger_codec_dom.h"
 #include "partition.h"
+#include "placer.h"
 
 /* ---- the fake tree ------------------------------------------------------------------ */
 
@@ -449,11 +451,65 @@ test_codec (void **state)
   assert_null (strstr (after, "isolated"));
 }
 
+/* The host's kept cores (policy/isolate.h) in the engine: an isolated request is
+   placed off them when the rest can hold it (cp_placer_plan_in()'s AVOID), on them
+   when nothing else can, and then decide refuses the isolation: a strict request
+   fails, any other is placed without it. */
+static void
+test_kept_cores (void **state)
+{
+  (void) state;
+  cleanup_topo struct cp_topo *topo = tu_topo ("package:2 numa:1 l3cache:2 core:4 pu:2(indexes=core)");
+  cleanup_bitmap hwloc_bitmap_t kept = cp_bitmap_new ();
+  cp_isolate_kept (topo, kept);
+  tu_assert_set (kept, "0,8,16,24");
+  static const char empty[] = "{\"version\": 2, \"entries\": []}";
+  cleanup_ledger struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_ledger_parse (empty, sizeof empty - 1, &l, &err), 0);
+  struct cp_target t = { .id = "id-iso" };
+  struct cp_container_request creq = { .req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0, CP_MODE_EXCLUSIVE, false),
+                                       .isolate = true };
+  /* Without AVOID the best fit is CPU 0; with it, the next core of the same L3. */
+  cleanup_plan struct cp_plan *plain = NULL, *off = NULL, *only = NULL;
+  assert_int_equal (cp_placer_plan_in (l, topo, topo->allowed, topo->allowed_nodes, &t, &creq, NULL, NULL, &plain, &err), 0);
+  tu_assert_set (plain->cpus, "0");
+  assert_int_equal (cp_placer_plan_in (l, topo, topo->allowed, topo->allowed_nodes, &t, &creq, NULL, kept, &off, &err), 0);
+  tu_assert_set (off->cpus, "1");
+  struct cp_isolate iso = { .asked = true, .granted = true };
+  assert_int_equal (cp_isolate_decide (&iso, topo, t.id, off->cpus, true, &err), 0);
+  assert_true (iso.granted);
+  /* Only the kept core to place on: placed there, and the isolation refused. */
+  cleanup_bitmap hwloc_bitmap_t core0 = tu_set ("0,16");
+  assert_int_equal (cp_placer_plan_in (l, topo, core0, topo->allowed_nodes, &t, &creq, NULL, kept, &only, &err), 0);
+  tu_assert_set (only->cpus, "0");
+  assert_int_equal (cp_isolate_decide (&iso, topo, t.id, only->cpus, true, &err), -1);
+  assert_int_equal (cp_error_kind (err), CP_ERR_UNSATISFIABLE);
+  assert_string_equal (cp_error_message (err), "cachepin.io/isolate: CPUs 0 include CPU 0, in the first core of NUMA "
+                                               "node 0, which the host keeps (never isolated)");
+  cp_error_free (&err);
+  iso.granted = true;
+  assert_int_equal (cp_isolate_decide (&iso, topo, t.id, only->cpus, false, &err), 0);
+  assert_false (iso.granted); /* placed without isolation, one warning */
+  /* The alignment comes first: a whole node asked for (two nodes of two 2-thread
+     cores) stays on node 0, kept core and all, rather than split over the other
+     cores of both nodes. */
+  cleanup_topo struct cp_topo *small = tu_topo ("package:1 numa:2 core:2 pu:2");
+  cp_isolate_kept (small, kept);
+  tu_assert_set (kept, "0-1,4-5");
+  creq.req = tu_req (4, CP_LEVEL_NUMA, CP_SMT_ANY, CP_MODE_EXCLUSIVE, false);
+  cleanup_plan struct cp_plan *node = NULL;
+  assert_int_equal (cp_placer_plan_in (l, small, small->allowed, small->allowed_nodes, &t, &creq, NULL, kept, &node, &err), 0);
+  tu_assert_set (node->cpus, "0-3");
+  assert_false (node->split);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_parse),
+    cmocka_unit_test (test_kept_cores),
     cmocka_unit_test_setup_teardown (test_write_order, setup, teardown),
     cmocka_unit_test_setup_teardown (test_union_and_release_only_added, setup, teardown),
     cmocka_unit_test_setup_teardown (test_repair, setup, teardown),
