@@ -6,7 +6,8 @@
 #      (a systemd PID 1 guest: podman, runc and crun with the systemd cgroup driver; about
 #      2 minutes, plus about 10 to build its root file system on a fresh machine, cached
 #      per ISO week in /var/cache/cachepin/vm/rootfs), vm-shapes (the CLI tests that use
-#      real CPUs and cgroups, in guests of three CPU shapes: tests/vm/README.md);
+#      real CPUs and cgroups, in guests of three CPU shapes: tests/vm/README.md),
+#      vm-isolate (cgroup v2 partitions on the 7.3 and 6.12 kernels, docs/isolation.md);
 #   2. the unit and CLI tests again under ASan+UBSan (scripts/sanitize.sh);
 #   3. the unit tests under valgrind (scripts/valgrind.sh);
 #   4. a short libFuzzer run of every parser (scripts/fuzz.sh);
@@ -21,7 +22,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 
-labels="${CACHEPIN_TEST_LABELS:-unit|cli|docs|e2e|install|cri|stress-short|vm|vm-sched|vm-systemd|vm-shapes}"
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|docs|e2e|install|cri|stress-short|vm|vm-sched|vm-systemd|vm-shapes|vm-isolate}"
 (cd build && ctest --output-on-failure -L "^($labels)\$")
 if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   echo "== sanitizers (ASan+UBSan): unit and cli"

@@ -11,6 +11,13 @@
 #                scope itself, so systemd is told
 #   runc         runc --systemd-cgroup, cgroupsPath system.slice:cachepin:<id>
 #   crun         crun --systemd-cgroup, the same cgroupsPath
+#   isolate      runc --systemd-cgroup with `cachepin.io/isolate: "true"` (cpus 1): the
+#                scope becomes a cgroup v2 partition (docs/isolation.md); its own checks,
+#                results isolate.<check>: `root`, system.slice's exclusive list, every
+#                other cgroup and PID 1 without the CPU, after placing and again after
+#                daemon-reload, set-property on the scope (CPUWeight=, and
+#                AllowedMemoryNodes=, which rewrites its cpuset files) and on
+#                system.slice; deleted: all of it given back
 #   nri          not a hook: `cachepin nri` under containerd's systemd cgroup driver, its
 #                own checks (systemd-nri.sh, results nri.<check>), last
 # Checks, results <manager>.<check>:
@@ -139,8 +146,8 @@ released() {
 
 # ------------------------------------------------------------------ runc, crun
 
-# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc nri", to look at one.
-MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc nri} "
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc isolate nri", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc isolate nri} "
 for rt in runc crun; do
   [[ $MANAGERS == *" $rt "* ]] || continue
   id=sd-$rt
@@ -189,6 +196,69 @@ podman_case() {
 # With runc, the container's cgroup is the libpod scope itself (crun makes a
 # `container` child): the unit's own cgroup, so systemd is told.
 [[ $MANAGERS == *" podman-runc "* ]] && podman_case podman-runc --runtime runc
+
+# ------------------------------------------------------------------ isolate
+
+# iso_state CG CPUS: "partition|exclusive.effective|slice exclusive|root effective|PID 1"
+# with CPUS taken out of the last two's expectation by the caller.
+iso_state() {
+  printf '%s|%s|%s|%s|%s' "$(cat "/sys/fs/cgroup$1/cpuset.cpus.partition" 2>/dev/null)" \
+    "$(cpvm_cpulist_normalize "$(cat "/sys/fs/cgroup$1/cpuset.cpus.exclusive.effective" 2>/dev/null)")" \
+    "$(cpvm_cpulist_normalize "$(cat "/sys/fs/cgroup${1%/*}/cpuset.cpus.exclusive" 2>/dev/null)")" \
+    "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/cpuset.cpus.effective)")" "$(cpvm_allowed_cpus 1)"
+}
+# without ALL CPUS: ALL's CPUs without CPUS.
+without() {
+  local c out=() b=" $(cpvm_cpulist_expand "$2" | tr '\n' ' ') "
+  for c in $(cpvm_cpulist_expand "$1"); do [[ $b == *" $c "* ]] || out+=("$c"); done
+  cpvm_cpulist_compress "${out[@]}"
+}
+if [[ $MANAGERS == *" isolate "* ]]; then
+  id=sd-iso
+  ALL=$(cpvm_cpulist_normalize "$(cat /sys/devices/system/cpu/online)")
+  export CPVM_RUNTIME_FLAGS=--systemd-cgroup
+  kv=$(uname -r)
+  kmaj=${kv%%.*} kmin=${kv#*.} kmin=${kmin%%.*}
+  # (system.slice has cpuset files only once a unit asks systemd for the controller)
+  if [ "$kmaj" -lt 6 ] || { [ "$kmaj" = 6 ] && [ "$kmin" -lt 7 ]; }; then
+    cpvm_skip isolate "this kernel has no cpuset.cpus.exclusive ($kv, before 6.7)"
+  elif cpvm_create runc "$id" --cgroups-path "system.slice:cachepin:$id" \
+       --annotations '{"cachepin.io/cpus": "1", "cachepin.io/isolate": "true"}' -- sleep 600; then
+    cpvm_start runc "$id"
+    pid=$(cpvm_pid runc "$id")
+    cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup")
+    unit=$(unit_of "$cg")
+    cpus=$(jq -r --arg id "$id" '.entries[] | select(.id == $id) | .cpus' "$STATE/ledger.json")
+    want="root|$cpus|$cpus|$(without "$ALL" "$cpus")|$(without "$ALL" "$cpus")"
+    cpvm_info "isolate: pid $pid, cgroup $cg, unit $unit, CPUs $cpus; partition|exclusive|slice exclusive|root effective|PID 1: $(iso_state "$cg")"
+    cpvm_expect_eq isolate.placed "$want" "$(iso_state "$cg")" "placed"
+    cpvm_expect_eq isolate.task "$cpus" "$(cpvm_allowed_cpus "$pid")" "the container's Cpus_allowed_list"
+    systemctl daemon-reload
+    cpvm_expect_eq isolate.reload "$want" "$(iso_state "$cg")" "after daemon-reload"
+    systemctl set-property --runtime "$unit" CPUWeight=50
+    cpvm_expect_eq isolate.property "$want" "$(iso_state "$cg")" "after set-property $unit CPUWeight=50"
+    mems=$(cat "/sys/fs/cgroup$cg/cpuset.mems.effective")
+    systemctl set-property --runtime "$unit" "AllowedMemoryNodes=$mems"
+    cpvm_expect_eq isolate.cpuset-property "$want" "$(iso_state "$cg")" "after set-property $unit AllowedMemoryNodes=$mems"
+    systemctl set-property --runtime system.slice CPUWeight=90
+    cpvm_expect_eq isolate.slice-property "$want" "$(iso_state "$cg")" "after set-property system.slice CPUWeight=90"
+    systemctl daemon-reload
+    cpvm_expect_eq isolate.reload-again "$want" "$(iso_state "$cg")" "after a second daemon-reload"
+    cpvm_expect_eq isolate.status "root" \
+      "$("$CACHEPIN" status --json 2>/dev/null | jq -r --arg id "$id" '.ledger.entries[] | select(.id == $id) | .isolate.partition')" \
+      "status --json .isolate.partition"
+    cpvm_delete runc "$id"
+    released isolate "$id" "$unit"
+    cpvm_expect_eq isolate.given-back "|$ALL|$ALL" \
+      "$(printf '%s|%s|%s' "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/system.slice/cpuset.cpus.exclusive)")" \
+         "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/cpuset.cpus.effective)")" "$(cpvm_allowed_cpus 1)")" \
+      "deleted: system.slice exclusive|root effective|PID 1"
+  else
+    cpvm_fail isolate.placed "create failed: $(tail -5 "$CPVM_BUNDLES/$id/stderr")"
+  fi
+  journalctl -b --no-pager -t cachepin | grep -F "$id" | tail -4 | while read -r l; do cpvm_info "journal: $l"; done
+  export CPVM_RUNTIME_FLAGS=""
+fi
 
 # ------------------------------------------------------------------ nri
 
