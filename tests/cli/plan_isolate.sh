@@ -22,10 +22,11 @@ command -v jq >/dev/null || cli_skip plan_isolate "no jq (scripts/deps.sh instal
 T=$(mktemp -d /tmp/cachepin-plan_isolate.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
-# The rule, from sysfs: "granted", or the reason for CPUS (a cpulist).
-verdict () {
-  python3 - "$1" <<'EOF'
-import glob, os, re, sys
+# The rule, from sysfs: `rule.py kept` prints the kept cores' CPUs (the first core
+# of each NUMA node with allowed CPUs), `rule.py verdict CPUS` "granted" or the
+# reason for CPUS (a cpulist).
+cat >"$T/rule.py" <<'EOF'
+import glob, re, sys
 def expand(s):
     out = set()
     for r in s.strip().split(","):
@@ -42,25 +43,25 @@ def fmt(cpus):
         out.append(str(cpus[i]) if i == j else "%d-%d" % (cpus[i], cpus[j]))
         i = j + 1
     return ",".join(out)
-cpus = expand(sys.argv[1])
 online = expand(open("/sys/devices/system/cpu/online").read())
 allowed = expand(re.search(r"Cpus_allowed_list:\s*(\S+)", open("/proc/self/status").read()).group(1))
 cores = {frozenset(expand(open(p).read())) & online
          for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/topology/thread_siblings_list")}
 nodes = sorted((int(re.search(r"node(\d+)$", d).group(1)), expand(open(d + "/cpulist").read()) & online)
                for d in glob.glob("/sys/devices/system/node/node[0-9]*")) or [(0, online)]
-for n, ncpus in nodes:
-    if not (ncpus & allowed):
-        continue
-    first = min(ncpus & allowed)
-    kept = next(c for c in cores if first in c)
-    if kept & cpus:
+kept = [(n, next(c for c in cores if min(ncpus & allowed) in c)) for n, ncpus in nodes if ncpus & allowed]
+if sys.argv[1] == "kept":
+    print(",".join(str(c) for c in sorted(set().union(*(core for _, core in kept)))))
+    sys.exit()
+cpus = expand(sys.argv[2])
+for n, core in kept:
+    if core & cpus:
         print("CPUs %s include CPU %d, in the first core of NUMA node %d, which the host keeps "
-              "(never isolated)" % (fmt(cpus), min(kept & cpus), n))
+              "(never isolated)" % (fmt(cpus), min(core & cpus), n))
         sys.exit()
 print("granted")
 EOF
-}
+verdict () { python3 "$T/rule.py" verdict "$1"; }
 GRANTED="the host config allows it and the CPUs leave the first core of each NUMA node to the host; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
 plan () { "$BIN" plan --empty "$@" >"$T/out" 2>"$T/err"; RC=$?; }
 # expect_verdict NAME ARGS...: plan ARGS --isolate in JSON and in text agree with the rule
@@ -144,25 +145,7 @@ echo '{"isolate": "allow"}' >"$T/allow.json"
 expect_verdict "allow, as without a config" --config "$T/allow.json" --cpus "$SMT" --smt cores --align none
 
 echo "== reserved cores are the host's own: the rest of every node may be isolated"
-RESERVED=$(python3 - <<'EOF'
-import glob, re
-def expand(s):
-    out = set()
-    for r in s.strip().split(","):
-        if r:
-            a, _, b = r.partition("-")
-            out.update(range(int(a), int(b or a) + 1))
-    return out
-allowed = expand(re.search(r"Cpus_allowed_list:\s*(\S+)", open("/proc/self/status").read()).group(1))
-keep = set()
-for d in sorted(glob.glob("/sys/devices/system/node/node[0-9]*")) or [None]:
-    ncpus = expand(open(d + "/cpulist").read()) if d else allowed
-    if ncpus & allowed:
-        first = min(ncpus & allowed)
-        keep |= expand(open("/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list" % first).read())
-print(",".join(str(c) for c in sorted(keep)))
-EOF
-)
+RESERVED=$(python3 "$T/rule.py" kept)
 REST=$((N - $(tr ',' '\n' <<<"$RESERVED" | grep -c .)))
 if [ "$REST" -ge 1 ]; then
   jq -n --arg r "$RESERVED" '{reserved: $r}' >"$T/reserved.json"
