@@ -165,17 +165,19 @@ void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request
                              json_object *inputs, json_object *isolate);
 
 /* Would the CPUS of a plan made now be isolated (cachepin.io/isolate, --isolate)?
-   0: as far as a preview can tell, yes; < 0 with *ERR the reason, unsatisfiable:
-   the host config's `isolate: deny`, or CPUS holding a core the host keeps (the
-   first of a NUMA node, policy/isolate.h), as the engine judges at decide.  The
-   kernel's support is not judged here. */
+   In the engine's order: the host config's `isolate: deny`; then, with PROBE (the
+   target's cgroup: apply --dry-run) or PROBE_HOST (this host's cpuset hierarchy:
+   plan of this host now), the kernel's support (cp_partition_supported*()), and
+   *KERNEL_CHECKED says whether it could be told; then CPUS holding a core the host
+   keeps (the first of a NUMA node, policy/isolate.h).  0: granted, as far as a
+   preview can tell; < 0 with *ERR the reason, unsatisfiable. */
 int cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
-                            cp_error_t *err);
+                            const struct cp_cgroup *probe, bool probe_host, bool *kernel_checked, cp_error_t *err);
 
-/* The verdict (WHY: NULL when granted, else the reason) as the plan's text line
-   and as its JSON member. */
-char *cp_cli_isolate_line (cp_error_t why);
-json_object *cp_cli_isolate_json (cp_error_t why);
+/* The verdict (WHY: NULL when granted, else the reason; KERNEL_CHECKED as the
+   verdict set it) as the plan's text line and as its JSON member. */
+char *cp_cli_isolate_line (cp_error_t why, bool kernel_checked);
+json_object *cp_cli_isolate_json (cp_error_t why, bool kernel_checked);
 
 /* The plan for people: CPUs, domains, reason, inputs and the map (cpumap.h) of
    the domains its --align names (align=none: the LLCs). */

@@ -161,7 +161,9 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
     ret = cp_preview_place (&pv, target, creq, NULL, &plan, err);
   /* As plan says it: without isolation, or refused when strict. */
   cleanup_error cp_error_t why = NULL;
-  if (ret == 0 && creq->isolate && cp_cli_isolate_verdict (hc, pv.topo, plan->cpus, &why) < 0
+  bool kernel_checked = false;
+  if (ret == 0 && creq->isolate
+      && cp_cli_isolate_verdict (hc, pv.topo, plan->cpus, target->cgroup, false, &kernel_checked, &why) < 0
       && creq->req.strict)
     {
       *err = cp_steal_pointer (&why);
@@ -169,10 +171,10 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
     }
   if (ret == 0 && a->c.json)
     cp_cli_print_plan_json (pv.topo, &creq->req, plan, cp_cli_inputs_json (&pv, hc, true, NULL),
-                            creq->isolate ? cp_cli_isolate_json (why) : NULL);
+                            creq->isolate ? cp_cli_isolate_json (why, kernel_checked) : NULL);
   else if (ret == 0)
     {
-      cleanup_free char *isolate = creq->isolate ? cp_cli_isolate_line (why) : NULL;
+      cleanup_free char *isolate = creq->isolate ? cp_cli_isolate_line (why, kernel_checked) : NULL;
       cleanup_free char *inputs = cp_cli_inputs_line (&pv, hc, true, NULL);
       cleanup_free char *parent = cp_cpulist_format (pv.cpus);
       cleanup_free char *line = cp_xasprintf ("%s; the parent cgroup and the config allow CPUs %s", inputs, parent);

@@ -188,7 +188,9 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
     return -1;
   /* Not granted: the hook places it without isolation, or refuses it when strict. */
   cleanup_error cp_error_t why = NULL;
-  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, plan->cpus, &why) < 0
+  bool kernel_checked = false;
+  /* This host now (its topology and ledger): its kernel is judged too. */
+  if (creq.isolate && cp_cli_isolate_verdict (hc, pv->topo, plan->cpus, NULL, with_ledger, &kernel_checked, &why) < 0
       && creq.req.strict)
     {
       *err = cp_steal_pointer (&why);
@@ -197,10 +199,10 @@ run_plan (struct plan_args *a, struct cp_hostconfig *hc, struct cp_preview *pv, 
   if (a->c.json)
     {
       cp_cli_print_plan_json (pv->topo, &creq.req, plan, cp_cli_inputs_json (pv, hc, with_config, empty_why),
-                              creq.isolate ? cp_cli_isolate_json (why) : NULL);
+                              creq.isolate ? cp_cli_isolate_json (why, kernel_checked) : NULL);
       return 0;
     }
-  cleanup_free char *isolate = creq.isolate ? cp_cli_isolate_line (why) : NULL;
+  cleanup_free char *isolate = creq.isolate ? cp_cli_isolate_line (why, kernel_checked) : NULL;
   cleanup_free char *inputs = cp_cli_inputs_line (pv, hc, with_config, empty_why);
   cleanup_bitmap hwloc_bitmap_t held = cp_bitmap_dup (pv->held);
   hwloc_bitmap_or (held, held, occupied);

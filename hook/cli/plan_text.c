@@ -12,6 +12,8 @@
 #include "topo.h"
 #include "util.h"
 #include "isolate.h"
+#include "partition.h"
+#include "log.h"
 #include "ledger.h"
 #include "cpumap.h"
 
@@ -169,16 +171,32 @@ cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *re
 
 int
 cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
-                        cp_error_t *err)
+                        const struct cp_cgroup *probe, bool probe_host, bool *kernel_checked, cp_error_t *err)
 {
+  *kernel_checked = false;
   if (hc->isolate == CP_ISOLATE_DENY)
     return cp_fail_unsatisfiable (err, "cachepin.io/isolate: host setting isolate is deny");
+  if (probe || probe_host)
+    {
+      /* What the engine's open judges; a probe that cannot tell leaves it to
+         the placement, as before. */
+      cleanup_free char *missing = NULL;
+      cleanup_error cp_error_t e = NULL;
+      int r = probe ? cp_partition_supported (probe, &missing, &e) : cp_partition_supported_host (&missing, &e);
+      if (r < 0)
+        cp_log (CP_LOG_DEBUG, "--isolate: the kernel's support not judged: %s", cp_error_message (e));
+      *kernel_checked = r >= 0;
+      if (r == 0)
+        return cp_fail_unsatisfiable (err, "cachepin.io/isolate: unsupported here (%s)", missing);
+    }
   return cp_isolate_check (topo, cpus, err); /* what the engine judges at decide */
 }
 
-#define GRANTED                                                                                              \
-  "the host config allows it and the CPUs leave the first core of each NUMA node to the host; the kernel's " \
-  "support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
+#define GRANTED_RULES "the host config allows it and the CPUs leave the first core of each NUMA node to the host"
+#define GRANTED_KERNEL GRANTED_RULES ", and this kernel makes cgroup v2 partitions (cpuset.cpus.exclusive)"
+#define GRANTED                                                                                   \
+  GRANTED_RULES "; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, " \
+                "not here"
 
 /* The reason without the key the line already names. */
 static const char *
@@ -190,20 +208,22 @@ isolate_reason (cp_error_t why)
 }
 
 char *
-cp_cli_isolate_line (cp_error_t why)
+cp_cli_isolate_line (cp_error_t why, bool kernel_checked)
 {
   if (why == NULL)
-    return cp_xstrdup ("yes: " GRANTED);
+    return cp_xstrdup (kernel_checked ? "yes: " GRANTED_KERNEL : "yes: " GRANTED);
   return cp_xasprintf ("no, placed without isolation: %s", isolate_reason (why));
 }
 
 json_object *
-cp_cli_isolate_json (cp_error_t why)
+cp_cli_isolate_json (cp_error_t why, bool kernel_checked)
 {
   json_object *o = json_object_new_object ();
   json_object_object_add (o, "granted", json_object_new_boolean (why == NULL));
-  json_object_object_add (o, "reason", json_object_new_string (why ? isolate_reason (why) : GRANTED));
-  json_object_object_add (o, "kernel_checked", json_object_new_boolean (false));
+  json_object_object_add (o, "reason", json_object_new_string (why                ? isolate_reason (why)
+                                                              : kernel_checked ? GRANTED_KERNEL
+                                                                               : GRANTED));
+  json_object_object_add (o, "kernel_checked", json_object_new_boolean (kernel_checked));
   return o;
 }
 

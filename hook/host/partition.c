@@ -215,6 +215,32 @@ has_file (const struct cp_partition_tree *t, const char *path, const char *file,
 }
 
 int
+cp_partition_supported_host (char **why, cp_error_t *err)
+{
+  *why = NULL;
+  cleanup_free char *mount = NULL, *path = NULL;
+  /* A relative path names the cpuset hierarchy's mount; nothing is opened below it. */
+  if (cp_cgroup_locate_path ("cachepin", &mount, &path, err) < 0)
+    return -1;
+  cleanup_close int fd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, err);
+  if (fd < 0)
+    return -1;
+  struct statfs sfs;
+  if (fstatfs (fd, &sfs) < 0)
+    return cp_fail_errno (err, errno, "statfs %s", mount);
+  if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+    {
+      *why = cp_xstrdup ("cgroup v1");
+      return 0;
+    }
+  const struct cp_partition_tree t = { .mount = mount, .mountfd = fd };
+  int r = has_file (&t, "/", "cpuset.cpus.isolated", err);
+  if (r == 0)
+    *why = cp_xstrdup ("kernel has no cpuset.cpus.exclusive (Linux 6.7+)");
+  return r;
+}
+
+int
 cp_partition_supported (const struct cp_cgroup *cg, char **why, cp_error_t *err)
 {
   *why = NULL;

@@ -63,6 +63,24 @@ print("granted")
 EOF
 verdict () { python3 "$T/rule.py" verdict "$1"; }
 GRANTED="the host config allows it and the CPUs leave the first core of each NUMA node to the host; the kernel's support (cgroup v2, cpuset.cpus.exclusive) is checked when placing, not here"
+GRANTED_KERNEL="the host config allows it and the CPUs leave the first core of each NUMA node to the host, and this kernel makes cgroup v2 partitions (cpuset.cpus.exclusive)"
+# kernel_verdict [CGROUP]: "" when this kernel makes partitions for CGROUP (a
+# directory under the cpuset hierarchy; none: the hierarchy's root), else why not,
+# as the engine says it: cgroup v1; on v2 the first of CGROUP and its ancestors
+# with cpuset files decides (cpuset.cpus.exclusive there), the root by its
+# cpuset.cpus.isolated.
+kernel_verdict () {
+  local mnt cg
+  mnt=$(find_cpuset_mount)
+  if [ "$(stat -f -c %T "$mnt")" != cgroup2fs ]; then echo "unsupported here (cgroup v1)"; return; fi
+  cg=${1:-$mnt}
+  while [ "$cg" != "$mnt" ] && [ ! -e "$cg/cpuset.cpus" ]; do cg=$(dirname "$cg"); done
+  if { [ "$cg" = "$mnt" ] && [ -e "$mnt/cpuset.cpus.isolated" ]; } || { [ "$cg" != "$mnt" ] && [ -e "$cg/cpuset.cpus.exclusive" ]; }; then
+    echo
+  else
+    echo "unsupported here (kernel has no cpuset.cpus.exclusive (Linux 6.7+))"
+  fi
+}
 plan () { "$BIN" plan --empty "$@" >"$T/out" 2>"$T/err"; RC=$?; }
 # expect_verdict NAME ARGS...: plan ARGS --isolate in JSON and in text agree with the rule
 expect_verdict () {
@@ -185,9 +203,28 @@ check "apply --isolate --mode shared: the cgroup unchanged" "$(cat "$TOP/cpuset.
 check "apply --isolate --mode shared: no state directory" "$([ -e "$D/state" ] && echo present || echo absent)" absent
 "$BIN" apply --config "$D/cfg.json" --cgroup "$TOP" --cpus 1 --isolate --dry-run --json >"$T/out" 2>"$T/err"
 check "apply --dry-run --isolate: exit" "$?" 0
-WANT=$(verdict "$(jq -r .cpus "$T/out")")
-[ "$WANT" = granted ] && WANT=$GRANTED
-check "apply --dry-run --isolate: the verdict" "$(jq -r .isolate.reason "$T/out")" "$WANT"
+# The kernel first, for this cgroup, then the rule.
+WANT=$(kernel_verdict "$TOP")
+[ -n "$WANT" ] || WANT=$(verdict "$(jq -r .cpus "$T/out")")
+[ "$WANT" = granted ] && WANT=$GRANTED_KERNEL
+check "apply --dry-run --isolate: the verdict, the kernel judged for $TOP" \
+  "$(jq -c '.isolate | [.reason, .kernel_checked]' "$T/out")" "$(jq -cn --arg r "$WANT" '[$r, true]')"
+
+echo "== plan of this host now: the kernel judged in its cpuset hierarchy"
+"$BIN" plan --config "$D/cfg.json" --cpus 1 --isolate --json >"$T/out" 2>"$T/err"
+check "plan --isolate (this host now): exit" "$?" 0
+WANT=$(kernel_verdict)
+[ -n "$WANT" ] || WANT=$(verdict "$(jq -r .cpus "$T/out")")
+[ "$WANT" = granted ] && WANT=$GRANTED_KERNEL
+check "plan --isolate (this host now): the verdict" \
+  "$(jq -c '.isolate | [.reason, .kernel_checked]' "$T/out")" "$(jq -cn --arg r "$WANT" '[$r, true]')"
+if [ "$WANT" != "$GRANTED_KERNEL" ]; then
+  "$BIN" plan --config "$D/cfg.json" --cpus 1 --isolate --strict >"$T/out" 2>"$T/err"
+  check "plan --isolate --strict (this host now): refused" "$?" 3
+  check "plan --isolate --strict (this host now): the line" "$(cat "$T/err")" "cachepin plan: cachepin.io/isolate: $WANT"
+fi
+"$BIN" plan --config "$D/cfg.json" --empty --cpus 1 --isolate --json >"$T/out" 2>"$T/err"
+check "plan --empty --isolate: the kernel not judged" "$(jq -c .isolate.kernel_checked "$T/out")" false
 check "apply --dry-run --isolate: the cgroup unchanged" "$(cat "$TOP/cpuset.cpus" "$TOP/cpuset.mems")" "$BEFORE"
 check "apply --dry-run --isolate: no state directory" "$([ -e "$D/state" ] && echo present || echo absent)" absent
 finish plan_isolate

@@ -19,8 +19,9 @@
 #           next run;
 #   runc    a runc container with the hook and the annotation, isolated, then
 #           deleted: its poststop releases the partition.
+#   plan    `cachepin plan --isolate` of this host now judges the kernel too.
 # Without cpuset.cpus.exclusive (6.1, cgroup v1 or v2): the "unsupported" line, and
-# the cgroup placed without isolation.
+# the cgroup placed without isolation; plan says the same.
 #
 # Expectations come from the guest's sysfs and cgroup files, never from a fixed
 # topology; the CPUs are the ones the ledger says cachepin placed.
@@ -143,6 +144,9 @@ if [ -n "$REASON" ]; then
   cpvm_expect_eq iso.unsupported.strict 3 "$RC" "strict: refused (unsatisfiable): $(head -c 300 $HDIR/b.err)"
   cpvm_check iso.unsupported.strict-reason grep -qF "cachepin.io/isolate: unsupported here ($REASON)" $HDIR/b.err
   cpvm_expect_eq iso.unsupported.strict-untouched "$b_before" "$(cat $P/b/cpuset.cpus)" "strict: its cpuset.cpus"
+  cpvm_expect_eq iso.unsupported.plan "[false,\"unsupported here ($REASON)\",true]" \
+    "$($CACHEPIN plan --config $CFG --cpus 1 --isolate --json 2>$HDIR/plan.err | jq -c '.isolate | [.granted, .reason, .kernel_checked]')" \
+    "plan --isolate of this host now: granted, reason, kernel_checked ($(grep -v debug $HDIR/plan.err | head -c 300))"
   cpvm_finish
   exit
 fi
@@ -161,6 +165,9 @@ for ((i = 0; i < NCPU; i++)); do
   if ((i % 2 == 0)); then busy_in $P/sib; [ -n "${SIB:-}" ] || SIB=$BUSY_PID; else busy_in $OTHER; [ -n "${JOB:-}" ] || JOB=$BUSY_PID; fi
 done
 KEPT=$(kept_cores)
+cpvm_expect_eq plan.kernel "[true,true]" \
+  "$($CACHEPIN plan --config $CFG --cpus 1 --isolate --json 2>$HDIR/plan.err | jq -c '.isolate | [.granted, .kernel_checked]')" \
+  "plan --isolate of this host now: granted, kernel_checked ($(grep -v debug $HDIR/plan.err | head -c 300))"
 cpvm_info "before: root effective $(rd $CG/cpuset.cpus.effective); sibling's loop $(cpvm_allowed_cpus $SIB); PID 1 $(cpvm_allowed_cpus 1)"
 
 # outside CPUS WHAT...: every one of these keeps off CPUS.
