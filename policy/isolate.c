@@ -4,14 +4,16 @@
 #include "cpulist.h"
 #include "util.h"
 
-/* The lowest allowed online CPU of NODE, -1 when it has none. */
-static int
-first_cpu (const struct cp_topo *topo, const struct cp_node *node)
+/* NODE's first core, the one the host keeps: the core of its lowest allowed online
+   CPU; NULL when it has none. */
+static const struct cp_core *
+kept_core (const struct cp_topo *topo, const struct cp_node *node)
 {
   cleanup_bitmap hwloc_bitmap_t usable = cp_bitmap_dup (node->cpus);
   hwloc_bitmap_and (usable, usable, topo->allowed);
   hwloc_bitmap_and (usable, usable, topo->online);
-  return hwloc_bitmap_first (usable);
+  int cpu = hwloc_bitmap_first (usable);
+  return cpu < 0 ? NULL : cp_topo_core_of (topo, (unsigned) cpu);
 }
 
 void
@@ -20,8 +22,7 @@ cp_isolate_kept (const struct cp_topo *topo, hwloc_bitmap_t out)
   hwloc_bitmap_zero (out);
   for (unsigned i = 0; i < topo->n_nodes; i++)
     {
-      int cpu = first_cpu (topo, &topo->nodes_info[i]);
-      const struct cp_core *core = cpu < 0 ? NULL : cp_topo_core_of (topo, (unsigned) cpu);
+      const struct cp_core *core = kept_core (topo, &topo->nodes_info[i]);
       if (core)
         hwloc_bitmap_or (out, out, core->pus);
     }
@@ -33,8 +34,7 @@ cp_isolate_check (const struct cp_topo *topo, hwloc_const_bitmap_t cpus, cp_erro
   for (unsigned i = 0; i < topo->n_nodes; i++)
     {
       const struct cp_node *node = &topo->nodes_info[i];
-      int cpu = first_cpu (topo, node);
-      const struct cp_core *core = cpu < 0 ? NULL : cp_topo_core_of (topo, (unsigned) cpu);
+      const struct cp_core *core = kept_core (topo, node);
       if (core == NULL || !hwloc_bitmap_intersects (core->pus, cpus))
         continue;
       cleanup_bitmap hwloc_bitmap_t hit = cp_bitmap_dup (core->pus);

@@ -3,6 +3,7 @@
 #include "partition.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -55,6 +56,22 @@ cp_partition_parse (const char *text, struct cp_partition_state *out, cp_error_t
 
 /* ---- the kernel's files ----------------------------------------------------------- */
 
+/* MOUNT opened, and in *V2 whether it is a cgroup2 filesystem. */
+static int
+open_mount_dir (const char *mount, bool *v2, cp_error_t *err)
+{
+  cleanup_close int fd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, err);
+  if (fd < 0)
+    return -1;
+  struct statfs sfs;
+  if (fstatfs (fd, &sfs) < 0)
+    return cp_fail_errno (err, errno, "statfs %s", mount);
+  *v2 = sfs.f_type == CGROUP2_SUPER_MAGIC;
+  int r = fd;
+  fd = -1;
+  return r;
+}
+
 /* T's mount: the caller's fd (duplicated), or MOUNT opened and checked to be a
    cgroup2 filesystem. */
 static int
@@ -65,13 +82,11 @@ open_mount (const struct cp_partition_tree *t, cp_error_t *err)
       int fd = fcntl (t->mountfd, F_DUPFD_CLOEXEC, 3);
       return fd < 0 ? cp_fail_errno (err, errno, "open %s", t->mount) : fd;
     }
-  cleanup_close int fd = cp_cgroup_open_dir (AT_FDCWD, NULL, t->mount, 0, err);
+  bool v2 = false;
+  cleanup_close int fd = open_mount_dir (t->mount, &v2, err);
   if (fd < 0)
     return -1;
-  struct statfs sfs;
-  if (fstatfs (fd, &sfs) < 0)
-    return cp_fail_errno (err, errno, "statfs %s", t->mount);
-  if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+  if (!v2)
     return cp_fail_runtime (err, "%s is not a cgroup v2 filesystem", t->mount);
   int r = fd;
   fd = -1;
@@ -222,13 +237,11 @@ cp_partition_supported_host (char **why, cp_error_t *err)
   /* A relative path names the cpuset hierarchy's mount; nothing is opened below it. */
   if (cp_cgroup_locate_path ("cachepin", &mount, &path, err) < 0)
     return -1;
-  cleanup_close int fd = cp_cgroup_open_dir (AT_FDCWD, NULL, mount, 0, err);
+  bool v2 = false;
+  cleanup_close int fd = open_mount_dir (mount, &v2, err);
   if (fd < 0)
     return -1;
-  struct statfs sfs;
-  if (fstatfs (fd, &sfs) < 0)
-    return cp_fail_errno (err, errno, "statfs %s", mount);
-  if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+  if (!v2)
     {
       *why = cp_xstrdup ("cgroup v1");
       return 0;
