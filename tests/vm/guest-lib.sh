@@ -121,6 +121,14 @@ cpvm_cpulist_compress() {
     awk "$CPVM__CPULIST_AWK"' NF { s = s "," $1 } END { print norm(s) }'
 }
 
+# cpvm_cpulist_minus A B: the cpulist A without B's CPUs, canonical (empty when none is left).
+cpvm_cpulist_minus() {
+  local c out=() b
+  b=" $(cpvm_cpulist_expand "$2" | tr '\n' ' ') "
+  for c in $(cpvm_cpulist_expand "$1"); do [[ $b == *" $c "* ]] || out+=("$c"); done
+  if [ ${#out[@]} -gt 0 ]; then cpvm_cpulist_compress "${out[@]}"; else echo; fi
+}
+
 # ------------------------------------------------------------------ topology
 
 # The unique cpulists in FILES (one per CPU), canonical, ordered by first CPU.

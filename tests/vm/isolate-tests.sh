@@ -51,15 +51,8 @@ cpvm_info "$(cpvm_topology_summary)"
 ALL=$(cpvm_cpulist_normalize "$(cat /sys/devices/system/cpu/online)")
 
 want() { case $SECTIONS in *" $1 "*) return 0 ;; esac; return 1; }
-# minus A B: the cpulist A without B's CPUs.
-minus() {
-  local c out=() b
-  b=" $(cpvm_cpulist_expand "$2" | tr '\n' ' ') "
-  for c in $(cpvm_cpulist_expand "$1"); do [[ $b == *" $c "* ]] || out+=("$c"); done
-  if [ ${#out[@]} -gt 0 ]; then cpvm_cpulist_compress "${out[@]}"; else echo; fi
-}
 # disjoint A B: succeeds when no CPU is in both.
-disjoint() { [ "$(minus "$1" "$2")" = "$(cpvm_cpulist_normalize "$1")" ]; }
+disjoint() { [ "$(cpvm_cpulist_minus "$1" "$2")" = "$(cpvm_cpulist_normalize "$1")" ]; }
 rd() { cpvm_cpulist_normalize "$(cat "$1" 2>/dev/null)"; }
 ledger() { jq -r --arg id "$1" ".entries[] | select(.id == \$id) | $2" $STATE/ledger.json 2>/dev/null; }
 apply() { # apply NAME ARGS...: output in $HDIR/NAME.out/.err, status in RC
@@ -173,13 +166,13 @@ cpvm_info "before: root effective $(rd $CG/cpuset.cpus.effective); sibling's loo
 # outside CPUS WHAT...: every one of these keeps off CPUS.
 outside() {
   local cpus=$1 name=$2
-  cpvm_expect_eq "$name.parent-effective" "$(minus "$ALL" "$cpus")" "$(rd $P/cpuset.cpus.effective)" "$P's effective CPUs"
-  cpvm_expect_eq "$name.sibling-effective" "$(minus "$ALL" "$cpus")" "$(rd $P/sib/cpuset.cpus.effective)" "the sibling's effective CPUs"
-  cpvm_expect_eq "$name.other-effective" "$(minus "$ALL" "$cpus")" "$(rd $OTHER/cpuset.cpus.effective)" "another slice's effective CPUs"
-  cpvm_expect_eq "$name.root-effective" "$(minus "$ALL" "$cpus")" "$(rd $CG/cpuset.cpus.effective)" "the root cgroup's effective CPUs"
-  cpvm_expect_eq "$name.sibling-allowed" "$(minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus $SIB)" "the sibling's busy loop, Cpus_allowed_list"
-  cpvm_expect_eq "$name.other-allowed" "$(minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus $JOB)" "the other slice's busy loop"
-  cpvm_expect_eq "$name.pid1-allowed" "$(minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus 1)" "PID 1"
+  cpvm_expect_eq "$name.parent-effective" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(rd $P/cpuset.cpus.effective)" "$P's effective CPUs"
+  cpvm_expect_eq "$name.sibling-effective" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(rd $P/sib/cpuset.cpus.effective)" "the sibling's effective CPUs"
+  cpvm_expect_eq "$name.other-effective" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(rd $OTHER/cpuset.cpus.effective)" "another slice's effective CPUs"
+  cpvm_expect_eq "$name.root-effective" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(rd $CG/cpuset.cpus.effective)" "the root cgroup's effective CPUs"
+  cpvm_expect_eq "$name.sibling-allowed" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus $SIB)" "the sibling's busy loop, Cpus_allowed_list"
+  cpvm_expect_eq "$name.other-allowed" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus $JOB)" "the other slice's busy loop"
+  cpvm_expect_eq "$name.pid1-allowed" "$(cpvm_cpulist_minus "$ALL" "$cpus")" "$(cpvm_allowed_cpus 1)" "PID 1"
 }
 # isolated NAME CG CPUS: the partition as cachepin promises it.
 isolated() {

@@ -199,19 +199,13 @@ podman_case() {
 
 # ------------------------------------------------------------------ isolate
 
-# iso_state CG CPUS: "partition|exclusive.effective|slice exclusive|root effective|PID 1"
-# with CPUS taken out of the last two's expectation by the caller.
+# iso_state CG: "partition|exclusive.effective|parent's exclusive|root effective|PID 1's
+# Cpus_allowed_list" of the cgroup CG (below /sys/fs/cgroup).
 iso_state() {
   printf '%s|%s|%s|%s|%s' "$(cat "/sys/fs/cgroup$1/cpuset.cpus.partition" 2>/dev/null)" \
     "$(cpvm_cpulist_normalize "$(cat "/sys/fs/cgroup$1/cpuset.cpus.exclusive.effective" 2>/dev/null)")" \
     "$(cpvm_cpulist_normalize "$(cat "/sys/fs/cgroup${1%/*}/cpuset.cpus.exclusive" 2>/dev/null)")" \
     "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/cpuset.cpus.effective)")" "$(cpvm_allowed_cpus 1)"
-}
-# without ALL CPUS: ALL's CPUs without CPUS.
-without() {
-  local c out=() b=" $(cpvm_cpulist_expand "$2" | tr '\n' ' ') "
-  for c in $(cpvm_cpulist_expand "$1"); do [[ $b == *" $c "* ]] || out+=("$c"); done
-  cpvm_cpulist_compress "${out[@]}"
 }
 if [[ $MANAGERS == *" isolate "* ]]; then
   id=sd-iso
@@ -229,7 +223,7 @@ if [[ $MANAGERS == *" isolate "* ]]; then
     cg=$(awk -F: '$1 == "0" { print $3 }' "/proc/$pid/cgroup")
     unit=$(unit_of "$cg")
     cpus=$(jq -r --arg id "$id" '.entries[] | select(.id == $id) | .cpus' "$STATE/ledger.json")
-    want="root|$cpus|$cpus|$(without "$ALL" "$cpus")|$(without "$ALL" "$cpus")"
+    want="root|$cpus|$cpus|$(cpvm_cpulist_minus "$ALL" "$cpus")|$(cpvm_cpulist_minus "$ALL" "$cpus")"
     cpvm_info "isolate: pid $pid, cgroup $cg, unit $unit, CPUs $cpus; partition|exclusive|slice exclusive|root effective|PID 1: $(iso_state "$cg")"
     cpvm_expect_eq isolate.placed "$want" "$(iso_state "$cg")" "placed"
     cpvm_expect_eq isolate.task "$cpus" "$(cpvm_allowed_cpus "$pid")" "the container's Cpus_allowed_list"
