@@ -82,3 +82,12 @@ cp_caps_keep_only (int keep, cp_error_t *err)
     return cp_fail_runtime (err, "capabilities: capset to none, but some are still there");
   return 0;
 }
+
+bool
+cp_caps_effective (int cap)
+{
+  struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+  if (cap < 0 || cap >= 32 * _LINUX_CAPABILITY_U32S_3 || capget_self (data) < 0)
+    return false;
+  return (data[cap / 32].effective & (1U << (cap % 32))) != 0;
+}

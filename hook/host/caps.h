@@ -12,6 +12,8 @@
 #ifndef CP_CAPS_H
 #define CP_CAPS_H
 
+#include <stdbool.h>
+
 #include "error.h"
 
 /* Every capability given up: the bounding set emptied where this process may
@@ -22,7 +24,10 @@ int cp_caps_drop_all (cp_error_t *err);
 
 /* The same, but CAP (a CAP_* number) stays in the bounding set and, where this
    process has it, in the effective and permitted sets: the core-scheduling helper's
-   CAP_SYS_PTRACE. */
+   CAP_SYS_PTRACE, the partition helper's CAP_SYS_ADMIN. */
 int cp_caps_keep_only (int cap, cp_error_t *err);
+
+/* Whether CAP is in this process's effective set (false when it cannot tell). */
+bool cp_caps_effective (int cap);
 
 #endif

@@ -147,6 +147,37 @@ cp_partition_set_io (const struct cp_partition_io *fake)
 
 /* ---- reading and writing ------------------------------------------------------------ */
 
+static int
+refuse_root (const struct cp_partition_tree *t, const char *path, cp_error_t *err)
+{
+  if (path[0] == '/' && path[1] != '\0' && cp_cgroup_path_problem (path + 1) == NULL)
+    return 0;
+  return cp_fail_runtime (err, "refusing to write a partition file of `%.64s` under %s (the root, or not a cgroup path)",
+                          path, t->mount);
+}
+
+int
+cp_partition_read_file (const struct cp_partition_tree *t, const char *path, const char *file, char **text,
+                        cp_error_t *err)
+{
+  return io->read (t, path, file, text, err);
+}
+
+int
+cp_partition_write_file (const struct cp_partition_tree *t, const char *path, const char *file, const char *value,
+                         cp_error_t *err)
+{
+  if (refuse_root (t, path, err) < 0)
+    return -1;
+  return io->write (t, path, file, value, err);
+}
+
+int
+cp_partition_open_mount (const char *mount, cp_error_t *err)
+{
+  return open_mount (&(const struct cp_partition_tree) { .mount = mount, .mountfd = -1 }, err);
+}
+
 int
 cp_partition_read_cpus (const struct cp_partition_tree *t, const char *path, const char *file, hwloc_bitmap_t out,
                         cp_error_t *err)
@@ -163,14 +194,6 @@ cp_partition_read_cpus (const struct cp_partition_tree *t, const char *path, con
   return 0;
 }
 
-static int
-refuse_root (const struct cp_partition_tree *t, const char *path, cp_error_t *err)
-{
-  if (path[0] == '/' && path[1] != '\0' && cp_cgroup_path_problem (path + 1) == NULL)
-    return 0;
-  return cp_fail_runtime (err, "refusing to write a partition file of `%.64s` under %s (the root, or not a cgroup path)",
-                          path, t->mount);
-}
 
 int
 cp_partition_write_exclusive (const struct cp_partition_tree *t, const char *path, hwloc_const_bitmap_t cpus,
@@ -232,7 +255,15 @@ has_file (const struct cp_partition_tree *t, const char *path, const char *file,
 int
 cp_partition_supported_host (char **why, cp_error_t *err)
 {
+  cleanup_free char *mount = NULL;
+  return cp_partition_supported_host_at (&mount, why, err);
+}
+
+int
+cp_partition_supported_host_at (char **mount_out, char **why, cp_error_t *err)
+{
   *why = NULL;
+  *mount_out = NULL;
   cleanup_free char *mount = NULL, *path = NULL;
   /* A relative path names the cpuset hierarchy's mount; nothing is opened below it. */
   if (cp_cgroup_locate_path ("cachepin", &mount, &path, err) < 0)
@@ -250,6 +281,8 @@ cp_partition_supported_host (char **why, cp_error_t *err)
   int r = has_file (&t, "/", "cpuset.cpus.isolated", err);
   if (r == 0)
     *why = cp_xstrdup ("kernel has no cpuset.cpus.exclusive (Linux 6.7+)");
+  if (r == 1)
+    *mount_out = cp_steal_pointer (&mount);
   return r;
 }
 

@@ -70,6 +70,9 @@ int cp_partition_supported (const struct cp_cgroup *cg, char **why, cp_error_t *
  * cpuset.cpus.isolated from Linux 6.7, with cpuset.cpus.exclusive below it). */
 int cp_partition_supported_host (char **why, cp_error_t *err);
 
+/* The same, and when supported the hierarchy's mount in *MOUNT (the caller frees). */
+int cp_partition_supported_host_at (char **mount, char **why, cp_error_t *err);
+
 /* The cpulist file FILE (one of the names above) of cgroup PATH in T. */
 int cp_partition_read_cpus (const struct cp_partition_tree *t, const char *path, const char *file, hwloc_bitmap_t out,
                             cp_error_t *err);
@@ -81,6 +84,17 @@ int cp_partition_read_state (const struct cp_partition_tree *t, const char *path
 /* cpuset.cpus.partition of PATH (never "/"): KIND member or root. */
 int cp_partition_write_state (const struct cp_partition_tree *t, const char *path, enum cp_partition_kind kind,
                               cp_error_t *err);
+
+/* FILE of cgroup PATH in T read whole into *TEXT (the caller frees), or VALUE
+ * written into it, as the functions above do (the partition helper's requests,
+ * partition_helper.h: it judges what may be written first). */
+int cp_partition_read_file (const struct cp_partition_tree *t, const char *path, const char *file, char **text,
+                            cp_error_t *err);
+int cp_partition_write_file (const struct cp_partition_tree *t, const char *path, const char *file, const char *value,
+                             cp_error_t *err);
+
+/* The cgroup2 filesystem at MOUNT opened (a runtime error when it is not one). */
+int cp_partition_open_mount (const char *mount, cp_error_t *err);
 
 /* The files' reads and writes, which the unit tests replace with a cgroup tree of
  * their own (NULL: the kernel's).  TEXT is the caller's to free. */

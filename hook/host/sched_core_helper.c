@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "helper.h"
 #include "sandbox.h"
 #include "sched_internal.h"
 #include "util.h"
@@ -48,10 +49,8 @@ helper_filter (int fd)
 
 /* The child: one pid in, the prctl's errno out (0: made), until the socket closes. */
 static _Noreturn void
-helper_main (int fd, pid_t parent)
+helper_main (int fd)
 {
-  if (prctl (PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid () != parent)
-    _exit (1); /* the parent is gone already */
   /* Nothing of the parent's but the socket: not the runtime's connection, not
      syslog's, not the ledger's directory. */
   if (close_range (3, (unsigned) fd - 1, 0) < 0 || close_range ((unsigned) fd + 1, ~0U, 0) < 0)
@@ -85,25 +84,13 @@ int
 cp_sched_core_helper_start (struct cp_sched_core_helper *h, cp_error_t *err)
 {
   *h = (struct cp_sched_core_helper) CP_SCHED_CORE_HELPER_INIT;
-  int sv[2];
-  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return cp_fail_errno (err, errno, "core scheduling: the helper's socket pair");
-  pid_t parent = getpid ();
-  pid_t pid = fork ();
+  int fd;
+  pid_t pid = cp_helper_fork ("core scheduling: the helper", &fd, err);
   if (pid < 0)
-    {
-      int e = errno;
-      close (sv[0]);
-      close (sv[1]);
-      return cp_fail_errno (err, e, "core scheduling: fork the helper");
-    }
+    return -1;
   if (pid == 0)
-    {
-      close (sv[0]); /* our end: its EOF is the helper's signal to exit */
-      helper_main (sv[1], parent);
-    }
-  close (sv[1]);
-  h->fd = sv[0];
+    helper_main (fd);
+  h->fd = fd;
   h->pid = pid;
   return 0;
 }
@@ -130,9 +117,5 @@ cp_sched_core_helper_create (const struct cp_sched_core_helper *h, pid_t pid, cp
 void
 cp_sched_core_helper_stop (struct cp_sched_core_helper *h)
 {
-  if (h->fd >= 0)
-    close (h->fd);
-  if (h->pid > 0)
-    waitpid (h->pid, NULL, 0); /* it exits at the socket's end; refused in a sandbox: a zombie till we exit */
-  *h = (struct cp_sched_core_helper) CP_SCHED_CORE_HELPER_INIT;
+  cp_helper_stop (&h->fd, &h->pid);
 }

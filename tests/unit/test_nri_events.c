@@ -6,12 +6,9 @@
 #include "testutil.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -386,20 +383,12 @@ test_core_sched_at_start (void **state)
   state_change (fx, &m, NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER);
   assert_false (entry_core_sched (fx, "cookie"));
 
-  pid_t child = fork ();
-  assert_true (child >= 0);
-  if (child == 0)
-    {
-      prctl (PR_SET_PDEATHSIG, SIGKILL); /* not left behind by a failed assertion */
-      pause ();
-      _exit (0);
-    }
+  pid_t child = tu_sleeper ();
   m.ctr.pid = (uint32_t) child;
   state_change (fx, &m, NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER);
   bool made = real.avail == CP_SCHED_CORE_SUPPORTED;
   assert_int_equal (entry_core_sched (fx, "cookie"), made);
-  kill (child, SIGKILL);
-  waitpid (child, NULL, 0);
+  tu_reap (child);
 }
 
 static int capture_fd = -1, saved_stderr = -1;

@@ -1,14 +1,19 @@
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "cpulist.h"
+#include "sandbox.h"
 #include "topo_codec.h"
 #include "util.h"
 
@@ -248,4 +253,89 @@ tu_exit (int failed)
   print_message ("SKIPPED: %u test%s did not run (listed above): the binary exits 77, reported as skipped\n",
                  tu_skipped, tu_skipped == 1 ? "" : "s");
   return 77;
+}
+
+pid_t
+tu_sleeper (void)
+{
+  pid_t child = fork ();
+  assert_true (child >= 0);
+  if (child == 0)
+    {
+      prctl (PR_SET_PDEATHSIG, SIGKILL); /* not left behind by a failed assertion */
+      pause ();
+      _exit (0);
+    }
+  return child;
+}
+
+void
+tu_reap (pid_t child)
+{
+  kill (child, SIGKILL);
+  waitpid (child, NULL, 0);
+}
+
+char *
+tu_status_field (pid_t pid, const char *key)
+{
+  char path[64], line[256];
+  snprintf (path, sizeof path, "/proc/%d/status", (int) pid);
+  FILE *f = fopen (path, "re");
+  assert_non_null (f);
+  char *value = NULL;
+  while (value == NULL && fgets (line, sizeof line, f))
+    if (strncmp (line, key, strlen (key)) == 0 && line[strlen (key)] == ':')
+      {
+        value = cp_xstrdup (line + strlen (key) + 1 + strspn (line + strlen (key) + 1, " \t"));
+        value[strcspn (value, "\n")] = '\0';
+      }
+  fclose (f);
+  assert_non_null (value);
+  return value;
+}
+
+int
+tu_fds_above_stdio (pid_t pid)
+{
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/fd", (int) pid);
+  DIR *d = opendir (path);
+  assert_non_null (d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir (d));)
+    if (e->d_name[0] != '.' && atoi (e->d_name) > 2)
+      n++;
+  closedir (d);
+  return n;
+}
+
+void
+tu_assert_helper_confined (pid_t pid, int cap)
+{
+  cleanup_free char *seccomp = tu_status_field (pid, "Seccomp");
+  assert_string_equal (seccomp, CP_SANDBOX_SANITIZER_BUILD ? "0" : "2");
+  cleanup_free char *nnp = tu_status_field (pid, "NoNewPrivs");
+  assert_string_equal (nnp, "1");
+  cleanup_free char *ours = tu_status_field (getpid (), "CapEff");
+  unsigned long long kept = strtoull (ours, NULL, 16) & (1ULL << cap);
+  cleanup_free char *eff = tu_status_field (pid, "CapEff");
+  cleanup_free char *prm = tu_status_field (pid, "CapPrm");
+  cleanup_free char *bnd = tu_status_field (pid, "CapBnd");
+  assert_int_equal (strtoull (eff, NULL, 16), kept);
+  assert_int_equal (strtoull (prm, NULL, 16), kept);
+  if (kept)
+    assert_int_equal (strtoull (bnd, NULL, 16), kept);
+}
+
+void
+tu_assert_helper_exits (int *fd, pid_t *pid)
+{
+  close (*fd);
+  int st;
+  assert_int_equal (waitpid (*pid, &st, 0), *pid);
+  assert_true (WIFEXITED (st));
+  assert_int_equal (WEXITSTATUS (st), 0);
+  *fd = -1;
+  *pid = 0;
 }

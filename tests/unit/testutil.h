@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <sys/types.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
@@ -40,6 +41,27 @@ int tu_exit (int failed);
  * neither seccomp() nor Landlock: a process that loads a filter there has it
  * applied to valgrind's own system calls and dies, so what checks a sandbox skips. */
 bool tu_under_valgrind (void);
+
+/* A child that pauses until killed (and dies with the test: PR_SET_PDEATHSIG), and
+ * its end: SIGKILL, reaped. */
+pid_t tu_sleeper (void);
+void tu_reap (pid_t child);
+
+/* The value of KEY ("CapEff") in /proc/PID/status, allocated; fails the test when
+ * there is none. */
+char *tu_status_field (pid_t pid, const char *key);
+
+/* How many descriptors process PID holds above stdio (its /proc/PID/fd). */
+int tu_fds_above_stdio (pid_t pid);
+
+/* A helper process of the NRI plugin (hook/host/helper.h) as it serves: its seccomp
+ * filter loaded (not in a sanitizer build, which only builds it), no_new_privs, and of
+ * this process's capabilities CAP alone (CapEff, CapPrm; CapBnd too where we have it). */
+void tu_assert_helper_confined (pid_t pid, int cap);
+
+/* Close *FD, the helper's socket: process *PID exits, status 0, and is reaped; both
+ * reset. */
+void tu_assert_helper_exits (int *fd, pid_t *pid);
 
 /* Load a synthetic or XML topology; fails the test on error. */
 struct cp_topo *tu_topo (const char *source);
