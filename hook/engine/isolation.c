@@ -28,6 +28,13 @@ cp_isolate_fault_name (enum cp_isolate_fault_point point)
 #endif
 
 static bool repairs = true;
+static const char *later = "no cgroup yet"; /* why a target without a cgroup is not isolated (NULL: it is, later) */
+
+void
+cp_isolate_later (const char *why_not)
+{
+  later = why_not;
+}
 
 void
 cp_isolate_repairs (bool on)
@@ -58,8 +65,16 @@ cp_isolate_open (const struct cp_hostconfig *hc, const struct cp_target *t, cons
   bool strict = creq->req.strict;
   if (hc->isolate == CP_ISOLATE_DENY)
     return without (iso, t->id, "host setting isolate is deny", strict, err);
+  if (t->cgroup == NULL && later)
+    {
+      cleanup_free char *why = cp_xasprintf ("unsupported here (%s)", later);
+      return without (iso, t->id, why, strict, err);
+    }
   if (t->cgroup == NULL)
-    return without (iso, t->id, "unsupported here (no cgroup yet: the NRI plugin does not isolate)", strict, err);
+    {
+      iso->granted = true; /* judged by the front end at its start; made by cp_placer_isolate_started() */
+      return 0;
+    }
   cleanup_free char *missing = NULL;
   cleanup_error cp_error_t probe = NULL;
   int r = cp_partition_supported (t->cgroup, &missing, &probe);
@@ -419,7 +434,8 @@ cp_isolate_apply (struct cp_isolate *iso, struct cp_ledger *l, const struct cp_t
 {
   if (!iso->granted)
     return 0;
-  const struct cp_partition_tree tree = { .mount = t->cgroup->mount, .mountfd = t->cgroup->mountfd };
+  const struct cp_partition_tree tree = { .mount = t->cgroup ? t->cgroup->mount : t->cgroup_mount,
+                                          .mountfd = t->cgroup ? t->cgroup->mountfd : -1 };
   size_t n;
   char **anc = ancestors_of (t->cgroup_path, &n);
   hwloc_bitmap_t *cur = cp_xcalloc (n + 1, sizeof *cur);

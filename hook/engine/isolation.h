@@ -54,7 +54,8 @@ int cp_isolate_open (const struct cp_hostconfig *hc, const struct cp_target *t, 
 int cp_isolate_decide (struct cp_isolate *iso, const struct cp_topo *topo, const char *id, hwloc_const_bitmap_t cpus,
                        bool strict, cp_error_t *err);
 
-/* The partition of T (its cgroup written already) on CPUS.  -1: the ledger could
+/* The partition of T (its cgroup written already; without T->cgroup, on the mount
+ * T->cgroup_mount names) on CPUS.  -1: the ledger could
  * not be committed, or the kernel refused a strict request (undone). */
 int cp_isolate_apply (struct cp_isolate *iso, struct cp_ledger *l, const struct cp_target *t,
                       hwloc_const_bitmap_t cpus, bool strict, cp_error_t *err);
@@ -71,9 +72,15 @@ int cp_isolate_release (struct cp_ledger *l, const char *id, cp_error_t *err);
  * short).  The backed ones' validity is judged (logged once when it changes). */
 void cp_isolate_reconcile (struct cp_ledger *l, const struct cp_partition_tree *hint, char *const *gone, size_t n);
 
-/* Whether runs repair (default true); the NRI plugin, whose sandbox writes no
- * cgroup, leaves it to the next hook or apply. */
+/* Whether runs repair (default true); the NRI plugin without its partition
+ * helper (partition_helper.h) leaves it to the next hook or apply. */
 void cp_isolate_repairs (bool on);
+
+/* For a target without a cgroup yet (the NRI plugin's, placed at CreateContainer):
+ * NULL, it is granted at open and the partition made once the cgroup exists
+ * (cp_placer_isolate_started()); else WHY_NOT, the reason it is not (warned, or a
+ * strict request refused).  Default: "no cgroup yet". */
+void cp_isolate_later (const char *why_not);
 
 /* `cachepin status --json`'s "isolate" of E: null, or {"partition", "exclusive_effective"}
  * as read now. */

@@ -151,6 +151,16 @@ int cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, cons
  * already. */
 int cp_placer_record_core_sched (const struct cp_hostconfig *hc, const char *id, cp_error_t *err);
 
+/* ID's partition (cachepin.io/isolate), made once its cgroup exists, for an entry
+ * placed before it did (the NRI plugin: granted at CreateContainer by
+ * cp_isolate_open(), made at StartContainer).  T names the container's cgroup as
+ * the front end found it (T->cgroup NULL); only an entry recorded on that cgroup,
+ * not isolated yet and with no partition records, is made one, after the host's
+ * rule (cp_isolate_decide()) and by cp_isolate_apply() (never strict here: the
+ * container runs already, a refusal is undone and said).  Under the ledger's
+ * lock.  1: isolated; 0: not (said, or nothing to do); -1: ERR. */
+int cp_placer_isolate_started (const struct cp_hostconfig *hc, const struct cp_target *t, cp_error_t *err);
+
 /* ---- A preview: what a placement would get now, placing nothing -------------------
  *
  * `cachepin plan` on this host and `cachepin apply --dry-run`: the steps of

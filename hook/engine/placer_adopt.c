@@ -8,8 +8,12 @@
 #define _GNU_SOURCE
 #include "placer.h"
 
+#include "bitmap.h"
+#include "isolation.h"
 #include "ledger.h"
+#include "ledger_partition.h"
 #include "log.h"
+#include "topocache.h"
 #include "util.h"
 
 int
@@ -64,4 +68,28 @@ cp_placer_record_core_sched (const struct cp_hostconfig *hc, const char *id, cp_
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
   return r;
+}
+
+int
+cp_placer_isolate_started (const struct cp_hostconfig *hc, const struct cp_target *t, cp_error_t *err)
+{
+  cleanup_topo struct cp_topo *topo = NULL;
+  if (cp_topocache_load (hc, 0, &topo, err) < 0)
+    return cp_error_wrap (err, "topology");
+  cleanup_ledger struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  const struct cp_ledger_entry *e = cp_ledger_find (l, t->id);
+  if (e == NULL || e->isolated || cp_ledger_partition_root (l, t->id) != NULL
+      || strcmp (e->cgroup_mount, t->cgroup_mount) != 0 || strcmp (e->cgroup, t->cgroup_path) != 0)
+    return cp_ledger_commit (l, err) < 0 ? cp_error_wrap (err, "ledger %s", hc->state_dir) : 0;
+  struct cp_isolate iso = { .asked = true, .granted = true };
+  cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_dup (e->cpus);
+  if (cp_isolate_decide (&iso, topo, t->id, cpus, false, err) < 0
+      || cp_isolate_apply (&iso, l, t, cpus, false, err) < 0)
+    return -1;
+  if (!iso.granted && cp_ledger_commit (l, err) < 0)
+    return cp_error_wrap (err, "ledger %s", hc->state_dir);
+  e = cp_ledger_find (l, t->id);
+  return e && e->isolated ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 /* cachepin.io/isolate (issue 23): the kernel's text (hook/host/partition.c), the
  * ledger's partition records (hook/state/ledger_partition.c), and the engine's
  * steps (hook/engine/isolation.c) on a fake cgroup v2 tree: the order of the
- * writes, two isolated containers under one parent (a union), a release that
+ * writes, a partition made after the placement (the NRI plugin's), two isolated
+ * containers under one parent (a union), a release that
  * removes only what cachepin added, the repair of a run cut short, a refusal
  * undone.  The fake tree (partition.h's io table) behaves as the kernel does for
  * these files: a sibling's exclusive CPUs refused, `root` read back as `root
@@ -293,6 +294,47 @@ test_write_order (void **state)
   assert_int_equal (cp_ledger_partition_count (fx->l), 0);
 }
 
+/* A front end that places before the cgroup exists (the NRI plugin): open grants an
+   isolated request when it said it isolates later (cp_isolate_later(NULL)), else gives
+   its reason (placed without, or a strict request refused); the partition is made
+   afterwards on the mount the target names, as the hook's. */
+static void
+test_later (void **state)
+{
+  struct fx *fx = *state;
+  struct cp_hostconfig hc = { .isolate = CP_ISOLATE_ALLOW };
+  struct cp_target t = { .id = "id-ctr", .cgroup_mount = "/sys/fs/cgroup", .cgroup_path = "/xa/ctr" };
+  struct cp_container_request creq = { .req = tu_req (2, CP_LEVEL_LLC, CP_SMT_ANY, CP_MODE_EXCLUSIVE, false),
+                                       .isolate = true };
+  struct cp_isolate iso;
+  cp_error_t err = NULL;
+  cp_isolate_later ("cgroup v1");
+  assert_int_equal (cp_isolate_open (&hc, &t, &creq, &iso, &err), 0);
+  assert_true (iso.asked);
+  assert_false (iso.granted);
+  creq.req.strict = true;
+  assert_int_equal (cp_isolate_open (&hc, &t, &creq, &iso, &err), -1);
+  assert_string_equal (cp_error_message (err), "cachepin.io/isolate: unsupported here (cgroup v1)");
+  assert_int_equal (cp_error_kind (err), CP_ERR_UNSATISFIABLE);
+  cp_error_free (&err);
+  cp_isolate_later (NULL);
+  assert_int_equal (cp_isolate_open (&hc, &t, &creq, &iso, &err), 0);
+  assert_true (iso.granted);
+  hc.isolate = CP_ISOLATE_DENY; /* the host setting first, as for the hook */
+  assert_int_equal (cp_isolate_open (&hc, &t, &creq, &iso, &err), -1);
+  assert_string_equal (cp_error_message (err), "cachepin.io/isolate: host setting isolate is deny");
+  cp_error_free (&err);
+  cp_isolate_later ("no cgroup yet");
+  /* Made later, without a cgroup handle: the same writes on the target's mount. */
+  place (fx, "ctr", "2-3");
+  iso = (struct cp_isolate) { .asked = true, .granted = true };
+  cleanup_bitmap hwloc_bitmap_t set = tu_set ("2-3");
+  assert_int_equal (cp_isolate_apply (&iso, fx->l, &t, set, false, &err), 0);
+  assert_string_equal (K.log, "/xa cpuset.cpus.exclusive=2-3;/xa/ctr cpuset.cpus.exclusive=2-3;"
+                              "/xa/ctr cpuset.cpus.partition=root;");
+  assert_true (isolated (fx, "ctr"));
+}
+
 /* Two under one parent: the parent holds the union; a release takes only its own
    CPUs, and never what was there before cachepin (an admin's 6). */
 static void
@@ -511,6 +553,7 @@ main (void)
     cmocka_unit_test (test_parse),
     cmocka_unit_test (test_kept_cores),
     cmocka_unit_test_setup_teardown (test_write_order, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_later, setup, teardown),
     cmocka_unit_test_setup_teardown (test_union_and_release_only_added, setup, teardown),
     cmocka_unit_test_setup_teardown (test_repair, setup, teardown),
     cmocka_unit_test_setup_teardown (test_records_held, setup, teardown),
