@@ -38,7 +38,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "isolation.h"
 #include "journal.h"
 #include "ledger.h"
 #include "log.h"
@@ -525,14 +524,15 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
      journal's records (journal.h, the same identity check under its lock). */
   cp_topocache_keep (true);
   cp_placer_recheck_after (CP_PLACER_RECHECK_SECONDS, NULL);
-  cp_isolate_repairs (false); /* its sandbox writes no cgroup: the next hook or apply repairs */
   cp_ledger_cache_keep (true);
   cp_journal_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
   cp_nri_core_sched_init (&hc); /* before the sandbox: a prctl, and a fork */
+  cp_nri_isolate_init (&hc);    /* before the sandbox: the cgroup mount, and a fork */
   catch_stop_signals ();
   r = serve_runtime (&a, &hc, err);
   cp_nri_core_sched_stop ();
+  cp_nri_isolate_stop ();
   cp_hostconfig_free (&hc);
   return r;
 }

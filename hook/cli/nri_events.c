@@ -314,7 +314,8 @@ cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1al
 
 /* RemoveContainer: a container removed without a stop we saw (created while we were
    away) is released too.  StartContainer and PostCreateContainer: the first events
-   with the container's pid, for its core-scheduling cookie (nri_start.c). */
+   with the container's pid, for its core-scheduling cookie (nri_start.c) and its
+   partition (nri_isolate.c). */
 int
 cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                      struct cp_nri_call *call, cp_error_t *err)
@@ -323,7 +324,10 @@ cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alph
     release (hc, ev->container);
   else if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
            || ev->event == NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER)
-    cp_nri_core_sched_start (hc, ev->pod, ev->container);
+    {
+      cp_nri_core_sched_start (hc, ev->pod, ev->container);
+      cp_nri_isolate_start (hc, ev->pod, ev->container);
+    }
   Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   return reply (call, &resp.base, err);
 }

@@ -111,6 +111,32 @@ int cp_nri_core_sched_admit (const struct cp_hostconfig *hc, const char *id, con
 void cp_nri_core_sched_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
                               const Nri__Pkg__Api__V1alpha1__Container *c);
 
+/* What C (of POD, may be NULL) asks for of what is made once it has a process, its
+   annotations read as CreateContainer reads them (nothing, when they do not read). */
+struct cp_nri_asks
+{
+  bool core_sched; /* cachepin.io/core-sched */
+  bool isolate;    /* cachepin.io/isolate */
+};
+struct cp_nri_asks cp_nri_asks_of (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                                   const Nri__Pkg__Api__V1alpha1__Container *c);
+
+/* ---- isolation (nri_isolate.c) ------------------------------------------------------ */
+
+/* At start-up, before the sandbox: whether this host makes cgroup v2 partitions
+   (cp_partition_supported_host_at()), and where it does and HC sandboxes the plugin,
+   the helper that writes them (partition_helper.h) started and partition.c's files
+   routed through it.  CreateContainer then grants an isolated request (or says why
+   not, cp_isolate_later()), and runs repair partitions.  Logged; never fails. */
+void cp_nri_isolate_init (const struct cp_hostconfig *hc);
+void cp_nri_isolate_stop (void);
+
+/* C (of POD, may be NULL) has a process (C->pid): when it asks cachepin.io/isolate,
+   its partition made on its entry's CPUs (cp_placer_isolate_started()), the helper
+   shown the process first.  Logged, never a failure: the container runs. */
+void cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                           const Nri__Pkg__Api__V1alpha1__Container *c);
+
 /* ---- Synchronize (nri_resync.c) ---------------------------------------------------- */
 
 /* How long a resync may take: half the runtime's 2 s request timeout, the rest is

@@ -65,6 +65,7 @@ struct entry_view
   bool owned;
   bool has_ino; /* its cgroup's inode is recorded */
   bool core_sched; /* it has its core-scheduling cookie */
+  bool isolated;   /* its partition is made */
 };
 
 struct ledger_view
@@ -100,7 +101,7 @@ view_read (const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *er
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
       v->e[i] = (struct entry_view) { .id = cp_xstrdup (e->id), .cgroup = cp_xstrdup (e->cgroup),
                                       .owned = cp_nri_owns_entry (e), .has_ino = e->cgroup_ino != 0,
-                                      .core_sched = e->core_sched };
+                                      .core_sched = e->core_sched, .isolated = e->isolated };
     }
   cp_ledger_close (l);
   return 0;
@@ -223,6 +224,7 @@ place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_cont
       out->p[out->n] = cp_nri_update_of (&out->u[out->n], id, cpus, mems);
       out->n++;
       cp_nri_core_sched_start (hc, pod, c); /* it runs: its pid is known */
+      cp_nri_isolate_start (hc, pod, c);
     }
   cp_oci_config_free (&cfg);
   cp_annotations_free (&ann);
@@ -281,6 +283,8 @@ cp_nri_resync (const struct cp_hostconfig *hc0, nri_pod **pods, size_t n_pods, n
       hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
       if (c && !late && !v.e[i].core_sched)
         cp_nri_core_sched_start (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c); /* asked, not made */
+      if (c && !late && !v.e[i].isolated)
+        cp_nri_isolate_start (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c); /* asked, not made */
       if (c == NULL && late)
         left.release++;
       else if (c == NULL)

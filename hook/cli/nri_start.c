@@ -104,21 +104,22 @@ cp_nri_core_sched_admit (const struct cp_hostconfig *hc, const char *id, const s
   return 0;
 }
 
-/* Whether C (of POD) asks for core-sched: its annotations read as CreateContainer
-   reads them.  Annotations that do not read ask nothing here (CreateContainer
-   refused them). */
-static bool
-asks_core_sched (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_container *c)
+/* What C (of POD) asks for of what is made once it runs: its annotations read as
+   CreateContainer reads them.  Annotations that do not read ask nothing here
+   (CreateContainer refused them). */
+struct cp_nri_asks
+cp_nri_asks_of (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_container *c)
 {
   struct cp_annotations ann = { 0 };
   struct cp_oci_config cfg = { 0 };
   struct cp_limits limits;
   struct cp_container_request creq = { 0 };
   cleanup_error cp_error_t e = NULL;
-  bool asks = cp_nri_annotations_of (pod, c, &ann, &e) == 0 && cp_annotations_wants_cachepin (&ann)
-              && cp_nri_config_of (c, &cfg, &e) == 0
-              && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &e) == 0
-              && creq.core_sched;
+  struct cp_nri_asks asks = { 0 };
+  if (cp_nri_annotations_of (pod, c, &ann, &e) == 0 && cp_annotations_wants_cachepin (&ann)
+      && cp_nri_config_of (c, &cfg, &e) == 0
+      && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &e) == 0)
+    asks = (struct cp_nri_asks) { .core_sched = creq.core_sched, .isolate = creq.isolate };
   cp_oci_config_free (&cfg);
   cp_annotations_free (&ann);
   return asks;
@@ -149,7 +150,7 @@ cp_nri_core_sched_start (const struct cp_hostconfig *hc, const nri_pod *pod, con
   if (c == NULL || c->id == NULL || c->id[0] == '\0' || c->pid == 0)
     return; /* no process yet: a later event, or the resync, has it */
   cp_log (CP_LOG_DEBUG, "nri: %s has process %u", c->id, (unsigned) c->pid);
-  if (core_state ()->avail != CP_SCHED_CORE_SUPPORTED || !asks_core_sched (hc, pod, c)
+  if (core_state ()->avail != CP_SCHED_CORE_SUPPORTED || !cp_nri_asks_of (hc, pod, c).core_sched
       || !entry_lacks_cookie (hc, c->id))
     return; /* not asked, said at CreateContainer, or made already */
   pid_t pid = (pid_t) c->pid;

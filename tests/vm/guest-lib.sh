@@ -352,3 +352,15 @@ cpvm_cgroup_read() {
 cpvm_allowed_cpus() {
   cpvm_cpulist_normalize "$(awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$1/status")"
 }
+
+# cpvm_kept_cores: the first core (all its threads) of each NUMA node, the cores the
+# host keeps, never isolated (policy/isolate.h), from sysfs.
+cpvm_kept_cores() {
+  local id list first out=""
+  while read -r id list; do
+    [ -n "$list" ] || continue
+    first=${list%%[-,]*}
+    out+="$(cat /sys/devices/system/cpu/cpu$first/topology/thread_siblings_list),"
+  done < <(cpvm_nodes)
+  cpvm_cpulist_normalize "${out%,}"
+}

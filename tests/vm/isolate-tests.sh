@@ -78,17 +78,6 @@ sleeper_in() { # sleeper_in CGROUP: a sleeping process moved into CGROUP; its pi
   SLEEPER_PID=$!
   BUSY+=("$SLEEPER_PID") # killed at the end with the loops
 }
-# kept_cores: the first core (all its threads) of each NUMA node, the cores the
-# host keeps (policy/isolate.h), from sysfs.
-kept_cores() {
-  local id list first out=""
-  while read -r id list; do
-    [ -n "$list" ] || continue
-    first=${list%%[-,]*}
-    out+="$(cat /sys/devices/system/cpu/cpu$first/topology/thread_siblings_list),"
-  done < <(cpvm_nodes)
-  cpvm_cpulist_normalize "${out%,}"
-}
 mkcg() { mkdir -p "$1" && echo +cpuset >"$(dirname "$1")/cgroup.subtree_control"; }
 # gone CGROUP...: each released cgroup removed, its processes killed first, as a
 # runtime removes a deleted container's.  One left behind keeps the cpuset.cpus it
@@ -157,7 +146,7 @@ NCPU=$(cpvm_cpulist_count "$ALL")
 for ((i = 0; i < NCPU; i++)); do
   if ((i % 2 == 0)); then busy_in $P/sib; [ -n "${SIB:-}" ] || SIB=$BUSY_PID; else busy_in $OTHER; [ -n "${JOB:-}" ] || JOB=$BUSY_PID; fi
 done
-KEPT=$(kept_cores)
+KEPT=$(cpvm_kept_cores)
 cpvm_expect_eq plan.kernel "[true,true]" \
   "$($CACHEPIN plan --config $CFG --cpus 1 --isolate --json 2>$HDIR/plan.err | jq -c '.isolate | [.granted, .kernel_checked]')" \
   "plan --isolate of this host now: granted, kernel_checked ($(grep -v debug $HDIR/plan.err | head -c 300))"

@@ -67,13 +67,16 @@ view() {
 # is_l3 CPUS: CPUS is one whole L3 of the guest (sysfs).
 is_l3() { [ -n "$1" ] && cpvm_l3_groups | grep -qx -- "$1"; }
 
-# nri_pod NAME: a pod asking cachepin.io/cpus=2 (a pod annotation, as the kubelet sends it),
-# one container created and started: POD, C, SCOPE set.
+# nri_pod NAME [ANNOTATION...]: a pod asking the annotations (default cachepin.io/cpus=2; pod
+# annotations, as the kubelet sends them), one container created and started: POD, C, SCOPE set.
 nri_pod() {
-  local name=$1 parent="kubepods-besteffort-poduid_$1.slice"
+  local name=$1 parent="kubepods-besteffort-poduid_$1.slice" a
+  shift
+  local ann=("${@:-cachepin.io/cpus=2}") pod_ann=()
+  for a in "${ann[@]}"; do pod_ann+=("pod:$a"); done
   POD="" C="" SCOPE=""
-  POD=$(cri run-pod "$name" "$parent" runc cachepin.io/cpus=2) || { cpvm_fail "nri.$name.run" "RunPodSandbox failed"; return 1; }
-  C=$(cri create "$POD" app "$NRI_IMAGE" "$parent" "$name" pod:cachepin.io/cpus=2) ||
+  POD=$(cri run-pod "$name" "$parent" runc "${ann[@]}") || { cpvm_fail "nri.$name.run" "RunPodSandbox failed"; return 1; }
+  C=$(cri create "$POD" app "$NRI_IMAGE" "$parent" "$name" "${pod_ann[@]}") ||
     { cpvm_fail "nri.$name.run" "CreateContainer failed: $(journalctl --no-pager -o cat -u containerd | grep -i error | tail -2)"; return 1; }
   cri start "$C" || { cpvm_fail "nri.$name.run" "StartContainer failed"; return 1; }
   SCOPE=$(scope_of "uid-$name" "$C")
@@ -201,6 +204,92 @@ nri_section() {
   done
   cpvm_expect_eq nri.released "0" "$(jq '.entries | length' "$STATE/ledger.json")" "ledger entries"
   cpvm_check nri.scopes-gone test ! -d "/sys/fs/cgroup$ASCOPE" -a ! -d "/sys/fs/cgroup$BSCOPE"
+  nri_isolate
+}
+
+# nri_isolate: a pod asking cachepin.io/isolate (one CPU) through the plugin: placed off the
+# host's kept cores at CreateContainer, its partition made at StartContainer by the plugin's
+# helper (iso_state, systemd-tests.sh: partition|exclusive.effective|the pod slice's
+# exclusive|the root cgroup's effective|PID 1's Cpus_allowed_list), the entry flagged; stopped
+# and removed: every ancestor's exclusive list given back, PID 1 on every CPU again.  A strict
+# pod of every CPU (the kept core included) fails CreateContainer with the rule's line; a pod
+# created while the plugin was away is placed and isolated at the resync.
+nri_isolate() {
+  local ncpu all i want kv
+  kv=$(uname -r)
+  kv=${kv%%-*}
+  if [ "$(printf '%s\n6.7\n' "$kv" | sort -V | head -1)" != 6.7 ]; then
+    cpvm_skip nri.isolate "this kernel has no cpuset.cpus.exclusive ($kv, before 6.7)"
+    return 0
+  fi
+  ncpu=$(nproc)
+  all=$(cpvm_cpulist_normalize "0-$((ncpu - 1))")
+  cpvm_check nri.isolate.helper nri_logged 'nri: isolation (cachepin.io/isolate): cgroup v2 partitions under /sys/fs/cgroup, made at StartContainer by a helper process' 1
+  nri_pod nrii cachepin.io/cpus=1 cachepin.io/isolate=true || return 0
+  local I=$C IPOD=$POD ISCOPE=$SCOPE
+  i=$(held_cpus "$I")
+  cpvm_check nri.isolate.not-kept test -n "$i" -a "$(cpvm_cpulist_minus "$i" "$(cpvm_kept_cores)")" = "$i"
+  if ! nri_logged "isolated $I on CPUs $i (partition root)" 1; then
+    cpvm_fail nri.isolate.made "no partition: $(nri_log | grep -F "$I" | tail -3)"
+  else
+    want="root|$i|$i|$(cpvm_cpulist_minus "$all" "$i")|$(cpvm_cpulist_minus "$all" "$i")"
+    cpvm_info "nri: isolated $I on $i: $(iso_state "$ISCOPE"); kubepods.slice exclusive $(cat /sys/fs/cgroup/kubepods.slice/cpuset.cpus.exclusive)"
+    cpvm_expect_eq nri.isolate.made "$want" "$(iso_state "$ISCOPE")" "partition|exclusive.effective|pod slice exclusive|root effective|PID 1"
+    cpvm_expect_eq nri.isolate.task "$i" "$(cpvm_allowed_cpus "$(task_pid "$I")")" "the container's Cpus_allowed_list"
+    cpvm_expect_eq nri.isolate.entry "true" "$(entry_field "$I" isolated)" "the entry's isolated"
+    cpvm_expect_eq nri.isolate.status "root" \
+      "$("$CACHEPIN" status --json 2>/dev/null | jq -r --arg id "$I" '.ledger.entries[] | select(.id == $id) | .isolate.partition')" \
+      "status --json .isolate.partition"
+  fi
+  if ! { cri stop "$I" && cri rm "$I" && cri stop-pod "$IPOD" && cri rm-pod "$IPOD"; }; then
+    cpvm_fail nri.isolate.removed "stop/remove of $I failed"
+  fi
+  cpvm_check nri.isolate.released-logged nri_logged "released the partition of $I" 1
+  cpvm_expect_eq nri.isolate.given-back "|$all|$all|0" \
+    "$(printf '%s|%s|%s|%s' "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/kubepods.slice/cpuset.cpus.exclusive)")" \
+       "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/cpuset.cpus.effective)")" "$(cpvm_allowed_cpus 1)" \
+       "$(jq '(.partitions // []) | length' "$STATE/ledger.json")")" \
+    "removed: kubepods.slice exclusive|root effective|PID 1|ledger partition records"
+  nri_log | grep -F "$I" | tail -4 | while read -r l; do cpvm_info "journal: $l"; done
+
+  # A whole NUMA node (every CPU of the guest), strict: only a placement on the kept core keeps
+  # the alignment, so the isolation is refused, and with strict the creation fails with the
+  # rule's line.
+  local kept0 line
+  kept0=$(cpvm_kept_cores)
+  local ks=(cachepin.io/cpus="$ncpu" cachepin.io/align=numa cachepin.io/isolate=true cachepin.io/strict=true) kc
+  if POD=$(cri run-pod nriks kubepods-besteffort-poduid_nriks.slice runc "${ks[@]}"); then
+    if kc=$(cri create "$POD" app "$NRI_IMAGE" kubepods-besteffort-poduid_nriks.slice nriks "${ks[@]/#/pod:}" 2>/dev/null); then
+      cpvm_fail nri.isolate.kept-strict "CreateContainer of a strict isolated pod of every CPU succeeded ($kc)"
+      cri rm "$kc" >/dev/null 2>&1
+    else
+      line=$(journalctl --no-pager -o cat -u containerd | grep -o "cachepin.io/isolate: CPUs $all include CPU ${kept0%%[-,]*}, in the first core of NUMA node 0, which the host keeps (never isolated)" | tail -1)
+      cpvm_check nri.isolate.kept-strict test -n "$line"
+    fi
+    cri stop-pod "$POD" >/dev/null 2>&1
+    cri rm-pod "$POD" >/dev/null 2>&1
+  fi
+
+  # Created while the plugin was away: placed at the resync, and isolated there (its process
+  # runs already).
+  systemctl stop cachepin-nri
+  nri_pod nrij cachepin.io/cpus=1 cachepin.io/isolate=true || return 0
+  local J=$C JPOD=$POD JSCOPE=$SCOPE j
+  NRI_LOG_SINCE=$(date '+%Y-%m-%d %H:%M:%S')
+  systemctl start cachepin-nri
+  if nri_logged "isolated $J on CPUs" 1; then
+    j=$(held_cpus "$J")
+    for _ in $(seq 60); do [ "$(cpvm_allowed_cpus "$(task_pid "$J")")" = "$j" ] && break; sleep 0.5; done
+    cpvm_expect_eq nri.isolate.resync "root|$j|$j|$(cpvm_cpulist_minus "$all" "$j")|$(cpvm_cpulist_minus "$all" "$j")" \
+      "$(iso_state "$JSCOPE")" "placed at the resync: partition|exclusive.effective|pod slice exclusive|root effective|PID 1"
+  else
+    cpvm_fail nri.isolate.resync "not isolated at the resync: $(nri_log | grep -F "$J" | tail -3)"
+  fi
+  cri stop "$J" >/dev/null && cri rm "$J" >/dev/null && cri stop-pod "$JPOD" >/dev/null && cri rm-pod "$JPOD" >/dev/null
+  cpvm_expect_eq nri.isolate.resync-given-back "|$all|0" \
+    "$(printf '%s|%s|%s' "$(cpvm_cpulist_normalize "$(cat /sys/fs/cgroup/kubepods.slice/cpuset.cpus.exclusive)")" \
+       "$(cpvm_allowed_cpus 1)" "$(jq '(.partitions // []) | length' "$STATE/ledger.json")")" \
+    "removed: kubepods.slice exclusive|PID 1|ledger partition records"
 }
 
 nri_section
