@@ -96,7 +96,7 @@ struct request
   int32_t pid;
   char path[PATH_MAX];
   char file[64];
-  char value[256];
+  char value[CP_CPULIST_MAX_LEN]; /* an ancestor's exclusive list: every isolated CPU below it */
 };
 
 struct answer
@@ -274,7 +274,8 @@ call (const struct cp_partition_helper *h, const struct request *q, struct answe
     return cp_fail_errno (err, n < 0 ? errno : EPIPE, "partition helper (process %ld)", (long) h->pid);
   if (a->errnum == 0)
     return 0;
-  return cp_error_set (err, (enum cp_error_kind) a->kind, a->errnum > 0 ? a->errnum : 0, "%s", a->text);
+  enum cp_error_kind kind = a->kind == CP_ERR_INPUT || a->kind == CP_ERR_UNSATISFIABLE ? a->kind : CP_ERR_RUNTIME;
+  return cp_error_set (err, kind, a->errnum > 0 ? a->errnum : 0, "%s", a->text);
 }
 
 static int
