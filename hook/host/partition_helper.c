@@ -106,6 +106,13 @@ struct answer
   char text[CP_CPULIST_MAX_LEN];
 };
 
+/* One request and its answer, a cpulist's size each: allocated per call. */
+struct exchange
+{
+  struct request q;
+  struct answer a;
+};
+
 /* E into A: its text without the errno's description, which the parent's
    cp_error_set() appends again. */
 static void
@@ -210,29 +217,32 @@ helper_main (int fd, int mountfd, const char *mount)
   const struct cp_sandbox sb = { .profile = CP_SANDBOX_HOOK, .state_dirfd = -1, .cgroup_mountfd = mountfd };
   if (cp_caps_keep_only (CAP_SYS_ADMIN, &e) < 0 || cp_sandbox_enter (&sb, &e) < 0)
     _exit (1);
-  static struct served s;
-  static struct request q;
-  static struct answer a;
+  /* On the heap, as the parent's (call()): a cpulist's size each, not the binary's
+     zero-fill pages. */
+  struct served s = { 0 };
+  struct exchange *x = cp_xmalloc0 (sizeof *x);
+  struct request *const q = &x->q;
+  struct answer *const a = &x->a;
   s.tree = (struct cp_partition_tree) { .mount = mount, .mountfd = mountfd };
   for (;;)
     {
-      ssize_t n = read (fd, &q, sizeof q);
+      ssize_t n = read (fd, q, sizeof *q);
       if (n < 0 && errno == EINTR)
         continue;
-      if (n != (ssize_t) sizeof q)
+      if (n != (ssize_t) sizeof *q)
         _exit (n == 0 ? 0 : 1);
-      q.path[sizeof q.path - 1] = q.file[sizeof q.file - 1] = q.value[sizeof q.value - 1] = '\0';
-      memset (&a, 0, offsetof (struct answer, text) + 1);
-      if (q.op == OP_GRANT)
-        serve_grant (&s, &q, &a);
-      else if (q.op == OP_READ)
-        serve_read (&s, &q, &a);
-      else if (q.op == OP_WRITE)
-        serve_write (&s, &q, &a);
+      q->path[sizeof q->path - 1] = q->file[sizeof q->file - 1] = q->value[sizeof q->value - 1] = '\0';
+      memset (a, 0, offsetof (struct answer, text) + 1);
+      if (q->op == OP_GRANT)
+        serve_grant (&s, q, a);
+      else if (q->op == OP_READ)
+        serve_read (&s, q, a);
+      else if (q->op == OP_WRITE)
+        serve_write (&s, q, a);
       else
-        a.errnum = EINVAL;
-      size_t len = offsetof (struct answer, text) + strlen (a.text) + 1;
-      if (write (fd, &a, len) != (ssize_t) len)
+        a->errnum = EINVAL;
+      size_t len = offsetof (struct answer, text) + strlen (a->text) + 1;
+      if (write (fd, a, len) != (ssize_t) len)
         _exit (1);
     }
 }
@@ -258,7 +268,7 @@ cp_partition_helper_start (struct cp_partition_helper *h, const char *mount, cp_
   return 0;
 }
 
-/* One request, its answer in *A (static: the text is a cpulist's size). */
+/* One request, its answer in *A. */
 static int
 call (const struct cp_partition_helper *h, const struct request *q, struct answer *a, cp_error_t *err)
 {
@@ -296,12 +306,11 @@ fill (struct request *q, enum op op, const char *path, const char *file, const c
 int
 cp_partition_helper_grant (const struct cp_partition_helper *h, pid_t pid, const char *path, cp_error_t *err)
 {
-  static struct request q;
-  static struct answer a;
-  if (fill (&q, OP_GRANT, path, NULL, NULL, err) < 0)
+  cleanup_free struct exchange *x = cp_xmalloc0 (sizeof *x);
+  if (fill (&x->q, OP_GRANT, path, NULL, NULL, err) < 0)
     return -1;
-  q.pid = (int32_t) pid;
-  return call (h, &q, &a, err);
+  x->q.pid = (int32_t) pid;
+  return call (h, &x->q, &x->a, err);
 }
 
 static const struct cp_partition_helper *active;
@@ -317,11 +326,11 @@ on_mount (const struct cp_partition_tree *t, cp_error_t *err)
 static int
 helper_read (const struct cp_partition_tree *t, const char *path, const char *file, char **text, cp_error_t *err)
 {
-  static struct request q;
-  static struct answer a;
-  if (on_mount (t, err) < 0 || fill (&q, OP_READ, path, file, NULL, err) < 0 || call (active, &q, &a, err) < 0)
+  cleanup_free struct exchange *x = cp_xmalloc0 (sizeof *x);
+  if (on_mount (t, err) < 0 || fill (&x->q, OP_READ, path, file, NULL, err) < 0
+      || call (active, &x->q, &x->a, err) < 0)
     return -1;
-  *text = cp_xstrdup (a.text);
+  *text = cp_xstrdup (x->a.text);
   return 0;
 }
 
@@ -329,11 +338,10 @@ static int
 helper_write (const struct cp_partition_tree *t, const char *path, const char *file, const char *value,
               cp_error_t *err)
 {
-  static struct request q;
-  static struct answer a;
-  if (on_mount (t, err) < 0 || fill (&q, OP_WRITE, path, file, value, err) < 0)
+  cleanup_free struct exchange *x = cp_xmalloc0 (sizeof *x);
+  if (on_mount (t, err) < 0 || fill (&x->q, OP_WRITE, path, file, value, err) < 0)
     return -1;
-  return call (active, &q, &a, err);
+  return call (active, &x->q, &x->a, err);
 }
 
 static const struct cp_partition_io helper_io = { .read = helper_read, .write = helper_write };
