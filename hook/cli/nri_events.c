@@ -149,16 +149,22 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
 }
 
 int
+cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, char **mount, char **cgroup, cp_error_t *why)
+{
+  const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
+  if (path == NULL)
+    return cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
+                            cfg->cgroups_path ? cfg->cgroups_path : "");
+  return cp_cgroup_locate_path (path, mount, cgroup, why);
+}
+
+int
 cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
               struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
 {
-  const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (path == NULL)
-    cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
-                     cfg->cgroups_path ? cfg->cgroups_path : "");
-  else if (cp_cgroup_locate_path (path, &mount, &cgroup, why) == 0)
+  if (cp_nri_cgroup_of (id, cfg, &mount, &cgroup, why) == 0)
     {
       if (cp_nri_core_sched_admit (hc, id, creq, why) < 0)
         return -1;

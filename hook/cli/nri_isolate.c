@@ -24,7 +24,6 @@
 
 #include "nri_plugin.h"
 #include "caps.h"
-#include "cgroup.h"
 #include "isolation.h"
 #include "log.h"
 #include "partition.h"
@@ -58,7 +57,7 @@ cp_nri_isolate_init (const struct cp_hostconfig *hc)
   cleanup_free char *mount = NULL;
   char *why = NULL;
   cleanup_error cp_error_t e = NULL;
-  int r = cp_partition_supported_host_at (&mount, &why, &e);
+  int r = cp_partition_supported_host (&mount, &why, &e);
   if (r < 0)
     why = cp_xasprintf ("could not tell: %s", cp_error_message (e));
   if (r != 1)
@@ -112,11 +111,8 @@ cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alp
   cleanup_free char *mount = NULL, *cgroup = NULL;
   cleanup_error cp_error_t why = NULL;
   int r = cp_nri_config_of (c, &cfg, &why);
-  const char *path = r == 0 ? (cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path) : NULL;
-  if (r == 0 && path == NULL)
-    r = cp_fail_runtime (&why, "its linux.cgroupsPath names no cgroup");
   if (r == 0)
-    r = cp_cgroup_locate_path (path, &mount, &cgroup, &why);
+    r = cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &why);
   cp_oci_config_free (&cfg);
   pid_t pid = (pid_t) c->pid;
   if (r == 0 && helper.fd >= 0)

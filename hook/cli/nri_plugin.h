@@ -62,6 +62,11 @@ int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci
 int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
                   struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why);
 
+/* The cgroup container ID's CFG names (its linux.cgroupsPath, cgroupfs or systemd
+   form), located as cp_cgroup_locate_path() does: the mount and the path below it
+   (the caller frees both).  -1 (*WHY) when it names none. */
+int cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, char **mount, char **cgroup, cp_error_t *why);
+
 /* ID's entry released, if it is the one of the container in CGROUP (NULL: by id
    alone), with the kernel switch's reference count; logged, never a failure (the
    next reconcile frees what is left). */
@@ -124,7 +129,7 @@ struct cp_nri_asks cp_nri_asks_of (const struct cp_hostconfig *hc, const Nri__Pk
 /* ---- isolation (nri_isolate.c) ------------------------------------------------------ */
 
 /* At start-up, before the sandbox: whether this host makes cgroup v2 partitions
-   (cp_partition_supported_host_at()), and where it does and HC sandboxes the plugin,
+   (cp_partition_supported_host()), and where it does and HC sandboxes the plugin,
    the helper that writes them (partition_helper.h) started and partition.c's files
    routed through it.  CreateContainer then grants an isolated request (or says why
    not, cp_isolate_later()), and runs repair partitions.  Logged; never fails. */

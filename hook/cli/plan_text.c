@@ -182,7 +182,7 @@ cp_cli_isolate_verdict (const struct cp_hostconfig *hc, const struct cp_topo *to
          the placement, as before. */
       cleanup_free char *missing = NULL;
       cleanup_error cp_error_t e = NULL;
-      int r = probe ? cp_partition_supported (probe, &missing, &e) : cp_partition_supported_host (&missing, &e);
+      int r = probe ? cp_partition_supported (probe, &missing, &e) : cp_partition_supported_host (NULL, &missing, &e);
       if (r < 0)
         cp_log (CP_LOG_DEBUG, "--isolate: the kernel's support not judged: %s", cp_error_message (e));
       *kernel_checked = r >= 0;

@@ -194,7 +194,6 @@ cp_partition_read_cpus (const struct cp_partition_tree *t, const char *path, con
   return 0;
 }
 
-
 int
 cp_partition_write_exclusive (const struct cp_partition_tree *t, const char *path, hwloc_const_bitmap_t cpus,
                               cp_error_t *err)
@@ -253,17 +252,11 @@ has_file (const struct cp_partition_tree *t, const char *path, const char *file,
 }
 
 int
-cp_partition_supported_host (char **why, cp_error_t *err)
-{
-  cleanup_free char *mount = NULL;
-  return cp_partition_supported_host_at (&mount, why, err);
-}
-
-int
-cp_partition_supported_host_at (char **mount_out, char **why, cp_error_t *err)
+cp_partition_supported_host (char **mount_out, char **why, cp_error_t *err)
 {
   *why = NULL;
-  *mount_out = NULL;
+  if (mount_out)
+    *mount_out = NULL;
   cleanup_free char *mount = NULL, *path = NULL;
   /* A relative path names the cpuset hierarchy's mount; nothing is opened below it. */
   if (cp_cgroup_locate_path ("cachepin", &mount, &path, err) < 0)
@@ -281,7 +274,7 @@ cp_partition_supported_host_at (char **mount_out, char **why, cp_error_t *err)
   int r = has_file (&t, "/", "cpuset.cpus.isolated", err);
   if (r == 0)
     *why = cp_xstrdup ("kernel has no cpuset.cpus.exclusive (Linux 6.7+)");
-  if (r == 1)
+  if (r == 1 && mount_out)
     *mount_out = cp_steal_pointer (&mount);
   return r;
 }

@@ -66,12 +66,11 @@ int cp_partition_parse (const char *text, struct cp_partition_state *out, cp_err
 int cp_partition_supported (const struct cp_cgroup *cg, char **why, cp_error_t *err);
 
 /* The same for the host's cpuset hierarchy as a whole, judged at its root (where
- * `cachepin plan` has no cgroup of its own: the root cgroup has
- * cpuset.cpus.isolated from Linux 6.7, with cpuset.cpus.exclusive below it). */
-int cp_partition_supported_host (char **why, cp_error_t *err);
-
-/* The same, and when supported the hierarchy's mount in *MOUNT (the caller frees). */
-int cp_partition_supported_host_at (char **mount, char **why, cp_error_t *err);
+ * `cachepin plan` and the NRI plugin have no cgroup of their own: the root cgroup
+ * has cpuset.cpus.isolated from Linux 6.7, with cpuset.cpus.exclusive below it);
+ * when supported and MOUNT is not NULL, the hierarchy's mount in *MOUNT (the caller
+ * frees). */
+int cp_partition_supported_host (char **mount, char **why, cp_error_t *err);
 
 /* The cpulist file FILE (one of the names above) of cgroup PATH in T. */
 int cp_partition_read_cpus (const struct cp_partition_tree *t, const char *path, const char *file, hwloc_bitmap_t out,
