@@ -29,10 +29,15 @@ required_string (json_object *root, const char *key, size_t max, const char **ou
   return cp_json_string (v, key, max, false, out, err);
 }
 
-/* The id names files and log lines: no path separator, no dot entries, one line. */
-static int
-check_id (const char *id, cp_error_t *err)
+int
+cp_oci_id_check (const char *id, cp_error_t *err)
 {
+  if (id[0] == '\0')
+    return cp_fail_input (err, "id: empty");
+  if (strlen (id) > CP_OCI_ID_MAX)
+    return cp_fail_input (err, "id: longer than %d bytes", CP_OCI_ID_MAX);
+  if (strncmp (id, "apply:", 6) == 0)
+    return cp_fail_input (err, "id: starts with `apply:`, which names the ledger's entries of `cachepin apply`");
   for (const char *p = id; *p; p++)
     {
       if ((unsigned char) *p < 0x20 || *p == 0x7f)
@@ -83,7 +88,7 @@ parse_fields (json_object *root, struct cp_oci_state *out, cp_error_t *err)
   if (required_string (root, "ociVersion", CP_OCI_VERSION_MAX, &s, err) < 0)
     return -1;
   out->oci_version = cp_xstrdup (s);
-  if (required_string (root, "id", CP_OCI_ID_MAX, &s, err) < 0 || check_id (s, err) < 0)
+  if (required_string (root, "id", CP_OCI_ID_MAX, &s, err) < 0 || cp_oci_id_check (s, err) < 0)
     return -1;
   out->id = cp_xstrdup (s);
   if (parse_status (root, &out->status, err) < 0)

@@ -17,9 +17,18 @@
 /* Bounds on hostile input. */
 #define CP_OCI_STATE_MAX_SIZE (1024 * 1024)
 #define CP_OCI_ID_MAX 1024
+
 #define CP_OCI_VERSION_MAX 256
 #define CP_OCI_BUNDLE_MAX 4095 /* PATH_MAX - 1 */
 #define CP_OCI_PID_MAX 4194304 /* the kernel's PID_MAX_LIMIT */
+
+/* A container id as cachepin takes it, from a runtime's state (the hook) or its
+ * NRI messages (the plugin): it names ledger entries, journal records and log
+ * lines.  1 to CP_OCI_ID_MAX bytes, no control character, no `/`, not `.` nor
+ * `..`, not starting with `apply:` (the ids of `cachepin apply`'s entries: a
+ * container of that id would be released by `cachepin release --cgroup`).
+ * CP_ERR_INPUT naming the rule, never quoting the id. */
+int cp_oci_id_check (const char *id, cp_error_t *err);
 
 enum cp_oci_status
 {

@@ -38,6 +38,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "instance.h"
 #include "journal.h"
 #include "ledger.h"
 #include "log.h"
@@ -81,11 +82,15 @@ struct nri_args
   const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
 };
 
+/* What NRI takes for a plugin's name (pkg/api: letters, digits, `_.+-`), 1 to 64
+   of them: it names the plugin in the runtime's log and its config file. */
 static int
 check_name (const char *what, const char *arg, cp_error_t *err)
 {
-  if (arg[0] == '\0' || strchr (arg, '-') != NULL || strlen (arg) > 64)
-    return cp_fail_input (err, "%s `%.64s`: 1 to 64 characters, no `-`", what, arg);
+  size_t len = strlen (arg);
+  if (len == 0 || len > 64 || strspn (arg, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+-") != len)
+    return cp_fail_input (err, "%s: 1 to 64 of the characters NRI allows (letters, digits, `_`, `.`, `+`, `-`)",
+                          what);
   return 0;
 }
 
@@ -244,12 +249,23 @@ registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, bool again, 
   return 0;
 }
 
+/* Configure: the runtime's request timeout kept (the deadline of every answer); a
+   plugin config the runtime passes (its plugin_config_path's file for us) is not
+   read, and that is said: the host config (--config) is the one configuration, the
+   same for every front end on the node. */
 static int
-configure (const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_call *call, cp_error_t *err)
+configure (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_call *call,
+           cp_error_t *err)
 {
-  cp_log (CP_LOG_INFO, "nri: configured by %s %s (registration timeout %lld ms, request timeout %lld ms)",
+  cp_log (CP_LOG_INFO, "nri: configured by %.64s %.64s (registration timeout %lld ms, request timeout %lld ms)",
           req->runtime_name, req->runtime_version, (long long) req->registration_timeout,
           (long long) req->request_timeout);
+  if (req->request_timeout > 0)
+    p->request_timeout_ms = (long) req->request_timeout;
+  if (req->config && req->config[0])
+    cp_log (CP_LOG_WARNING, "nri: the runtime passed a plugin configuration (%zu bytes, from its plugin_config_path): "
+                            "not read; cachepin's configuration is its host config, %s",
+            strlen (req->config), p->hc->path ? p->hc->path : CP_HOSTCONFIG_DEFAULT_PATH);
   if (req->request_timeout > 0 && req->request_timeout < 2 * CP_NRI_LOCK_TIMEOUT_MS)
     cp_log (CP_LOG_WARNING, "nri: the runtime's request timeout (%lld ms) leaves little room for the ledger's lock "
                             "wait (at most %d ms)", (long long) req->request_timeout, CP_NRI_LOCK_TIMEOUT_MS);
@@ -258,37 +274,33 @@ configure (const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req, struct cp_nri_c
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
 }
 
-/* A split synchronization's parts, until its last (nri_resync.c); a connection's
-   own: cleared when it ends. */
-static struct cp_nri_sync sync_parts;
+/* One method of the Plugin service: its request message and its handler.  A
+   handler returns 0, < 0 on ERR, or CP_NRI_SYNC_TOO_LONG: answered, then the
+   connection closes. */
+typedef int (*method_fn) (struct cp_nri_plugin *p, const ProtobufCMessage *req, struct cp_nri_call *call, bool *stop,
+                          cp_error_t *err);
 
-/* One method of the Plugin service: its request message and its handler. */
-typedef int (*method_fn) (const struct cp_hostconfig *hc, const ProtobufCMessage *req, struct cp_nri_call *call,
-                          bool *stop, cp_error_t *err);
-
-#define ADAPT(fn, type, call_expr)                                                                            \
-  static int fn (const struct cp_hostconfig *hc, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop, \
-                 cp_error_t *err)                                                                             \
-  {                                                                                                           \
-    (void) hc;                                                                                                \
-    (void) stop;                                                                                              \
-    const type *req = (const type *) m;                                                                       \
-    return call_expr;                                                                                         \
+#define ADAPT(fn, type, call_expr)                                                                                \
+  static int fn (struct cp_nri_plugin *p, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,        \
+                 cp_error_t *err)                                                                                 \
+  {                                                                                                               \
+    (void) stop;                                                                                                  \
+    const type *req = (const type *) m;                                                                           \
+    return call_expr;                                                                                             \
   }
 
-ADAPT (m_configure, Nri__Pkg__Api__V1alpha1__ConfigureRequest, configure (req, call, err))
-ADAPT (m_synchronize, Nri__Pkg__Api__V1alpha1__SynchronizeRequest,
-       cp_nri_synchronize (hc, &sync_parts, req, call, err))
-ADAPT (m_create, Nri__Pkg__Api__V1alpha1__CreateContainerRequest, cp_nri_create_container (hc, req, call, err))
-ADAPT (m_update, Nri__Pkg__Api__V1alpha1__UpdateContainerRequest, cp_nri_update_container (hc, req, call, err))
-ADAPT (m_stop, Nri__Pkg__Api__V1alpha1__StopContainerRequest, cp_nri_stop_container (hc, req, call, err))
-ADAPT (m_state, Nri__Pkg__Api__V1alpha1__StateChangeEvent, cp_nri_state_change (hc, req, call, err))
+ADAPT (m_configure, Nri__Pkg__Api__V1alpha1__ConfigureRequest, configure (p, req, call, err))
+ADAPT (m_synchronize, Nri__Pkg__Api__V1alpha1__SynchronizeRequest, cp_nri_synchronize (p, req, call, err))
+ADAPT (m_create, Nri__Pkg__Api__V1alpha1__CreateContainerRequest, cp_nri_create_container (p, req, call, err))
+ADAPT (m_update, Nri__Pkg__Api__V1alpha1__UpdateContainerRequest, cp_nri_update_container (p, req, call, err))
+ADAPT (m_stop, Nri__Pkg__Api__V1alpha1__StopContainerRequest, cp_nri_stop_container (p, req, call, err))
+ADAPT (m_state, Nri__Pkg__Api__V1alpha1__StateChangeEvent, cp_nri_state_change (p, req, call, err))
 
 static int
-m_shutdown (const struct cp_hostconfig *hc, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,
+m_shutdown (struct cp_nri_plugin *p, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,
             cp_error_t *err)
 {
-  (void) hc;
+  (void) p;
   (void) m;
   cp_log (CP_LOG_DEBUG, "nri: the runtime said Shutdown");
   *stop = true; /* the connection ends here: the runtime is going (stopped or restarting) */
@@ -315,7 +327,7 @@ static const struct
    cannot read closes the connection (one line); a method we do not serve is
    answered Unimplemented, as a Go server does. */
 static int
-serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_buf *out, bool *stop, cp_error_t *err)
+serve (struct cp_nri_plugin *p, const struct cp_ttrpc_msg *m, struct cp_buf *out, bool *stop, cp_error_t *err)
 {
   if (m->type != CP_TTRPC_REQUEST)
     return cp_fail_input (err, "NRI: a ttrpc message of type %u on the plugin's connection", m->type);
@@ -335,7 +347,7 @@ serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_b
         r = cp_error_wrap (err, "%s", req->method);
       else
         {
-          r = methods[i].fn (hc, msg, &call, stop, err);
+          r = methods[i].fn (p, msg, &call, stop, err);
           protobuf_c_message_free_unpacked (msg, NULL);
         }
     }
@@ -349,6 +361,11 @@ serve (const struct cp_hostconfig *hc, const struct cp_ttrpc_msg *m, struct cp_b
   clock_gettime (CLOCK_MONOTONIC, &t1);
   long us = (long) ((t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
   cp_log (CP_LOG_DEBUG, "nri: %.64s answered in %ld us", req->method, us);
+  if (us / 1000 >= p->request_timeout_ms)
+    cp_log (CP_LOG_WARNING, "nri: %.64s answered after %ld ms, past the runtime's %ld ms: it went on without the "
+                            "answer (a placement made stays pending until the container starts, then is settled "
+                            "from what it runs on)",
+            req->method, us / 1000, p->request_timeout_ms);
   ttrpc__request__free_unpacked (req, NULL);
   return r;
 }
@@ -377,7 +394,7 @@ lost_or_failed (const char *what, cp_error_t *err, char **why)
 
 /* Serve C until it ends; *WHY (CONN_LOST) says how, for the one line said. */
 static enum conn_end
-run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_conn *c, bool again, char **why,
+run (const struct nri_args *a, struct cp_nri_plugin *p, struct cp_nri_conn *c, bool again, char **why,
      cp_error_t *err)
 {
   struct cp_buf out = { 0 };
@@ -405,11 +422,21 @@ run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_con
         if (r <= 0)
           break;
         int ret;
+        bool too_long = false;
         if (conn == CP_MUX_CONN_RUNTIME)
           ret = registered (&m, a, again, err);
-        else if ((ret = serve (hc, &m, &out, &stop, err)) == 0 && (ret = cp_nri_conn_send (c, &out, err)) < 0)
-          ret = -2;
+        else if ((ret = serve (p, &m, &out, &stop, err)) >= 0)
+          {
+            too_long = ret == CP_NRI_SYNC_TOO_LONG;
+            if ((ret = cp_nri_conn_send (c, &out, err)) < 0)
+              ret = -2;
+          }
         cp_ttrpc_msg_clear (&m);
+        if (ret == 0 && too_long)
+          {
+            *why = cp_xstrdup ("a Synchronize past its bounds");
+            break;
+          }
         if (ret == -2)
           end = lost_or_failed ("write", err, why);
         else if (ret < 0)
@@ -419,7 +446,7 @@ run (const struct nri_args *a, const struct cp_hostconfig *hc, struct cp_nri_con
         if (ret < 0 || stop)
           break;
       }
-  cp_nri_sync_clear (&sync_parts);
+  cp_nri_sync_clear (&p->sync);
   cp_buf_free (&out);
   return end;
 }
@@ -457,12 +484,14 @@ redial (const struct nri_args *a, struct cp_nri_conn *c)
    registers; the pre-launched form cannot (its descriptor is the runtime's), it
    exits 0 and its runtime starts it again, which then resynchronizes. */
 static int
-serve_runtime (const struct nri_args *a, const struct cp_hostconfig *hc, cp_error_t *err)
+serve_runtime (const struct nri_args *a, struct cp_nri_plugin *p, cp_error_t *err)
 {
-  struct cp_nri_conn c;
+  const struct cp_hostconfig *hc = p->hc;
+  struct cp_nri_conn c = { .fd = -1 };
   bool prelaunched;
   if (connect_runtime (a, &c, &prelaunched, err) < 0)
     return -1;
+  c.cancel = &stopping;
   /* Everything set up (config, socket, syslog): the sandbox for the rest, the
      redials included (a unix socket and connect() are in its profile). */
   if (cp_cli_enter_plugin_sandbox (hc, err) < 0)
@@ -473,7 +502,7 @@ serve_runtime (const struct nri_args *a, const struct cp_hostconfig *hc, cp_erro
   for (bool again = false;; again = true)
     {
       cleanup_free char *why = NULL;
-      enum conn_end end = run (a, hc, &c, again, &why, err);
+      enum conn_end end = run (a, p, &c, again, &why, err);
       cp_nri_conn_close (&c);
       if (end == CONN_STOPPED)
         cp_log (CP_LOG_INFO, "nri: stopped by a signal");
@@ -527,10 +556,27 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   cp_ledger_cache_keep (true);
   cp_journal_cache_keep (true);
   cp_cli_journal_admissions (&hc, CP_JOURNAL_NRI);
+  /* The runtime this plugin serves, which its entries record (owner.h): the socket
+     it dials; the pre-launched form's runtime is the one on the default socket
+     unless --socket names another. */
+  const char *runtime = a.socket ? a.socket : CP_NRI_DEFAULT_SOCKET;
+  struct cp_nri_plugin plugin = {
+    .hc = &hc,
+    .owner = { .origin = CP_ORIGIN_NRI, .runtime = runtime },
+    .request_timeout_ms = 2000,
+  };
+  /* One plugin per runtime and state directory, for the whole run (instance.h):
+     before anything is served or forked. */
+  cleanup_close int instance = cp_instance_lock (hc.state_dir, "nri", runtime, err);
+  if (instance < 0)
+    {
+      cp_hostconfig_free (&hc);
+      return -1;
+    }
   cp_nri_core_sched_init (&hc); /* before the sandbox: a prctl, and a fork */
   cp_nri_isolate_init (&hc);    /* before the sandbox: the cgroup mount, and a fork */
   catch_stop_signals ();
-  r = serve_runtime (&a, &hc, err);
+  r = serve_runtime (&a, &plugin, err);
   cp_nri_core_sched_stop ();
   cp_nri_isolate_stop ();
   cp_hostconfig_free (&hc);

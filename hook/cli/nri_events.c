@@ -22,10 +22,12 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "config.h"
+#include "bitmap.h"
 #include "cpulist.h"
 #include "ledger.h"
 #include "log.h"
 #include "placer.h"
+#include "state.h"
 #include "util.h"
 
 typedef Nri__Pkg__Api__V1alpha1__Container nri_container;
@@ -48,14 +50,16 @@ fail (struct cp_nri_call *call, cp_error_t *why, cp_error_t *err)
 }
 
 /* The pod's annotations, then the container's: one value per key, the container's
-   where both have it. */
+   where both have it.  A cachepin.io/ key given twice in one of them is refused:
+   which value was meant cannot be told (the OCI route refuses it too). */
 int
 cp_nri_annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotations *out, cp_error_t *err)
 {
   size_t max = (pod ? pod->n_annotations : 0) + c->n_annotations, n = 0;
   cleanup_free const char **keys = calloc (max + 1, sizeof *keys);
   cleanup_free const char **values = calloc (max + 1, sizeof *values);
-  if (keys == NULL || values == NULL)
+  cleanup_free int *pass_of = calloc (max + 1, sizeof *pass_of);
+  if (keys == NULL || values == NULL || pass_of == NULL)
     abort ();
   for (int pass = 0; pass < 2; pass++)
     {
@@ -64,16 +68,30 @@ cp_nri_annotations_of (const nri_pod *pod, const nri_container *c, struct cp_ann
         {
           const char *k = pass == 0 ? pod->annotations[i]->key : c->annotations[i]->key;
           const char *v = pass == 0 ? pod->annotations[i]->value : c->annotations[i]->value;
+          if (k == NULL || v == NULL)
+            continue;
           size_t j = 0;
           while (j < n && strcmp (keys[j], k) != 0)
             j++;
+          if (j < n && pass_of[j] == pass && strncmp (k, CP_ANNOTATION_PREFIX, sizeof CP_ANNOTATION_PREFIX - 1) == 0)
+            return cp_fail_input (err, "%s annotations: key %.128s given twice", pass == 0 ? "the pod's" : "the container's",
+                                  k);
           keys[j] = k;
           values[j] = v;
+          pass_of[j] = pass;
           if (j == n)
             n++;
         }
     }
   return cp_annotations_from_map (keys, values, n, "annotations", out, err);
+}
+
+int
+cp_nri_id_check (const nri_container *c, cp_error_t *err)
+{
+  if (cp_oci_id_check (c->id, err) < 0)
+    return cp_error_wrap (err, "container");
+  return 0;
 }
 
 /* The container's linux.cgroupsPath and linux.resources.cpu as config.json would
@@ -159,16 +177,18 @@ cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, char **mount,
 }
 
 int
-cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
+cp_nri_place (const struct cp_nri_plugin *p, const char *id, const struct cp_oci_config *cfg,
               struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
 {
+  const struct cp_hostconfig *hc = p->hc;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
   if (cp_nri_cgroup_of (id, cfg, &mount, &cgroup, why) == 0)
     {
       if (cp_nri_core_sched_admit (hc, id, creq, why) < 0)
         return -1;
-      struct cp_target target = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup };
+      struct cp_target target
+          = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup, .runtime = p->owner.runtime };
       int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
     }
@@ -176,9 +196,10 @@ cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oc
 }
 
 int
-cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__CreateContainerRequest *req,
+cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__CreateContainerRequest *req,
                          struct cp_nri_call *call, cp_error_t *err)
 {
+  const struct cp_hostconfig *hc = p->hc;
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse none = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
   const nri_container *c = req->container;
   if (c == NULL || c->id == NULL || c->id[0] == '\0')
@@ -195,6 +216,12 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
       cp_annotations_free (&ann);
       return reply (call, &none.base, err); /* not ours: nothing judged, nothing written */
     }
+  if (cp_nri_id_check (c, &why) < 0)
+    {
+      cp_annotations_free (&ann);
+      cp_admission_refuse ("(invalid id)", &why);
+      return fail (call, &why, err);
+    }
   struct cp_oci_config cfg = { 0 };
   struct cp_limits limits;
   struct cp_container_request creq;
@@ -208,7 +235,7 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   else
     {
       cleanup_plan struct cp_plan *plan = NULL;
-      r = cp_nri_place (hc, c->id, &cfg, &creq, &plan, &why);
+      r = cp_nri_place (p, c->id, &cfg, &creq, &plan, &why);
       if (r == 0)
         {
           cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
@@ -227,32 +254,37 @@ cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   return r == 0 ? 0 : reply (call, &none.base, err);
 }
 
-/* The placed CPUs and nodes of ID in the ledger, as cpulists (*CPUS NULL: not
-   placed).  The ledger is locked only while it is read. */
+/* The placed CPUs and nodes of C, as cpulists (*CPUS NULL: not placed by P, in the
+   cgroup C names when it names one). */
 static int
-placed_of (const struct cp_hostconfig *hc, const char *id, char **cpus, char **mems, cp_error_t *err)
+placed_of (const struct cp_nri_plugin *p, const nri_container *c, char **cpus, char **mems, cp_error_t *err)
 {
   *cpus = *mems = NULL;
-  struct cp_ledger *l = NULL;
-  if (cp_placer_open_ledger (hc, &l, err) < 0)
-    return -1;
-  /* Read only: what reconcile dropped on the way is dropped again by the next
-     run that commits. */
-  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
-  if (e)
+  struct cp_oci_config cfg = { 0 };
+  cleanup_error cp_error_t ignored = NULL;
+  if (cp_nri_config_of (c, &cfg, &ignored) < 0)
+    cfg = (struct cp_oci_config) { 0 }; /* no cgroup to compare: by id and owner */
+  cleanup_free char *mount = NULL;
+  cleanup_free char *cgroup = NULL;
+  if (cfg.cgroups_path && cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored) < 0)
+    cgroup = NULL;
+  cp_oci_config_free (&cfg);
+  cleanup_bitmap hwloc_bitmap_t set = cp_bitmap_new ();
+  cleanup_bitmap hwloc_bitmap_t nodes = cp_bitmap_new ();
+  int r = cp_placer_owned_of (p->hc, &p->owner, c->id, cgroup, set, nodes, err);
+  if (r > 0)
     {
-      *cpus = cp_cpulist_format (e->cpus);
-      *mems = cp_cpulist_format (e->mems);
+      *cpus = cp_cpulist_format (set);
+      *mems = cp_cpulist_format (nodes);
     }
-  cp_ledger_close (l);
-  return 0;
+  return r < 0 ? -1 : 0;
 }
 
 /* UpdateContainer: a placed container keeps its cpuset.  The update's other
    resources pass through: the answer is an update of this very container naming
    only cpus and mems, which the runtime merges into the update it was asked. */
 int
-cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
+cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
                          struct cp_nri_call *call, cp_error_t *err)
 {
   Nri__Pkg__Api__V1alpha1__UpdateContainerResponse resp = NRI__PKG__API__V1ALPHA1__UPDATE_CONTAINER_RESPONSE__INIT;
@@ -262,7 +294,7 @@ cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
   cleanup_free char *cpus = NULL;
   cleanup_free char *mems = NULL;
   cleanup_error cp_error_t why = NULL;
-  if (placed_of (hc, c->id, &cpus, &mems, &why) < 0)
+  if (placed_of (p, c, &cpus, &mems, &why) < 0)
     {
       /* Never fails an update: it goes through as asked, and that is said. */
       cp_log (CP_LOG_WARNING, "update of %s: its placement could not be read, the update goes through: %s", c->id,
@@ -270,7 +302,7 @@ cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
       return reply (call, &resp.base, err);
     }
   if (cpus == NULL)
-    return reply (call, &resp.base, err); /* not placed: not ours */
+    return reply (call, &resp.base, err); /* not placed by us, or not in this cgroup: not ours */
   const Nri__Pkg__Api__V1alpha1__LinuxCPU *asked
       = req->linux_resources && req->linux_resources->cpu ? req->linux_resources->cpu : NULL;
   if (asked && asked->cpus && asked->cpus[0] && strcmp (asked->cpus, cpus) != 0)
@@ -283,56 +315,167 @@ cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1
 }
 
 void
-cp_nri_release (const struct cp_hostconfig *hc, const char *id, const char *cgroup)
+cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *cgroup, const char *why)
 {
-  struct cp_release rel = { .id = id, .cgroup = cgroup };
+  struct cp_release rel = { .id = id, .cgroup = cgroup, .owner = &p->owner };
   enum cp_release_result result;
-  cleanup_error cp_error_t why = NULL;
-  if (cp_cli_release (hc, CP_JOURNAL_NRI, &rel, &result, &why) < 0)
-    cp_log (CP_LOG_WARNING, "release of %s: %s", id, cp_error_message (why));
+  cleanup_error cp_error_t e = NULL;
+  if (cp_cli_release (p->hc, CP_JOURNAL_NRI, &rel, &result, &e) < 0)
+    cp_log (CP_LOG_WARNING, "release of %s: %s", id, cp_error_message (e));
   else if (result == CP_RELEASE_DONE)
-    cp_log (CP_LOG_INFO, "released %s", id);
+    cp_log (CP_LOG_INFO, "released %s (%s)", id, why);
 }
 
-/* The hook's poststop: the entry of C, if it is C's (its cgroup, as config.json
-   would name it), released. */
-static void
-release (const struct cp_hostconfig *hc, const nri_container *c)
+/* The cgroup C's config names, below its mount (NULL: none named, or unreadable). */
+static char *
+cgroup_named (const nri_container *c)
 {
-  if (c == NULL || c->id == NULL || c->id[0] == '\0')
-    return;
   struct cp_oci_config cfg = { 0 };
-  cleanup_error cp_error_t why = NULL;
-  if (cp_nri_config_of (c, &cfg, &why) < 0)
-    cp_error_free (&why); /* released by id alone */
-  cp_nri_release (hc, c->id, cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path);
+  cleanup_error cp_error_t ignored = NULL;
+  char *mount = NULL, *cgroup = NULL;
+  if (cp_nri_config_of (c, &cfg, &ignored) == 0 && cfg.cgroups_path)
+    cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored);
   cp_oci_config_free (&cfg);
+  free (mount);
+  return cgroup;
+}
+
+/* The hook's poststop: the entry of C, if it is ours and C's (the cgroup its config
+   names, when it names one), released. */
+static void
+release (const struct cp_nri_plugin *p, const nri_container *c, const char *why)
+{
+  if (c == NULL || c->id == NULL)
+    return;
+  cleanup_error cp_error_t bad = NULL;
+  if (cp_nri_id_check (c, &bad) < 0)
+    {
+      cp_log (CP_LOG_DEBUG, "nri: an event of a container not ours to release: %s", cp_error_message (bad));
+      return; /* never placed: no entry has that id */
+    }
+  cleanup_free char *cgroup = cgroup_named (c);
+  cp_nri_release (p, c->id, cgroup, why);
 }
 
 int
-cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
+cp_nri_stop_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
                        struct cp_nri_call *call, cp_error_t *err)
 {
-  release (hc, req->container);
+  release (p, req->container, "stopped");
   Nri__Pkg__Api__V1alpha1__StopContainerResponse resp = NRI__PKG__API__V1ALPHA1__STOP_CONTAINER_RESPONSE__INIT;
   return reply (call, &resp.base, err);
 }
 
+int
+cp_nri_cgroup_open (const nri_container *c, struct cp_cgroup **cg, cp_error_t *err)
+{
+  struct cp_oci_config cfg = { 0 };
+  int r = cp_nri_config_of (c, &cfg, err);
+  const char *path = cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path;
+  if (r == 0 && path == NULL)
+    r = cp_fail_runtime (err, "container %s: its linux.cgroupsPath (`%s`) names no cgroup", c->id,
+                         cfg.cgroups_path ? cfg.cgroups_path : "");
+  if (r == 0 && cp_cgroup_from_path (path, cg, err) < 0)
+    r = cp_error_wrap (err, "container %s", c->id);
+  cp_oci_config_free (&cfg);
+  return r;
+}
+
+enum cp_seen
+cp_nri_seen (const nri_container *c)
+{
+  switch (c->state)
+    {
+    case NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_CREATED:
+      return CP_SEEN_CREATED;
+    case NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING:
+    case NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_PAUSED:
+      return CP_SEEN_RUNNING;
+    case NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_STOPPED:
+      return CP_SEEN_STOPPED;
+    default:
+      return CP_SEEN_UNKNOWN;
+    }
+}
+
+void
+cp_nri_spec_cpus (const nri_container *c, hwloc_bitmap_t cpus)
+{
+  hwloc_bitmap_zero (cpus);
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu
+      = c->linux && c->linux->resources ? c->linux->resources->cpu : NULL;
+  cleanup_error cp_error_t ignored = NULL;
+  if (cpu && cpu->cpus && cpu->cpus[0] && cp_cpulist_parse (cpu->cpus, 0, cpus, &ignored) < 0)
+    hwloc_bitmap_zero (cpus); /* not one we read: not said */
+}
+
+/* C has started (StartContainer, PostCreateContainer: its cgroup exists): its
+   pending entry settled from what it really runs with (cp_owner_settle()).  On the
+   placement: the cgroup recorded, the entry judged by it from now on.  Not on it
+   (our answer never reached the runtime: it gave up waiting, or the connection
+   closed first): released, and said; the next Synchronize places it as a container
+   started while the plugin was away. */
+static void
+settle_started (const struct cp_nri_plugin *p, const nri_container *c)
+{
+  struct cp_ledger *l = NULL;
+  cleanup_error cp_error_t why = NULL;
+  if (cp_placer_open_ledger (p->hc, &l, &why) < 0)
+    {
+      cp_log (CP_LOG_WARNING, "start of %s: its entry not settled, the ledger could not be read: %s", c->id,
+              cp_error_message (why));
+      return;
+    }
+  const struct cp_ledger_entry *e = cp_ledger_find (l, c->id);
+  cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
+  cp_nri_spec_cpus (c, spec);
+  enum cp_settle what = e ? cp_owner_settle (&p->owner, e, CP_SEEN_RUNNING, spec) : CP_SETTLE_KEEP;
+  cleanup_free char *held = e ? cp_cpulist_format (e->cpus) : NULL;
+  cleanup_free char *got = cp_cpulist_format (spec);
+  cp_ledger_close (l);
+  if (what == CP_SETTLE_UNAPPLIED)
+    {
+      cp_log (CP_LOG_WARNING, "%s started on CPUs %s, not on its placement %s: the runtime did not apply the answer "
+                              "(it gave up waiting, or the connection closed); the entry is released, and the next "
+                              "Synchronize places it", c->id, got, held);
+      cleanup_free char *cgroup = cgroup_named (c);
+      cp_nri_release (p, c->id, cgroup, "never applied");
+      return;
+    }
+  if (what != CP_SETTLE_ADOPT)
+    return;
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  int r = cp_nri_cgroup_open (c, &cg, &why);
+  if (r == 0)
+    r = cp_placer_adopt_cgroup (p->hc, &p->owner, c->id, cg, &why);
+  if (r < 0)
+    cp_log (CP_LOG_WARNING, "start of %s: its cgroup is not recorded (the next Synchronize tries again): %s", c->id,
+            cp_error_message (why));
+  else if (r == 1)
+    cp_log (CP_LOG_DEBUG, "%s started in cgroup %s%s", c->id, cg->mount, cg->path);
+}
+
 /* RemoveContainer: a container removed without a stop we saw (created while we were
    away) is released too.  StartContainer and PostCreateContainer: the first events
-   with the container's pid, for its core-scheduling cookie (nri_start.c) and its
-   partition (nri_isolate.c). */
+   with the container's pid and its cgroup: its entry settled, then its
+   core-scheduling cookie (nri_start.c) and its partition (nri_isolate.c). */
 int
-cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
+cp_nri_state_change (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                      struct cp_nri_call *call, cp_error_t *err)
 {
+  const nri_container *c = ev->container;
+  cleanup_error cp_error_t bad = NULL;
+  bool valid = c && c->id && cp_nri_id_check (c, &bad) == 0;
   if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER)
-    release (hc, ev->container);
-  else if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
-           || ev->event == NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER)
+    release (p, c, "removed");
+  else if (valid
+           && (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
+               || ev->event == NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER))
     {
-      cp_nri_core_sched_start (hc, ev->pod, ev->container);
-      cp_nri_isolate_start (hc, ev->pod, ev->container);
+      if (c->pid != 0)
+        settle_started (p, c);
+      cp_nri_core_sched_start (p->hc, ev->pod, c);
+      cp_nri_isolate_start (p->hc, ev->pod, c);
     }
   Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   return reply (call, &resp.base, err);

@@ -13,6 +13,7 @@
 #include "placer.h"
 #include "hostconfig.h"
 #include "nri_wire.h"
+#include "owner.h"
 
 /* The events the plugin subscribes to (ConfigureResponse.events: bit 1 << (event - 1),
    nri pkg/api/event.go): CreateContainer, PostCreateContainer and StartContainer
@@ -27,6 +28,24 @@
    | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__STOP_CONTAINER - 1))                                        \
    | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER - 1)))
 
+/* A synchronization being collected (`more`): the parts so far, as the runtime
+   sent them (packed), and their bytes. */
+struct cp_nri_sync
+{
+  struct cp_buf *parts;
+  size_t n, bytes;
+};
+void cp_nri_sync_clear (struct cp_nri_sync *s);
+
+/* The plugin's state, one object for its whole run: what every handler reads. */
+struct cp_nri_plugin
+{
+  const struct cp_hostconfig *hc;
+  struct cp_owner owner;   /* CP_ORIGIN_NRI, and the runtime it serves: its entries (owner.h) */
+  long request_timeout_ms; /* the runtime's, from Configure (2000 until it says) */
+  struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
+};
+
 /* A call of the runtime being answered: its stream, and where the answer's frames go. */
 struct cp_nri_call
 {
@@ -36,13 +55,13 @@ struct cp_nri_call
 
 /* Each answers CALL (a reply, or an error status whose message containerd shows)
    and returns 0; < 0 only when the answer itself could not be made (*ERR). */
-int cp_nri_create_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__CreateContainerRequest *req,
+int cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__CreateContainerRequest *req,
                              struct cp_nri_call *call, cp_error_t *err);
-int cp_nri_update_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
+int cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
                              struct cp_nri_call *call, cp_error_t *err);
-int cp_nri_stop_container (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
+int cp_nri_stop_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
                            struct cp_nri_call *call, cp_error_t *err);
-int cp_nri_state_change (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
+int cp_nri_state_change (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                          struct cp_nri_call *call, cp_error_t *err);
 
 /* Shared by the events and the resync (nri_resync.c). */
@@ -57,9 +76,9 @@ int cp_nri_annotations_of (const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
 int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci_config *cfg, cp_error_t *err);
 
 /* The placement of ID for CREQ through the engine's steps, recorded under the cgroup
-   CFG names and not written (the runtime applies the answer); 0 placed (*PLAN),
-   1 unplaced (logged), -1 failed (*WHY). */
-int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct cp_oci_config *cfg,
+   CFG names and P's runtime, and not written (the runtime applies the answer); 0
+   placed (*PLAN), 1 unplaced (logged), -1 failed (*WHY). */
+int cp_nri_place (const struct cp_nri_plugin *p, const char *id, const struct cp_oci_config *cfg,
                   struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why);
 
 /* The cgroup container ID's CFG names (its linux.cgroupsPath, cgroupfs or systemd
@@ -67,10 +86,22 @@ int cp_nri_place (const struct cp_hostconfig *hc, const char *id, const struct c
    (the caller frees both).  -1 (*WHY) when it names none. */
 int cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, char **mount, char **cgroup, cp_error_t *why);
 
-/* ID's entry released, if it is the one of the container in CGROUP (NULL: by id
-   alone), with the kernel switch's reference count; logged, never a failure (the
+/* ID's entry released, if it is P's (owner.h) and the one of the container in
+   CGROUP (NULL: any of P's entries of that id), with the kernel switch's reference
+   count; WHY says what proves it gone, for the log.  Logged, never a failure (the
    next reconcile frees what is left). */
-void cp_nri_release (const struct cp_hostconfig *hc, const char *id, const char *cgroup);
+void cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *cgroup, const char *why);
+
+/* C's cgroup as its linux.cgroupsPath names it, opened (it exists once the
+   container has started). */
+int cp_nri_cgroup_open (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_cgroup **cg, cp_error_t *err);
+
+/* What the runtime says of C (owner.h), and the CPUs its spec has (empty: none said). */
+enum cp_seen cp_nri_seen (const Nri__Pkg__Api__V1alpha1__Container *c);
+void cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap_t cpus);
+
+/* C's id as cachepin takes ids (cp_oci_id_check()), its error naming the field. */
+int cp_nri_id_check (const Nri__Pkg__Api__V1alpha1__Container *c, cp_error_t *err);
 
 /* The one cpuset an answer carries (CreateContainer's adjustment, UpdateContainer's
    and Synchronize's updates): linux.resources.cpu.cpus and .mems (MEMS NULL or
@@ -148,28 +179,29 @@ void cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__
    the answer's and the lock wait's (CP_NRI_LOCK_TIMEOUT_MS). */
 #define CP_NRI_RESYNC_BUDGET_MS 1000
 
-/* A synchronization being collected (`more`): the parts so far, as the runtime
-   sent them (packed). */
-struct cp_nri_sync
-{
-  struct cp_buf *parts;
-  size_t n;
-};
-void cp_nri_sync_clear (struct cp_nri_sync *s);
+/* The most one Synchronize may send before its last part: past either, the
+   plugin says so in one line and closes the connection (a runtime lists a
+   thousand containers in a few MB). */
+#define CP_NRI_SYNC_MAX_PARTS 64
+#define CP_NRI_SYNC_MAX_BYTES (64u << 20)
+#define CP_NRI_SYNC_TOO_LONG 1 /* cp_nri_synchronize()'s return: answered, then close */
 
-/* Synchronize: a part with `more` is kept and answered with no updates, `more`
-   echoed; the last part runs cp_nri_resync() on every part's pods and containers,
-   answered with its updates. */
-int cp_nri_synchronize (const struct cp_hostconfig *hc, struct cp_nri_sync *s,
-                        const Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req, struct cp_nri_call *call,
-                        cp_error_t *err);
+/* Synchronize: a part with `more` is kept (P->sync) and answered with no updates,
+   `more` echoed; the last part runs cp_nri_resync() on every part's pods and
+   containers, answered with its updates.  A chain past CP_NRI_SYNC_MAX_PARTS or
+   CP_NRI_SYNC_MAX_BYTES is refused (an error status) and CP_NRI_SYNC_TOO_LONG
+   returned: the caller closes the connection. */
+int cp_nri_synchronize (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__SynchronizeRequest *req,
+                        struct cp_nri_call *call, cp_error_t *err);
 
 /* What is placed rebuilt from the runtime's containers (CTRS, their PODS) and the
-   ledger, within BUDGET_MS: the plugin's entries of containers not running
-   released; of those running, the cgroup and its inode recorded; running containers
-   that ask and have no entry placed, their updates in *UPDATES (*N_UPDATES, the
-   caller frees with cp_nri_updates_free()).  Never fails: what it cannot do is
-   logged. */
+   ledger, within BUDGET_MS: P's entries settled by the engine's rule
+   (cp_owner_settle(): released when the runtime says stopped or, pending, no longer
+   has them; the cgroup and its inode recorded for those running on their
+   placement; an update of the entry's CPUs for those running without it); running
+   containers that ask and have no entry placed, strict ones first; every update in
+   *OUT (the caller frees with cp_nri_updates_free()).  A container listed twice
+   counts once.  Never fails: what it cannot do is logged. */
 struct cp_nri_updates
 {
   struct cp_nri_update *u;
@@ -177,14 +209,9 @@ struct cp_nri_updates
   char **strings; /* the ids, cpus and mems the updates point at */
   size_t n, n_strings;
 };
-void cp_nri_resync (const struct cp_hostconfig *hc, Nri__Pkg__Api__V1alpha1__PodSandbox **pods, size_t n_pods,
+void cp_nri_resync (const struct cp_nri_plugin *p, Nri__Pkg__Api__V1alpha1__PodSandbox **pods, size_t n_pods,
                     Nri__Pkg__Api__V1alpha1__Container **ctrs, size_t n_ctrs, long budget_ms,
                     struct cp_nri_updates *out);
 void cp_nri_updates_free (struct cp_nri_updates *u);
-
-/* Whether E is the plugin's: ledger.h's entries come from three front ends, and
-   only the plugin's are the plugin's to release at a resync. */
-struct cp_ledger_entry;
-bool cp_nri_owns_entry (const struct cp_ledger_entry *e);
 
 #endif

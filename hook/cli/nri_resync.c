@@ -3,32 +3,37 @@
  *
  * The plugin may have been away (killed, restarted, the runtime restarted) while
  * containers came and went: a container removed meanwhile still holds its entry,
- * one created meanwhile was never placed.  At Synchronize the runtime lists every
- * pod and container it has (in parts when there are many: `more`); on the whole
- * list:
- *   1. the plugin's entries (cp_nri_owns_entry()) whose container is not running
- *      (not listed, or stopped) are released as StopContainer releases them (the
- *      kernel switch's reference count with them);
- *   2. those whose container runs get its cgroup and that cgroup's inode
- *      (cp_placer_adopt_cgroup()): the entry is then judged by that very cgroup,
- *      no longer as pending (CP_LEDGER_PENDING_SECONDS);
- *   3. a running container that asks (its pod's and its annotations, as
+ * one created meanwhile was never placed, one whose answer came too late runs
+ * without its placement.  At Synchronize the runtime lists every pod and container
+ * it has (in parts when there are many: `more`); on the whole list, a container
+ * listed twice counted once:
+ *   1. the plugin's own entries (owner.h: this plugin's front end and runtime; never
+ *      the hook's, `apply`'s or another runtime's plugin's) are settled by the
+ *      engine's rule, cp_owner_settle(): released when the runtime says the
+ *      container stopped, or when a pending entry's container is no longer listed
+ *      (it can never start); given the cgroup and its inode
+ *      (cp_placer_adopt_cgroup()) when the container runs on its placement; told
+ *      the runtime again as an update when it runs without it (the answer never
+ *      arrived); kept as they are otherwise: created and not started yet, listed
+ *      CONTAINER_UNKNOWN (a restarted runtime that cannot read a task), or judged
+ *      by their cgroup already (reconcile drops them when it goes);
+ *   2. a running container that asks (its pod's and its annotations, as
  *      CreateContainer reads them) and has no entry is placed as CreateContainer
- *      places (decided and recorded, no cgroup written), the runtime told in the
- *      answer (a ContainerUpdate of cpus and mems, which containerd applies to the
- *      cgroup, the spec and the process); its cgroup is adopted as in 2 at the
- *      next Synchronize, as a created container's is.
+ *      places (decided and recorded, no cgroup written), strict ones first, the
+ *      runtime told in the answer (a ContainerUpdate of cpus and mems, which
+ *      containerd applies to the cgroup, the spec and the process); its cgroup is
+ *      adopted as in 1 at its next event or Synchronize.
  * A running container whose entry wants a core-scheduling cookie (nri_start.c) and
- * has none (the plugin was away at its StartContainer, or placed it just now in 3)
+ * has none (the plugin was away at its StartContainer, or placed it just now in 2)
  * gets it on the pid the runtime lists: its init's thread group, not the processes
  * it started before.
  * Everything goes through the engine's steps (placer.h), as the events do: the
  * ledger changes only under its lock, after reconcile, with the placement's checks.
  * The runtime waits for the answer at most 2 s: the work stops after
  * CP_NRI_RESYNC_BUDGET_MS (each step's wait for the ledger's lock cut to what is
- * left of it) and what is left is logged (a release left is done by
- * the next reconcile once its cgroup is gone; a placement left waits for the next
- * Synchronize). */
+ * left of it) and what is left is logged (a release left is done by the next
+ * Synchronize or, once its cgroup is gone, by reconcile; a placement left waits for
+ * the next Synchronize). */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +41,7 @@
 
 #include "nri_plugin.h"
 #include "nri_rpc.h"
+#include "bitmap.h"
 #include "cpulist.h"
 #include "ledger.h"
 #include "log.h"
@@ -45,27 +51,12 @@ typedef Nri__Pkg__Api__V1alpha1__Container nri_container;
 typedef Nri__Pkg__Api__V1alpha1__PodSandbox nri_pod;
 typedef Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync_req;
 
-/* The rule, in this one place.  The ledger has the entries of three front ends:
-   the hook records the container's init process (oci/state.c: a state that is not
-   stopped names a pid of 1 or more, and a stopped one is never placed: cp_admit()
-   finds the cgroup from /proc/<pid>); `cachepin apply` records no pid, under the id
-   "apply:<cgroup>" (cmd_apply.c); the plugin records no pid either (at
-   CreateContainer the container has no process yet), under the container's id. */
-bool
-cp_nri_owns_entry (const struct cp_ledger_entry *e)
-{
-  return e->pid == 0 && strncmp (e->id, "apply:", 6) != 0;
-}
-
-/* The ledger as the resync needs it: every id, and which are the plugin's. */
+/* The ledger as the resync needs it: every id, sorted, and of the plugin's own
+   entries what the settle rule reads. */
 struct entry_view
 {
-  char *id;
-  char *cgroup; /* below the mount, for the release's identity */
+  struct cp_ledger_entry e; /* id, runtime, pid, cgroup_ino, cpus, mems, cgroup: copies */
   bool owned;
-  bool has_ino; /* its cgroup's inode is recorded */
-  bool core_sched; /* it has its core-scheduling cookie */
-  bool isolated;   /* its partition is made */
 };
 
 struct ledger_view
@@ -78,18 +69,21 @@ static void
 view_free (struct ledger_view *v)
 {
   for (size_t i = 0; i < v->n; i++)
-    {
-      free (v->e[i].id);
-      free (v->e[i].cgroup);
-    }
+    cp_ledger_entry_clear (&v->e[i].e);
   free (v->e);
   *v = (struct ledger_view) { 0 };
+}
+
+static int
+cmp_view (const void *a, const void *b)
+{
+  return strcmp (((const struct entry_view *) a)->e.id, ((const struct entry_view *) b)->e.id);
 }
 
 /* Read under the lock (reconciled: the gone ones are dropped), then unlocked: each
    step below takes it again, as an event would. */
 static int
-view_read (const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *err)
+view_read (const struct cp_nri_plugin *p, const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *err)
 {
   struct cp_ledger *l = NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
@@ -99,40 +93,109 @@ view_read (const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *er
   for (size_t i = 0; i < v->n; i++)
     {
       const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      v->e[i] = (struct entry_view) { .id = cp_xstrdup (e->id), .cgroup = cp_xstrdup (e->cgroup),
-                                      .owned = cp_nri_owns_entry (e), .has_ino = e->cgroup_ino != 0,
-                                      .core_sched = e->core_sched, .isolated = e->isolated };
+      v->e[i] = (struct entry_view) {
+        .e = { .id = cp_xstrdup (e->id), .runtime = e->runtime ? cp_xstrdup (e->runtime) : NULL,
+               .cgroup = cp_xstrdup (e->cgroup), .pid = e->pid, .cgroup_ino = e->cgroup_ino,
+               .cpus = cp_bitmap_dup (e->cpus), .mems = cp_bitmap_dup (e->mems), .core_sched = e->core_sched,
+               .isolated = e->isolated },
+        .owned = cp_owner_owns (&p->owner, e),
+      };
     }
   cp_ledger_close (l);
+  qsort (v->e, v->n, sizeof *v->e, cmp_view);
   return 0;
 }
 
 static bool
 has_entry (const struct ledger_view *v, const char *id)
 {
-  for (size_t i = 0; i < v->n; i++)
-    if (strcmp (v->e[i].id, id) == 0)
-      return true;
-  return false;
+  struct entry_view key = { .e = { .id = (char *) id } };
+  return v->n && bsearch (&key, v->e, v->n, sizeof *v->e, cmp_view) != NULL;
 }
 
-/* Running: its cgroup exists and its process may use the CPUs (created, started or
-   paused).  A stopped container holds nothing (StopContainer would have released it). */
-static bool
-running (const nri_container *c)
+/* The runtime's containers, each id once, valid ids only, sorted by id for the
+   lookups (the runtime's order kept in LIST for the placements). */
+struct listing
 {
-  return c->state == NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_CREATED
-         || c->state == NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING
-         || c->state == NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_PAUSED;
+  nri_container **list;   /* in the runtime's order */
+  nri_container **sorted; /* by id */
+  size_t n;
+};
+
+static int
+cmp_ctr (const void *a, const void *b)
+{
+  const nri_container *x = *(nri_container *const *) a, *y = *(nri_container *const *) b;
+  int r = strcmp (x->id, y->id);
+  return r ? r : (x < y ? -1 : x > y); /* stable enough: the first of two is kept below */
+}
+
+static void
+listing_make (nri_container **ctrs, size_t n, struct listing *out)
+{
+  *out = (struct listing) { .list = cp_xcalloc (n + 1, sizeof *out->list),
+                            .sorted = cp_xcalloc (n + 1, sizeof *out->sorted) };
+  size_t m = 0;
+  unsigned invalid = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_error cp_error_t why = NULL;
+      if (ctrs[i]->id == NULL || cp_nri_id_check (ctrs[i], &why) < 0)
+        invalid++;
+      else
+        out->sorted[m++] = ctrs[i];
+    }
+  qsort (out->sorted, m, sizeof *out->sorted, cmp_ctr);
+  size_t kept = 0, twice = 0;
+  for (size_t i = 0; i < m; i++)
+    if (kept && strcmp (out->sorted[kept - 1]->id, out->sorted[i]->id) == 0)
+      twice++;
+    else
+      out->sorted[kept++] = out->sorted[i];
+  out->n = kept;
+  /* The runtime's order, each kept container once (a listed pointer is kept when
+     it is the one the sorted array holds). */
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < kept; i++)
+    {
+      nri_container *c = ctrs[i];
+      if (c->id == NULL)
+        continue;
+      nri_container **hit = bsearch (&c, out->sorted, kept, sizeof *out->sorted, cmp_ctr);
+      if (hit && *hit == c)
+        out->list[k++] = c;
+    }
+  if (invalid || twice)
+    cp_log (CP_LOG_WARNING, "resync: %u listed containers with an id cachepin does not take left alone, %zu listed "
+                            "twice counted once", invalid, twice);
 }
 
 static const nri_container *
-find_running (nri_container **ctrs, size_t n, const char *id)
+listed (const struct listing *ls, const char *id)
 {
-  for (size_t i = 0; i < n; i++)
-    if (ctrs[i]->id && strcmp (ctrs[i]->id, id) == 0)
-      return running (ctrs[i]) ? ctrs[i] : NULL;
+  nri_container key = NRI__PKG__API__V1ALPHA1__CONTAINER__INIT;
+  key.id = (char *) id;
+  nri_container *kp = &key;
+  size_t lo = 0, hi = ls->n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      int r = strcmp (ls->sorted[mid]->id, kp->id);
+      if (r == 0)
+        return ls->sorted[mid];
+      if (r < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
   return NULL;
+}
+
+static void
+listing_free (struct listing *ls)
+{
+  free (ls->list);
+  free (ls->sorted);
 }
 
 static const nri_pod *
@@ -144,35 +207,19 @@ find_pod (nri_pod **pods, size_t n, const char *id)
   return NULL;
 }
 
-/* C's cgroup, as the hook resolves config.json's linux.cgroupsPath (cgroupfs, or
-   systemd's slice:prefix:name), opened: it exists once the container is created. */
-static int
-cgroup_of (const nri_container *c, const struct cp_oci_config *cfg, struct cp_cgroup **cg, cp_error_t *err)
-{
-  const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
-  if (path == NULL)
-    return cp_fail_runtime (err, "container %s: its linux.cgroupsPath (`%s`) names no cgroup", c->id,
-                            cfg->cgroups_path ? cfg->cgroups_path : "");
-  if (cp_cgroup_from_path (path, cg, err) < 0)
-    return cp_error_wrap (err, "container %s", c->id);
-  return 0;
-}
-
-/* Step 2: the plugin's entry of C, which runs, gets C's cgroup and inode. */
+/* The plugin's entry of C, which runs on its placement, gets C's cgroup and inode. */
 static void
-adopt (const struct cp_hostconfig *hc, const nri_container *c)
+adopt (const struct cp_nri_plugin *p, const struct cp_hostconfig *hc, const nri_container *c)
 {
-  struct cp_oci_config cfg = { 0 };
   cleanup_cgroup struct cp_cgroup *cg = NULL;
   cleanup_error cp_error_t why = NULL;
-  int r = -1;
-  if (cp_nri_config_of (c, &cfg, &why) == 0 && cgroup_of (c, &cfg, &cg, &why) == 0)
-    r = cp_placer_adopt_cgroup (hc, c->id, cg, &why);
+  int r = cp_nri_cgroup_open (c, &cg, &why);
+  if (r == 0)
+    r = cp_placer_adopt_cgroup (hc, &p->owner, c->id, cg, &why);
   if (r < 0)
     cp_log (CP_LOG_WARNING, "resync: the cgroup of %s is not recorded: %s", c->id, cp_error_message (why));
   else if (r == 1)
     cp_log (CP_LOG_INFO, "resync: %s is in cgroup %s%s", c->id, cg->mount, cg->path);
-  cp_oci_config_free (&cfg);
 }
 
 static char *
@@ -182,16 +229,31 @@ keep_string (struct cp_nri_updates *out, char *s)
   return s;
 }
 
-/* Step 3: C, running, unplaced: placed in its cgroup if it asks, its update added
-   to OUT.  It runs already: nothing fails it now, a refusal is logged. */
+/* An update of container ID to CPUS and MEMS (formatted), kept in OUT. */
 static void
-place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_container *c, struct cp_nri_updates *out)
+add_update (struct cp_nri_updates *out, const char *id, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems)
 {
+  char *c = keep_string (out, cp_cpulist_format (cpus));
+  char *m = keep_string (out, cp_cpulist_format (mems));
+  char *i = keep_string (out, cp_xstrdup (id));
+  out->p[out->n] = cp_nri_update_of (&out->u[out->n], i, c, m);
+  out->n++;
+}
+
+/* Step 2: C, running, unplaced: placed in its cgroup if it asks (and, in pass 0,
+   only if it is strict; in pass 1 only if not), its update added to OUT.  It runs
+   already: nothing fails it now, a refusal is logged. */
+static void
+place_missed (const struct cp_nri_plugin *p, int pass, const nri_pod *pod, const nri_container *c,
+              struct cp_nri_updates *out)
+{
+  const struct cp_hostconfig *hc = p->hc;
   struct cp_annotations ann = { 0 };
   cleanup_error cp_error_t why = NULL;
   if (cp_nri_annotations_of (pod, c, &ann, &why) < 0)
     {
-      cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
+      if (pass == 1)
+        cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
       return;
     }
   if (!cp_annotations_wants_cachepin (&ann))
@@ -207,22 +269,25 @@ place_missed (const struct cp_hostconfig *hc, const nri_pod *pod, const nri_cont
   /* Decided and recorded as CreateContainer does, without writing the cgroup: the
      runtime applies the update (containerd 2.x writes the cgroup, the spec and the
      affinity), and the plugin's sandbox keeps /sys read-only.  Its cgroup is adopted
-     at the next Synchronize, as a created container's is: adopted now, before the
-     runtime applies the update, its cpuset would read as a drift. */
+     at its next event or Synchronize: adopted now, before the runtime applies the
+     update, its cpuset would read as a drift. */
   if (cp_nri_config_of (c, &cfg, &why) == 0
       && cp_annotations_to_request (&ann, &hc->defaults, cp_oci_config_limits (&cfg, &limits), &creq, &why) == 0)
-    r = cp_nri_place (hc, c->id, &cfg, &creq, &plan, &why);
+    {
+      if (creq.req.strict != (pass == 0))
+        r = 1; /* the other pass's */
+      else
+        r = cp_nri_place (p, c->id, &cfg, &creq, &plan, &why);
+    }
   if (r < 0)
     cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
   else if (r == 0)
     {
-      char *cpus = keep_string (out, cp_cpulist_format (plan->cpus));
-      char *mems = keep_string (out, cp_cpulist_format (plan->mems));
-      char *id = keep_string (out, cp_xstrdup (c->id));
-      cp_log (CP_LOG_INFO, "placed %s (pod %s) at resync: cpus %s mems %s (cpus from %s); %s", id,
-              pod && pod->name ? pod->name : "?", cpus, mems, creq.cpus_source, plan->reason);
-      out->p[out->n] = cp_nri_update_of (&out->u[out->n], id, cpus, mems);
-      out->n++;
+      add_update (out, c->id, plan->cpus, plan->mems);
+      cp_log (CP_LOG_INFO, "placed %s (pod %s) at resync: cpus %s mems %s (cpus from %s); %s", c->id,
+              pod && pod->name ? pod->name : "?", out->p[out->n - 1]->linux->resources->cpu->cpus,
+              out->p[out->n - 1]->linux->resources->cpu->mems ? out->p[out->n - 1]->linux->resources->cpu->mems : "",
+              creq.cpus_source, plan->reason);
       cp_nri_core_sched_start (hc, pod, c); /* it runs: its pid is known */
       cp_nri_isolate_start (hc, pod, c);
     }
@@ -244,23 +309,74 @@ struct left
   unsigned release, adopt, place;
 };
 
-/* HC for the next step: its lock wait cut to what is left of the budget (at least
+/* P for the next step: its lock wait cut to what is left of the budget (at least
    1 ms), so that a step started in time ends within it too, a held lock included. */
-static const struct cp_hostconfig *
-step_config (const struct cp_hostconfig *hc, struct cp_hostconfig *step, long left_ms)
+static const struct cp_nri_plugin *
+step_plugin (const struct cp_nri_plugin *p, struct cp_nri_plugin *sp, struct cp_hostconfig *step, long left_ms)
 {
-  *step = *hc; /* shallow: HC keeps what it points at */
+  *step = *p->hc; /* shallow: HC keeps what it points at */
   if (left_ms < (long) step->lock_timeout_ms)
     step->lock_timeout_ms = left_ms > 0 ? (unsigned) left_ms : 1;
-  return step;
+  *sp = *p;
+  sp->hc = step;
+  return sp;
+}
+
+/* Step 1 for the plugin's entry V (LATE: no time left, only counted). */
+static void
+settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct listing *ls, nri_pod **pods,
+        size_t n_pods, bool late, struct left *left, struct cp_nri_updates *out)
+{
+  const nri_container *c = listed (ls, v->e.id);
+  enum cp_seen seen = c ? cp_nri_seen (c) : CP_SEEN_ABSENT;
+  cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
+  if (c)
+    cp_nri_spec_cpus (c, spec);
+  enum cp_settle what = cp_owner_settle (&p->owner, &v->e, seen, spec);
+  const nri_pod *pod = c ? find_pod (pods, n_pods, c->pod_sandbox_id) : NULL;
+  if (seen == CP_SEEN_RUNNING && !late && what != CP_SETTLE_UNAPPLIED)
+    {
+      if (!v->e.core_sched)
+        cp_nri_core_sched_start (p->hc, pod, c); /* asked, not made */
+      if (!v->e.isolated)
+        cp_nri_isolate_start (p->hc, pod, c); /* asked, not made */
+    }
+  switch (what)
+    {
+    case CP_SETTLE_RELEASE:
+      if (late)
+        left->release++;
+      else
+        cp_nri_release (p, v->e.id, v->e.cgroup, cp_settle_reason (seen));
+      break;
+    case CP_SETTLE_ADOPT:
+      if (late)
+        left->adopt++;
+      else
+        adopt (p, p->hc, c);
+      break;
+    case CP_SETTLE_UNAPPLIED:
+      {
+        cleanup_free char *got = cp_cpulist_format (spec);
+        cleanup_free char *held = cp_cpulist_format (v->e.cpus);
+        cp_log (CP_LOG_WARNING, "resync: %s runs on CPUs %s, not on its placement %s (the runtime did not apply "
+                                "the answer): updated to it",
+                v->e.id, got, held);
+        add_update (out, v->e.id, v->e.cpus, v->e.mems);
+        break;
+      }
+    case CP_SETTLE_KEEP:
+    default:
+      break;
+    }
 }
 
 void
-cp_nri_resync (const struct cp_hostconfig *hc0, nri_pod **pods, size_t n_pods, nri_container **ctrs, size_t n_ctrs,
+cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nri_container **ctrs, size_t n_ctrs,
                long budget_ms, struct cp_nri_updates *out)
 {
   struct cp_hostconfig step;
-  const struct cp_hostconfig *hc = hc0;
+  struct cp_nri_plugin sp;
   *out = (struct cp_nri_updates) { .u = cp_xcalloc (n_ctrs + 1, sizeof *out->u),
                                    .p = cp_xcalloc (n_ctrs + 1, sizeof *out->p),
                                    .strings = cp_xcalloc (3 * n_ctrs + 1, sizeof *out->strings) };
@@ -268,50 +384,40 @@ cp_nri_resync (const struct cp_hostconfig *hc0, nri_pod **pods, size_t n_pods, n
   clock_gettime (CLOCK_MONOTONIC, &t0);
   struct ledger_view v = { 0 };
   cleanup_error cp_error_t why = NULL;
-  if (view_read (step_config (hc0, &step, budget_ms), &v, &why) < 0)
+  if (view_read (p0, step_plugin (p0, &sp, &step, budget_ms)->hc, &v, &why) < 0)
     {
       cp_log (CP_LOG_WARNING, "resync: nothing rebuilt, the ledger could not be read: %s", cp_error_message (why));
       return;
     }
+  struct listing ls;
+  listing_make (ctrs, n_ctrs, &ls);
   struct left left = { 0 };
   for (size_t i = 0; i < v.n; i++)
-    {
-      if (!v.e[i].owned)
-        continue;
-      const nri_container *c = find_running (ctrs, n_ctrs, v.e[i].id);
-      bool late = ms_since (&t0) >= budget_ms;
-      hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
-      if (c && !late && !v.e[i].core_sched)
-        cp_nri_core_sched_start (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c); /* asked, not made */
-      if (c && !late && !v.e[i].isolated)
-        cp_nri_isolate_start (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c); /* asked, not made */
-      if (c == NULL && late)
-        left.release++;
-      else if (c == NULL)
-        cp_nri_release (hc, v.e[i].id, v.e[i].cgroup);
-      else if (v.e[i].has_ino)
-        continue; /* judged by its cgroup already */
-      else if (late)
-        left.adopt++;
-      else
-        adopt (hc, c);
-    }
-  for (size_t i = 0; i < n_ctrs; i++)
-    {
-      const nri_container *c = ctrs[i];
-      if (c->id == NULL || c->id[0] == '\0' || !running (c) || has_entry (&v, c->id))
-        continue;
-      hc = step_config (hc0, &step, budget_ms - ms_since (&t0));
-      if (ms_since (&t0) >= budget_ms)
-        left.place++; /* may not ask: said as "to look at" */
-      else
-        place_missed (hc, find_pod (pods, n_pods, c->pod_sandbox_id), c, out);
-    }
+    if (v.e[i].owned)
+      settle (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), &v.e[i], &ls, pods, n_pods,
+              ms_since (&t0) >= budget_ms, &left, out);
+  /* Strict containers first: when CPUs are short, those that asked never to run
+     split get them. */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < ls.n; i++)
+      {
+        const nri_container *c = ls.list[i];
+        if (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
+          continue;
+        if (has_entry (&v, c->id))
+          continue;
+        if (ms_since (&t0) >= budget_ms)
+          left.place += pass == 1; /* may not ask: said as "to look at" */
+        else
+          place_missed (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), pass,
+                        find_pod (pods, n_pods, c->pod_sandbox_id), c, out);
+      }
   if (left.release || left.adopt || left.place)
     cp_log (CP_LOG_WARNING,
-            "resync: stopped after %ld ms (the runtime waits 2 s): left %u releases (done by a later reconcile), "
+            "resync: stopped after %ld ms (the runtime waits 2 s): left %u releases (at the next Synchronize), "
             "%u cgroups to record, %u unplaced containers to look at (at the next Synchronize)",
             budget_ms, left.release, left.adopt, left.place);
+  listing_free (&ls);
   view_free (&v);
 }
 
@@ -335,17 +441,22 @@ cp_nri_sync_clear (struct cp_nri_sync *s)
   *s = (struct cp_nri_sync) { 0 };
 }
 
-static void
+/* REQ kept with the parts before it; -1 when that passes the bounds (nothing kept). */
+static int
 keep_part (struct cp_nri_sync *s, const sync_req *req)
 {
+  size_t len = protobuf_c_message_get_packed_size (&req->base);
+  if (s->n + 1 > CP_NRI_SYNC_MAX_PARTS || len > CP_NRI_SYNC_MAX_BYTES - s->bytes)
+    return -1;
   s->parts = realloc (s->parts, (s->n + 1) * sizeof *s->parts);
   if (s->parts == NULL)
     abort ();
   struct cp_buf *b = &s->parts[s->n++];
   *b = (struct cp_buf) { 0 };
-  size_t len = protobuf_c_message_get_packed_size (&req->base);
   b->p = cp_xmalloc0 (len + 1);
   b->len = b->cap = protobuf_c_message_pack (&req->base, b->p);
+  s->bytes += b->len;
+  return 0;
 }
 
 /* Every part's pods and containers, in the order sent; PARTS[i] owns what they
@@ -396,11 +507,24 @@ gather (const struct cp_nri_sync *s, struct whole *w)
 }
 
 int
-cp_nri_synchronize (const struct cp_hostconfig *hc, struct cp_nri_sync *s, const sync_req *req,
-                    struct cp_nri_call *call, cp_error_t *err)
+cp_nri_synchronize (struct cp_nri_plugin *p, const sync_req *req, struct cp_nri_call *call, cp_error_t *err)
 {
+  struct cp_nri_sync *s = &p->sync;
   Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
-  keep_part (s, req);
+  if (keep_part (s, req) < 0)
+    {
+      cleanup_free char *line = cp_xasprintf (
+          "cachepin: Synchronize past %d parts or %u MiB without its last part (%zu parts, %zu bytes so far): "
+          "refused, the connection is closed",
+          CP_NRI_SYNC_MAX_PARTS, CP_NRI_SYNC_MAX_BYTES >> 20, s->n, s->bytes);
+      cp_log (CP_LOG_ERROR, "nri: %s", line + strlen ("cachepin: "));
+      cp_nri_sync_clear (s);
+      if (cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_RESOURCE_EXHAUSTED, line, NULL, call->out,
+                                  err)
+          < 0)
+        return -1;
+      return CP_NRI_SYNC_TOO_LONG;
+    }
   if (req->more)
     {
       cp_log (CP_LOG_DEBUG, "nri: synchronization part %zu: %zu pods, %zu containers, more to come", s->n,
@@ -413,7 +537,7 @@ cp_nri_synchronize (const struct cp_hostconfig *hc, struct cp_nri_sync *s, const
   cp_log (CP_LOG_INFO, "nri: synchronized: %zu pods, %zu containers (%zu %s)", w.n_pods, w.n_ctrs, w.n_parts,
           w.n_parts == 1 ? "part" : "parts");
   struct cp_nri_updates u;
-  cp_nri_resync (hc, w.pods, w.n_pods, w.ctrs, w.n_ctrs, CP_NRI_RESYNC_BUDGET_MS, &u);
+  cp_nri_resync (p, w.pods, w.n_pods, w.ctrs, w.n_ctrs, CP_NRI_RESYNC_BUDGET_MS, &u);
   resp.update = u.p;
   resp.n_update = u.n;
   int r = cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);

@@ -22,7 +22,7 @@
  * "Wanted, not made" is not a ledger field: the ledger's core_sched keeps its
  * meaning (asked and got), and the want is read again from what the event
  * carries: the container's (and its pod's) annotations ask for core-sched, the
- * probe said available, and the plugin's entry of the container (cp_nri_owns_entry:
+ * probe said available, and the plugin's entry of the container (cp_ledger_entry_origin():
  * not one the hook took over and gave its own cookie) says core_sched: false.
  *
  * In the sandbox the plugin cannot make a cookie itself (sched_core_helper.h:
@@ -139,7 +139,7 @@ entry_lacks_cookie (const struct cp_hostconfig *hc, const char *id)
       return false;
     }
   const struct cp_ledger_entry *entry = cp_ledger_find (l, id);
-  bool lacks = entry && cp_nri_owns_entry (entry) && !entry->core_sched;
+  bool lacks = entry && cp_ledger_entry_origin (entry) == CP_ORIGIN_NRI && !entry->core_sched;
   cp_ledger_close (l);
   return lacks;
 }

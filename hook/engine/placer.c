@@ -52,6 +52,7 @@ record (struct cp_ledger *l, const struct cp_target *t, const struct cp_containe
     .placed_at = (long long) time (NULL),
     .sched_cache = creq->sched_cache,
     .core_sched = t->core_sched,
+    .runtime = t->pid > 0 ? NULL : (char *) t->runtime,
   };
   if (t->pid > 0)
     {
@@ -410,6 +411,14 @@ cp_placer_apply (struct cp_placer *p, cp_error_t *err)
 static char *
 not_its (const struct cp_ledger_entry *e, const struct cp_release *rel)
 {
+  if (rel->owner)
+    {
+      char *why = cp_owner_not_owned (rel->owner, e);
+      if (why || rel->cgroup == NULL || strcmp (e->cgroup, rel->cgroup) == 0)
+        return why;
+      return cp_xasprintf ("it is in cgroup %s%s, this release's container in %.256s", e->cgroup_mount, e->cgroup,
+                           rel->cgroup);
+    }
   if (rel->pid > 0 && e->pid > 0)
     return rel->pid == e->pid
                ? NULL

@@ -12,6 +12,7 @@
 #include "placement.h"
 #include "cgroup.h"
 #include "hostconfig.h"
+#include "owner.h"
 #include "sandbox.h"
 
 struct cp_ledger;
@@ -30,6 +31,8 @@ struct cp_target
   bool core_sched;          /* it got a core-scheduling cookie (recorded in the ledger) */
   unsigned long long cgroup_ino; /* its cgroup directory's inode, recorded (0: not known);
                                     cp_placer_open() fills it from CGROUP */
+  const char *runtime;      /* the NRI plugin's: the runtime it serves (ledger.h), recorded;
+                               NULL for the other front ends */
 };
 
 /* ---- The engine's steps ------------------------------------------------------------
@@ -136,13 +139,20 @@ int cp_placer_take_over (const struct cp_ledger *l, const struct cp_target *targ
 /* A placement decided before its cgroup existed (the NRI plugin's, at
  * CreateContainer: no pid, no inode), once the cgroup exists: ID's entry, if it has
  * no inode yet, is given CG's mount, path and inode, so that reconcile judges it by
- * that cgroup (made again: gone) and no longer as pending (CP_LEDGER_PENDING_SECONDS,
- * ledger.h).  Refused as a placement would be (cp_placer_check_unclaimed()) when
+ * that cgroup (made again: gone) and no longer as pending (cp_ledger_entry_pending(),
+ * ledger.h); only OWNER's entry (owner.h).  Refused as a placement would be (cp_placer_check_unclaimed()) when
  * another id holds CG or ID holds another cgroup.  Locks the ledger, reconciles,
  * commits, unlocks.  1: recorded; 0: nothing to record (no such entry, or its inode
  * is known). */
-int cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *cg,
-                            cp_error_t *err);
+int cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const struct cp_owner *owner, const char *id,
+                            const struct cp_cgroup *cg, cp_error_t *err);
+
+/* The placement of OWNER's entry ID (owner.h), when it is in CGROUP (below the
+ * mount; NULL: any): its CPUs and nodes into CPUS and MEMS.  1: found; 0: no such
+ * entry of OWNER's in that cgroup (another front end's, another runtime's, another
+ * container's with the same id).  The ledger is locked only while it is read. */
+int cp_placer_owned_of (const struct cp_hostconfig *hc, const struct cp_owner *owner, const char *id,
+                        const char *cgroup, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err);
 
 /* ID's entry records that its container got a core-scheduling cookie (the ledger's
  * core_sched: asked and got), made by the front end once the process existed (the
@@ -213,6 +223,9 @@ struct cp_release
   const char *cgroup;            /* the cgroup it was given, below the hierarchy's mount (config.json's
                                     absolute linux.cgroupsPath); NULL: not known */
   const struct cp_cgroup *widen; /* `cachepin release`: the cgroup, widened back (see below); NULL: none */
+  const struct cp_owner *owner;  /* the front end releasing (owner.h): the entry must be its own, and
+                                    with CGROUP its cgroup exactly that one; NULL: the hook's and
+                                    `cachepin release`'s rule below */
 };
 
 /* What a release did. */
@@ -234,9 +247,11 @@ enum cp_release_result
 int cp_placer_open_release (const struct cp_hostconfig *hc, const struct cp_release *rel, struct cp_placer **out,
                             cp_error_t *err);
 
-/* Forget REL->id in the ledger, if the entry is REL's: when REL->pid is known, the
- * entry's pid must be it; when REL->cgroup is known, the entry's cgroup must be it
- * or below it (a runtime may put the process in a child).  REL->widen (may be
+/* Forget REL->id in the ledger, if the entry is REL's: with REL->owner, the entry
+ * must be that front end's (cp_owner_owns()) and, when REL->cgroup is known, in that
+ * very cgroup (the NRI plugin records the cgroup its runtime names); else when
+ * REL->pid is known, the entry's pid must be it; when REL->cgroup is known, the
+ * entry's cgroup must be it or below it (a runtime may put the process in a child).  REL->widen (may be
  * NULL): when the entry is there and placed that very cgroup (its inode), the
  * cgroup is widened back to what its parent allows while the ledger is still
  * locked, so that no placement of it can come in between (`cachepin release`); the

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "placer.h"
 
+#include <string.h>
+
 #include "bitmap.h"
 #include "isolation.h"
 #include "ledger.h"
@@ -17,8 +19,8 @@
 #include "util.h"
 
 int
-cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const struct cp_cgroup *cg,
-                        cp_error_t *err)
+cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const struct cp_owner *owner, const char *id,
+                        const struct cp_cgroup *cg, cp_error_t *err)
 {
   unsigned long long ino = 0;
   if (cp_cgroup_ino (cg, &ino, err) < 0)
@@ -30,7 +32,7 @@ cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const st
     return -1;
   const struct cp_ledger_entry *e = cp_ledger_find (l, id);
   int r = 0;
-  if (e && e->cgroup_ino == 0)
+  if (e && e->cgroup_ino == 0 && cp_owner_owns (owner, e))
     {
       struct cp_target t = { .id = id, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
       if (cp_placer_check_unclaimed (l, &t, err) < 0)
@@ -47,6 +49,23 @@ cp_placer_adopt_cgroup (const struct cp_hostconfig *hc, const char *id, const st
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
   return r;
+}
+
+int
+cp_placer_owned_of (const struct cp_hostconfig *hc, const struct cp_owner *owner, const char *id,
+                    const char *cgroup, hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err)
+{
+  cleanup_ledger struct cp_ledger *l = NULL;
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
+    return -1;
+  /* Read only: what reconcile dropped on the way is dropped again by the next run
+     that commits. */
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  if (e == NULL || !cp_owner_owns (owner, e) || (cgroup && strcmp (e->cgroup, cgroup) != 0))
+    return 0;
+  hwloc_bitmap_copy (cpus, e->cpus);
+  hwloc_bitmap_copy (mems, e->mems);
+  return 1;
 }
 
 int

@@ -8,8 +8,8 @@
  * the node meant to place.  So the hook takes the plugin's choice over: the same
  * CPUs, written into the cgroup (what containerd applied from the plugin's answer
  * already), and the entry given the hook's pid and the cgroup's inode, which makes
- * it the hook's (the plugin's resync releases only entries with no pid:
- * cp_nri_owns_entry()) and released by the hook's poststop. */
+ * it the hook's (cp_ledger_entry_origin(): an entry with a pid is the hook's, which
+ * no plugin settles, owner.h) and released by the hook's poststop. */
 #define _GNU_SOURCE
 #include "placer.h"
 
@@ -26,7 +26,7 @@
 static bool
 decided_before (const struct cp_ledger_entry *e, const struct cp_target *t)
 {
-  return e->pid == 0 && strncmp (e->id, "apply:", 6) != 0 && t->pid > 0
+  return cp_ledger_entry_origin (e) == CP_ORIGIN_NRI && t->pid > 0
          && (e->cgroup_ino == 0 || e->cgroup_ino == t->cgroup_ino);
 }
 

@@ -1,6 +1,7 @@
 /* cachepin: the NRI socket (nri_conn.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -45,15 +46,46 @@ cp_nri_conn_close (struct cp_nri_conn *c)
   cp_nri_wire_clear (&c->wire);
 }
 
+static bool
+cancelled (const struct cp_nri_conn *c)
+{
+  return c->cancel && *c->cancel;
+}
+
+/* Wait until C's socket takes bytes: 0, or -1 (*ERR: stalled, cancelled, failed). */
+static int
+wait_writable (struct cp_nri_conn *c, cp_error_t *err)
+{
+  for (;;)
+    {
+      if (cancelled (c))
+        return cp_fail_errno (err, ECANCELED, "NRI socket: write: stopped by a signal");
+      struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+      int r = poll (&pfd, 1, CP_NRI_SEND_STALL_MS);
+      if (r < 0 && errno == EINTR)
+        continue; /* checked above */
+      if (r < 0)
+        return cp_fail_errno (err, errno, "NRI socket: poll");
+      if (r == 0)
+        return cp_fail_errno (err, ETIMEDOUT, "NRI socket: write: the runtime read nothing for %d s",
+                              CP_NRI_SEND_STALL_MS / 1000);
+      return 0;
+    }
+}
+
 int
 cp_nri_conn_send (struct cp_nri_conn *c, struct cp_buf *out, cp_error_t *err)
 {
   size_t off = 0;
   while (off < out->len)
     {
-      ssize_t n = send (c->fd, out->p + off, out->len - off, MSG_NOSIGNAL);
-      if (n < 0 && errno == EINTR)
-        continue;
+      ssize_t n = send (c->fd, out->p + off, out->len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+        {
+          if (wait_writable (c, err) < 0)
+            return -1;
+          continue;
+        }
       if (n <= 0)
         return cp_fail_errno (err, n < 0 ? errno : EPIPE, "NRI socket: write");
       off += (size_t) n;

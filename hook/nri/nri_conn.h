@@ -3,6 +3,7 @@
 #ifndef CP_NRI_CONN_H
 #define CP_NRI_CONN_H
 
+#include <signal.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -15,6 +16,8 @@ struct cp_nri_conn
   int fd;
   struct cp_nri_wire wire;
   uint32_t next_stream; /* our client calls' stream ids: odd, growing (ttrpc) */
+  const volatile sig_atomic_t *cancel; /* when set and it becomes non-zero, a blocked write
+                                          gives up at the next signal (ECANCELED) */
 };
 
 /* Connect to the runtime's NRI socket PATH. */
@@ -25,7 +28,11 @@ void cp_nri_conn_adopt (int fd, struct cp_nri_conn *c);
 
 void cp_nri_conn_close (struct cp_nri_conn *c);
 
-/* Write all of OUT's bytes (whole frames), then empty it. */
+/* Write all of OUT's bytes (whole frames), then empty it.  A runtime that stops
+ * reading does not hold the plugin: the write fails (ETIMEDOUT) when no byte went
+ * out for CP_NRI_SEND_STALL_MS, and (ECANCELED) as soon as a signal arrives with
+ * C->cancel set. */
+#define CP_NRI_SEND_STALL_MS 10000
 int cp_nri_conn_send (struct cp_nri_conn *c, struct cp_buf *out, cp_error_t *err);
 
 /* The next ttrpc message of either connection: 1 with *CONN and *MSG filled, 0

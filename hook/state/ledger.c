@@ -23,6 +23,7 @@ cp_ledger_entry_clear (struct cp_ledger_entry *e)
 {
   free (e->id);
   free (e->name);
+  free (e->runtime);
   free (e->cgroup_mount);
   free (e->cgroup);
   hwloc_bitmap_free (e->cpus);
@@ -52,6 +53,7 @@ entry_copy (struct cp_ledger_entry *dst, const struct cp_ledger_entry *src)
   dst->core_sched = src->core_sched;
   dst->drift = src->drift ? cp_bitmap_dup (src->drift) : cp_bitmap_new ();
   dst->isolated = src->isolated;
+  dst->runtime = src->runtime ? cp_xstrdup (src->runtime) : NULL;
 }
 
 static bool
@@ -73,7 +75,8 @@ entry_equal (const struct cp_ledger_entry *a, const struct cp_ledger_entry *b)
          && a->mode == b->mode && hwloc_bitmap_isequal (a->cpus, b->cpus)
          && hwloc_bitmap_isequal (a->held, b->held) && hwloc_bitmap_isequal (a->mems, b->mems)
          && a->placed_at == b->placed_at && a->sched_cache == b->sched_cache && a->core_sched == b->core_sched
-         && drift_equal (a->drift, b->drift) && a->isolated == b->isolated;
+         && drift_equal (a->drift, b->drift) && a->isolated == b->isolated
+         && strcmp (a->runtime ? a->runtime : "", b->runtime ? b->runtime : "") == 0;
 }
 
 struct cp_ledger *
@@ -194,8 +197,11 @@ cp_ledger_entry_check (const struct cp_ledger_entry *e, cp_error_t *err)
   if (cp_ledger_check_text ("id", e->id, CP_LEDGER_MAX_ID, err) < 0
       || cp_ledger_check_path ("cgroup_mount", e->cgroup_mount, err) < 0
       || cp_ledger_check_path ("cgroup", e->cgroup, err) < 0
-      || (e->name && cp_ledger_check_text ("name", e->name, CP_LEDGER_MAX_NAME, err) < 0))
+      || (e->name && cp_ledger_check_text ("name", e->name, CP_LEDGER_MAX_NAME, err) < 0)
+      || (e->runtime && cp_ledger_check_text ("runtime", e->runtime, CP_LEDGER_MAX_PATH, err) < 0))
     return -1;
+  if (e->runtime && e->pid != 0)
+    return cp_fail_input (err, "`runtime` is the NRI plugin's, and its entries have no pid");
   if (e->cgroup_ino > (unsigned long long) CP_LEDGER_MAX_INT)
     return cp_fail_input (err, "`cgroup_ino` %llu is out of range", e->cgroup_ino);
   if (e->pid < 0)
@@ -356,15 +362,39 @@ cp_ledger_cgroup_state (const char *cgroup_mount, const char *cgroup, void *data
   return cp_cgroup_dir_state (cgroup_mount, cgroup);
 }
 
+enum cp_ledger_origin
+cp_ledger_entry_origin (const struct cp_ledger_entry *e)
+{
+  if (e->pid > 0)
+    return CP_ORIGIN_HOOK;
+  if (strncmp (e->id, "apply:", 6) == 0)
+    return CP_ORIGIN_APPLY;
+  return CP_ORIGIN_NRI;
+}
+
+const char *
+cp_ledger_origin_name (enum cp_ledger_origin o)
+{
+  return o == CP_ORIGIN_HOOK ? "hook" : o == CP_ORIGIN_APPLY ? "apply" : "nri";
+}
+
 /* E was decided before its container's cgroup was made and the runtime may still
- * make it: the NRI plugin answers CreateContainer (pid 0, no inode: nothing exists
- * yet) and the runtime makes the cgroup when the container starts, a moment later.
- * Dropping E in between would hand its CPUs out twice. */
+ * make it: the NRI plugin answers CreateContainer (no pid, no inode: nothing exists
+ * yet) and the runtime makes the cgroup when it creates the container, which it may
+ * start minutes later (`crictl create`, then `crictl start`).  Dropping E in between
+ * would hand its CPUs out twice, so no age ends it: its plugin settles it (the
+ * cgroup recorded at StartContainer or Synchronize, or released at StopContainer,
+ * RemoveContainer, or the Synchronize of its runtime that no longer has it). */
 static bool
 pending (const struct cp_ledger_entry *e)
 {
-  long long now = (long long) time (NULL);
-  return e->pid == 0 && e->cgroup_ino == 0 && now >= e->placed_at && now - e->placed_at < CP_LEDGER_PENDING_SECONDS;
+  return e->cgroup_ino == 0 && cp_ledger_entry_origin (e) == CP_ORIGIN_NRI;
+}
+
+bool
+cp_ledger_entry_pending (const struct cp_ledger_entry *e)
+{
+  return pending (e);
 }
 
 char *

@@ -69,7 +69,28 @@ struct cp_ledger_entry
    * the ledger's partition records (ledger_partition.h), which outlive the entry
    * until undone. */
   bool isolated;
+  /* The NRI plugin's entries only: the runtime instance whose plugin made it (the
+   * runtime's NRI socket, cp_nri_runtime_key()), so that a plugin serving another
+   * runtime on the same host never settles it.  NULL: another front end's, or
+   * written before cachepin recorded it (any plugin's).  Safe text, a path's length. */
+  char *runtime;
 };
+
+/* Which front end made an entry: the one rule, from what the entry records.  The
+ * hook records the container's init process (a pid: a stopped container is never
+ * placed); `cachepin apply` records no pid, under the id "apply:<cgroup>"; the NRI
+ * plugin records no pid (at CreateContainer there is no process yet) under the
+ * container's id, which it never lets start with "apply:" (cp_nri_id_check()), and
+ * its runtime.  The hook taking over the plugin's entry (placer_takeover.c) gives
+ * it a pid: it is the hook's from then on. */
+enum cp_ledger_origin
+{
+  CP_ORIGIN_HOOK,
+  CP_ORIGIN_APPLY,
+  CP_ORIGIN_NRI,
+};
+enum cp_ledger_origin cp_ledger_entry_origin (const struct cp_ledger_entry *e);
+const char *cp_ledger_origin_name (enum cp_ledger_origin o);
 
 struct cp_ledger;
 
@@ -186,12 +207,13 @@ int cp_ledger_pid_start_time (pid_t pid, unsigned long long *start_time, void *d
 char *cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
                             hwloc_bitmap_t live);
 
-/* How long an entry recorded before its cgroup existed (pid 0 and no inode: the NRI
- * plugin's, decided at CreateContainer) is kept while its cgroup does not exist yet. */
-#define CP_LEDGER_PENDING_SECONDS 60
+/* Whether E is pending: the NRI plugin's entry of a container whose cgroup it has
+ * not recorded yet (no inode).  Kept while its cgroup does not exist, for no set
+ * time: its plugin settles it (ledger.c, pending()). */
+bool cp_ledger_entry_pending (const struct cp_ledger_entry *e);
 
 /* Drop the entries whose container is gone: its cgroup directory no longer
- * exists (unless the entry is pending: CP_LEDGER_PENDING_SECONDS), or (with ALIVE->cgroup_cpus) has another inode than the one recorded
+ * exists (unless the entry is pending: cp_ledger_entry_pending()), or (with ALIVE->cgroup_cpus) has another inode than the one recorded
  * (removed and made again: another cgroup, not a drifted one), or it has a pid and
  * that pid is dead, a zombie, or started at another time (the pid was reused).
  * ALIVE NULL: the real checks.  *DROPPED (if not NULL) is how many were dropped.

@@ -42,11 +42,13 @@ enum ekey
   K_CGROUP_INO,                /* version 3, optional */
   K_NAME,                      /* version 3, optional */
   K_ISOLATED,                  /* version 3, optional */
+  K_RUNTIME,                   /* version 3, optional */
   N_EKEYS,
 };
 static const char *const ekey_names[N_EKEYS] = {
   "id",   "cgroup_mount", "cgroup",    "pid",         "start_time", "mode", "cpus",
   "held", "mems",         "placed_at", "sched_cache", "core_sched", "drift", "cgroup_ino", "name", "isolated",
+  "runtime",
 };
 /* How many of the keys above each version has. */
 static const unsigned version_ekeys[] = { [1] = K_SCHED_CACHE, [2] = K_DRIFT, [3] = N_EKEYS };
@@ -439,6 +441,12 @@ entry_from_record (const struct reader *r, const struct rentry *re, int64_t vers
       if (get_string (r, &v[K_NAME], "name", SIZE_MAX, err) < 0)
         return -1;
       e->name = dup_val (&v[K_NAME]); /* judged by cp_ledger_entry_check() */
+    }
+  if (v[K_RUNTIME].type != CP_JP_ABSENT)
+    {
+      if (get_string (r, &v[K_RUNTIME], "runtime", SIZE_MAX, err) < 0)
+        return -1;
+      e->runtime = dup_val (&v[K_RUNTIME]); /* judged by cp_ledger_entry_check() */
     }
   if (get_string (r, &v[K_ID], "id", SIZE_MAX, err) < 0
       || get_string (r, &v[K_CGROUP_MOUNT], "cgroup_mount", SIZE_MAX, err) < 0

@@ -225,6 +225,11 @@ put_entry (struct out *o, const struct cp_ledger_entry *e)
   put_cpulist (o, e->drift);
   if (e->isolated)
     PUT (o, ",\"isolated\":true");
+  if (e->runtime)
+    {
+      PUT (o, ",\"runtime\":");
+      put_string (o, e->runtime);
+    }
   PUT (o, "}");
 }
 

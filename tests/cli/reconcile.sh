@@ -4,7 +4,8 @@
 # hierarchy, jq and strace, skipped without them).
 #
 # A ledger of N entries, each naming its own cgroup directory under one mount
-# (pid 0: liveness by cgroup only): some directories removed, one entry under a
+# (pid 0 and the directory's inode: the NRI plugin's entries once their cgroup is
+# recorded, liveness by cgroup only): some directories removed, one entry under a
 # mount that is not a cgroup filesystem.  One createRuntime must drop exactly the
 # removed ones, keep the rest (the one it cannot judge too), and make at most
 # N + a few openat2 calls: one per live entry beneath the mount's fd (its
@@ -56,13 +57,18 @@ chmod 700 "$D/state"
 echo '{"ociVersion": "1.0.2", "annotations": {"cachepin.io/cpus": "1"}}' > "$D/bundle/config.json"
 jq -n --arg s "$D/state" '{state_dir: $s, log_level: "info"}' > "$D/cfg.json"
 # N shared entries under the cpuset mount, and one under /tmp (not a cgroup fs)
-# (and "asker", gone, which asked for cache-aware scheduling)
-jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" --arg cpu "$CPU" '
-  def entry($id; $mount; $cg; $ask): {id: $id, cgroup_mount: $mount, cgroup: $cg, pid: 0, start_time: 0,
-    mode: "shared", cpus: $cpu, held: "", mems: "0", placed_at: 1, sched_cache: $ask, core_sched: false, drift: ""};
+# (and "asker", gone, which asked for cache-aware scheduling); each records its
+# directory's inode (an entry without one would be pending, kept while its cgroup
+# does not exist yet: ledger.h)
+INODES=$(for i in $(seq 1 "$N"); do stat -c %i "$TOP/l/e$i"; done | jq -s -c .)
+jq -n --arg mnt "$MNT" --arg top "/${TOP#"$MNT"/}" --argjson n "$N" --arg tmp "$D" --arg cpu "$CPU" \
+  --argjson ino "$INODES" '
+  def entry($id; $mount; $cg; $ask; $i): {id: $id, cgroup_mount: $mount, cgroup: $cg, cgroup_ino: $i, pid: 0,
+    start_time: 0, mode: "shared", cpus: $cpu, held: "", mems: "0", placed_at: 1, sched_cache: $ask,
+    core_sched: false, drift: ""};
   {version: 3, entries: ([range(1; $n + 1) as $i
-      | entry("e" + ($i | tostring); $mnt; $top + "/l/e" + ($i | tostring); "none")]
-    + [entry("elsewhere"; $tmp; "/x"; "none"), entry("asker"; $mnt; $top + "/l/gone-asker"; "on")])}' \
+      | entry("e" + ($i | tostring); $mnt; $top + "/l/e" + ($i | tostring); "none"; $ino[$i - 1])]
+    + [entry("elsewhere"; $tmp; "/x"; "none"; 1), entry("asker"; $mnt; $top + "/l/gone-asker"; "on"; 1)])}' \
   > "$D/state/ledger.json"
 chmod 600 "$D/state/ledger.json"
 # gone: every tenth

@@ -93,7 +93,7 @@ static const char *const entry_keys_v2[] = {
 };
 static const char *const entry_keys[] = {
   "id",        "cgroup_mount", "cgroup",     "pid",   "start_time", "mode", "cpus", "held", "mems",
-  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", "name", "isolated", NULL,
+  "placed_at", "sched_cache",  "core_sched", "drift", "cgroup_ino", "name", "isolated", "runtime", NULL,
 };
 
 static const char *const ask_names[] = { [CP_ASK_NONE] = "none", [CP_ASK_ON] = "on", [CP_ASK_OFF] = "off" };
@@ -162,6 +162,14 @@ entry_from_json (json_object *obj, int64_t version, struct cp_ledger_entry *e, c
       if (get_string (obj, "name", &name, err) < 0)
         return -1;
       e->name = cp_xstrdup (name);
+    }
+  json_object *runtime_value;
+  const char *runtime;
+  if (cp_json_member (obj, "runtime", false, &runtime_value))
+    {
+      if (get_string (obj, "runtime", &runtime, err) < 0)
+        return -1;
+      e->runtime = cp_xstrdup (runtime);
     }
   if (get_string (obj, "id", &id, err) < 0 || get_string (obj, "cgroup_mount", &mount, err) < 0
       || get_string (obj, "cgroup", &cgroup, err) < 0 || get_int (obj, "pid", INT_MAX, &pid, err) < 0
@@ -302,6 +310,8 @@ entry_to_json (const struct cp_ledger_entry *e)
   json_object_object_add (o, "drift", e->drift ? json_cpulist_new (e->drift) : json_object_new_string (""));
   if (e->isolated)
     json_object_object_add (o, "isolated", json_object_new_boolean (true));
+  if (e->runtime)
+    json_object_object_add (o, "runtime", json_object_new_string (e->runtime));
   return o;
 }
 

@@ -1802,6 +1802,7 @@ test_reconcile_cgroup_removed (void **state)
       free (e[i].cgroup_mount), free (e[i].cgroup);
       e[i].cgroup_mount = cp_xstrdup (i == 3 ? t.root : mount);
       e[i].cgroup = cp_xasprintf ("%s/%s", i == 3 ? "" : base, i == 2 ? "cgroup.procs" : ids[i]);
+      e[i].cgroup_ino = 1; /* recorded: judged by the cgroup, not pending */
     }
   cleanup_free char *plain = cp_xasprintf ("%s/plain", t.root); /* a directory, not a cgroup */
   assert_int_equal (mkdir (plain, 0700), 0);
@@ -1898,6 +1899,7 @@ test_reconcile_fake (void **state)
       e.cgroup = cp_xstrdup (cases[i].cgroup);
       e.pid = cases[i].pid;
       e.start_time = cases[i].start;
+      e.cgroup_ino = cases[i].pid ? 0 : 1; /* the plugin's, its cgroup recorded: not pending */
       put_ok (l, &e);
       cp_ledger_entry_clear (&e);
     }
@@ -1921,8 +1923,9 @@ test_reconcile_fake (void **state)
 }
 
 /* An entry decided before its cgroup was made (the NRI plugin's: pid 0, no inode)
-   is kept while its cgroup does not exist yet, for CP_LEDGER_PENDING_SECONDS after it
-   was placed; one with an inode or a pid, or placed longer ago, is dropped. */
+   is kept while its cgroup does not exist yet, however long ago it was placed (a
+   container may start long after it was created); one with an inode, a pid, or an
+   `apply:` id is dropped. */
 static void
 test_reconcile_pending (void **state)
 {
@@ -1940,7 +1943,8 @@ test_reconcile_pending (void **state)
     bool kept;
   } cases[] = {
     { "pending", 1, 0, 0, true },
-    { "pending, old", CP_LEDGER_PENDING_SECONDS + 1, 0, 0, false },
+    { "pending, a day old", 86400, 0, 0, true },
+    { "apply:/gone", 1, 0, 0, false },
     { "made, then gone", 1, 42, 0, false },
     { "with a pid", 1, 0, 100, false },
   };
@@ -1966,6 +1970,7 @@ test_reconcile_pending (void **state)
     if ((cp_ledger_find (l, cases[i].id) != NULL) != cases[i].kept)
       fail_msg ("%s: %s", cases[i].id, cases[i].kept ? "dropped" : "kept");
   assert_int_equal (dropped, 3);
+  assert_true (cp_ledger_entry_pending (cp_ledger_find (l, "pending, a day old")));
   cp_ledger_close (l);
 }
 
@@ -1993,6 +1998,7 @@ test_reconcile_check (void **state)
       struct cp_ledger_entry *e = (struct cp_ledger_entry *) cp_ledger_at (l, i);
       free (e->cgroup);
       e->cgroup = cp_xstrdup ("/gone");
+      e->cgroup_ino = e->pid ? 0 : 1; /* not pending */
     }
   struct fake f = { 0 };
   struct cp_ledger_liveness alive

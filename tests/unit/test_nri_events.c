@@ -30,6 +30,7 @@ struct fixture
 {
   char *dir;
   struct cp_hostconfig hc;
+  struct cp_nri_plugin plugin;
 };
 
 static int
@@ -38,6 +39,9 @@ setup (void **state)
   struct fixture *fx = cp_xmalloc0 (sizeof *fx);
   fx->dir = tu_tmpdir ("nri");
   tu_hostconfig (&fx->hc, fx->dir, NULL);
+  fx->plugin = (struct cp_nri_plugin) { .hc = &fx->hc,
+                                        .owner = { .origin = CP_ORIGIN_NRI, .runtime = "/run/test-nri/nri.sock" },
+                                        .request_timeout_ms = 2000 };
   cp_log_set_level (CP_LOG_ERROR);
   cp_cli_stay_unsandboxed (); /* the test goes on after a placement */
   *state = fx;
@@ -163,7 +167,7 @@ create (struct fixture *fx, struct msg *m, int32_t *code, char **message)
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  if (cp_nri_create_container (&fx->hc, &req, &call, &err) < 0)
+  if (cp_nri_create_container (&fx->plugin, &req, &call, &err) < 0)
     fail_msg ("create: %s", cp_error_message (err));
   void *r = answer (&out, &nri__pkg__api__v1alpha1__create_container_response__descriptor, code, message);
   cp_buf_free (&out);
@@ -215,7 +219,7 @@ test_create_update_stop (void **state)
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  assert_int_equal (cp_nri_update_container (&fx->hc, &up, &call, &err), 0);
+  assert_int_equal (cp_nri_update_container (&fx->plugin, &up, &call, &err), 0);
   cleanup_free char *msg2 = NULL;
   Nri__Pkg__Api__V1alpha1__UpdateContainerResponse *ur = (void *) answer (
       &out, &nri__pkg__api__v1alpha1__update_container_response__descriptor, &code, &msg2);
@@ -230,7 +234,7 @@ test_create_update_stop (void **state)
   Nri__Pkg__Api__V1alpha1__StopContainerRequest stop = NRI__PKG__API__V1ALPHA1__STOP_CONTAINER_REQUEST__INIT;
   stop.pod = &m.pod;
   stop.container = &m.ctr;
-  assert_int_equal (cp_nri_stop_container (&fx->hc, &stop, &call, &err), 0);
+  assert_int_equal (cp_nri_stop_container (&fx->plugin, &stop, &call, &err), 0);
   cleanup_free char *msg3 = NULL;
   ProtobufCMessage *sr = answer (&out, &nri__pkg__api__v1alpha1__stop_container_response__descriptor, &code, &msg3);
   assert_int_equal (code, 0);
@@ -309,7 +313,7 @@ state_change (struct fixture *fx, struct msg *m, int event)
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  assert_int_equal (cp_nri_state_change (&fx->hc, &ev, &call, &err), 0);
+  assert_int_equal (cp_nri_state_change (&fx->plugin, &ev, &call, &err), 0);
   int32_t code;
   cleanup_free char *message = NULL;
   ProtobufCMessage *r = answer (&out, &nri__pkg__api__v1alpha1__empty__descriptor, &code, &message);

@@ -32,7 +32,10 @@ struct fixture
 {
   char *dir;
   struct cp_hostconfig hc;
+  struct cp_nri_plugin plugin;
 };
+
+#define RUNTIME "/run/test-nri/nri.sock"
 
 static int
 setup (void **state)
@@ -40,6 +43,9 @@ setup (void **state)
   struct fixture *fx = cp_xmalloc0 (sizeof *fx);
   fx->dir = tu_tmpdir ("nri-resync");
   tu_hostconfig (&fx->hc, fx->dir, NULL);
+  fx->plugin = (struct cp_nri_plugin) { .hc = &fx->hc,
+                                        .owner = { .origin = CP_ORIGIN_NRI, .runtime = RUNTIME },
+                                        .request_timeout_ms = 2000 };
   cp_log_set_level (CP_LOG_ERROR);
   cp_cli_stay_unsandboxed ();
   *state = fx;
@@ -51,19 +57,21 @@ teardown (void **state)
 {
   struct fixture *fx = *state;
   tu_rmtree (fx->dir);
+  cp_nri_sync_clear (&fx->plugin.sync);
   cp_hostconfig_free (&fx->hc);
   free (fx->dir);
   free (fx);
   return 0;
 }
 
-/* A running container ID asking for 1 CPU, its cgroup /cp-nri-unit/ID (never made). */
+/* A running container ID asking for 1 CPU, shared (so that any number of them fit
+   on any host), its cgroup /cp-nri-unit/ID (never made). */
 struct ctr
 {
   nri_container c;
   Nri__Pkg__Api__V1alpha1__LinuxContainer linux_;
-  ctr_kv_t kv;
-  ctr_kv_t *kvp[1];
+  ctr_kv_t kv, mode;
+  ctr_kv_t *kvp[2];
   char path[64];
 };
 
@@ -72,7 +80,8 @@ build (struct ctr *m, const char *id)
 {
   *m = (struct ctr) { .c = NRI__PKG__API__V1ALPHA1__CONTAINER__INIT,
                       .linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER__INIT,
-                      .kv = NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT };
+                      .kv = NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT,
+                      .mode = NRI__PKG__API__V1ALPHA1__CONTAINER__ANNOTATIONS_ENTRY__INIT };
   m->c.id = (char *) id;
   m->c.pod_sandbox_id = (char *) "pod";
   m->c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_RUNNING;
@@ -81,14 +90,18 @@ build (struct ctr *m, const char *id)
   m->c.linux = &m->linux_;
   m->kv.key = (char *) "cachepin.io/cpus";
   m->kv.value = (char *) "1";
+  m->mode.key = (char *) "cachepin.io/mode";
+  m->mode.value = (char *) "shared";
   m->kvp[0] = &m->kv;
+  m->kvp[1] = &m->mode;
   m->c.annotations = m->kvp;
-  m->c.n_annotations = 1;
+  m->c.n_annotations = 2;
 }
 
-/* ID placed by CreateContainer, as the plugin records it (pid 0, no inode yet). */
+/* ID placed by CreateContainer of plugin P, as the plugin records it (pid 0, no
+   inode yet). */
 static void
-created (struct fixture *fx, const char *id)
+created_by (struct cp_nri_plugin *p, const char *id)
 {
   struct ctr m;
   build (&m, id);
@@ -97,9 +110,29 @@ created (struct fixture *fx, const char *id)
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  if (cp_nri_create_container (&fx->hc, &req, &call, &err) < 0)
+  if (cp_nri_create_container (p, &req, &call, &err) < 0)
     fail_msg ("create: %s", cp_error_message (err));
   cp_buf_free (&out);
+}
+
+static void
+created (struct fixture *fx, const char *id)
+{
+  created_by (&fx->plugin, id);
+}
+
+/* The CPUs the ledger holds for ID (the caller frees; NULL: no entry). */
+static char *
+cpus_of (const struct fixture *fx, const char *id)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->dir, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  char *cpus = e ? cp_cpulist_format (e->cpus) : NULL;
+  cp_ledger_close (l);
+  return cpus;
 }
 
 static bool
@@ -126,7 +159,8 @@ synchronize (struct fixture *fx, struct cp_nri_sync *s, nri_container **ctrs, si
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  if (cp_nri_synchronize (&fx->hc, s, &req, &call, &err) < 0)
+  (void) s;
+  if (cp_nri_synchronize (&fx->plugin, &req, &call, &err) < 0)
     fail_msg ("synchronize: %s", cp_error_message (err));
   struct cp_nri_wire w;
   cp_nri_wire_init (&w);
@@ -148,18 +182,57 @@ synchronize (struct fixture *fx, struct cp_nri_sync *s, nri_container **ctrs, si
   cp_buf_free (&out);
 }
 
-/* The rule: no pid and an id that is not apply:'s.  The hook's entries have the
-   container's process, apply's the "apply:" id. */
+/* The rule (owner.h): an entry is the plugin's when it has no pid and an id that is
+   not apply:'s, and then this plugin's when it records this plugin's runtime or
+   none (an older cachepin's).  The hook's entries have the container's process,
+   apply's the "apply:" id. */
 static void
 test_ownership_rule (void **state)
 {
   (void) state;
-  struct cp_ledger_entry plugin = { .id = (char *) "0123abcd", .pid = 0 };
+  struct cp_owner me = { .origin = CP_ORIGIN_NRI, .runtime = RUNTIME };
+  struct cp_ledger_entry plugin = { .id = (char *) "0123abcd", .runtime = (char *) RUNTIME };
+  struct cp_ledger_entry legacy = { .id = (char *) "0123abcd" };
+  struct cp_ledger_entry other = { .id = (char *) "0123abcd", .runtime = (char *) "/run/other/nri.sock" };
   struct cp_ledger_entry hook = { .id = (char *) "0123abcd", .pid = 4242 };
   struct cp_ledger_entry apply = { .id = (char *) "apply:/sys/fs/cgroup/cpuset/job", .pid = 0 };
-  assert_true (cp_nri_owns_entry (&plugin));
-  assert_false (cp_nri_owns_entry (&hook));
-  assert_false (cp_nri_owns_entry (&apply));
+  assert_true (cp_owner_owns (&me, &plugin));
+  assert_true (cp_owner_owns (&me, &legacy));
+  assert_false (cp_owner_owns (&me, &other));
+  assert_false (cp_owner_owns (&me, &hook));
+  assert_false (cp_owner_owns (&me, &apply));
+  assert_int_equal (cp_ledger_entry_origin (&hook), CP_ORIGIN_HOOK);
+  assert_int_equal (cp_ledger_entry_origin (&apply), CP_ORIGIN_APPLY);
+  assert_int_equal (cp_ledger_entry_origin (&plugin), CP_ORIGIN_NRI);
+}
+
+/* The settle rule, every state the runtime may report: a pending entry of ours is
+   released when the runtime says stopped or no longer lists it, kept while it is
+   created or UNKNOWN; one judged by its cgroup (an inode) is never released for
+   not being listed; a running container is adopted on its placement and told
+   again off it; another runtime's entry is never touched. */
+static void
+test_settle_rule (void **state)
+{
+  (void) state;
+  struct cp_owner me = { .origin = CP_ORIGIN_NRI, .runtime = RUNTIME };
+  cleanup_bitmap hwloc_bitmap_t cpus = tu_set ("1"), other_cpus = tu_set ("2-3"), none = hwloc_bitmap_alloc ();
+  struct cp_ledger_entry pending = { .id = (char *) "p", .runtime = (char *) RUNTIME, .cpus = cpus };
+  struct cp_ledger_entry adopted = { .id = (char *) "a", .runtime = (char *) RUNTIME, .cpus = cpus, .cgroup_ino = 42 };
+  struct cp_ledger_entry theirs = { .id = (char *) "t", .runtime = (char *) "/run/other/nri.sock", .cpus = cpus };
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_STOPPED, NULL), CP_SETTLE_RELEASE);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_ABSENT, NULL), CP_SETTLE_RELEASE);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_CREATED, NULL), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_UNKNOWN, NULL), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, cpus), CP_SETTLE_ADOPT);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, none), CP_SETTLE_ADOPT);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, other_cpus), CP_SETTLE_UNAPPLIED);
+  assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_ABSENT, NULL), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_UNKNOWN, NULL), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_RUNNING, other_cpus), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_STOPPED, NULL), CP_SETTLE_RELEASE);
+  assert_int_equal (cp_owner_settle (&me, &theirs, CP_SEEN_ABSENT, NULL), CP_SETTLE_KEEP);
+  assert_int_equal (cp_owner_settle (&me, &theirs, CP_SEEN_STOPPED, NULL), CP_SETTLE_KEEP);
 }
 
 /* An entry as the hook (PID) or `apply` (pid 0, apply: id) records it, in a
@@ -220,7 +293,7 @@ test_more_then_release (void **state)
   assert_true (has (fx, "keep"));
   assert_true (has (fx, "hookctr"));
   assert_true (has (fx, "apply:/job"));
-  assert_int_equal (s.n, 0); /* the collection starts again */
+  assert_int_equal (fx->plugin.sync.n, 0); /* the collection starts again */
 }
 
 /* A container listed as stopped holds nothing: its entry is released. */
@@ -251,11 +324,123 @@ test_no_time_left (void **state)
   build (&m, "new");
   nri_container *list[] = { &m.c };
   struct cp_nri_updates u;
-  cp_nri_resync (&fx->hc, NULL, 0, list, 1, 0, &u);
+  cp_nri_resync (&fx->plugin, NULL, 0, list, 1, 0, &u);
   assert_int_equal (u.n, 0);
   assert_true (has (fx, "late"));
   assert_false (has (fx, "new"));
   cp_nri_updates_free (&u);
+}
+
+/* What the runtime cannot tell (CONTAINER_UNKNOWN, after a containerd restart)
+   and a container created, not started: kept.  Another runtime's plugin's pending
+   entry, not listed by ours: kept (finding 2: a second plugin's first Synchronize
+   released the first's entries). */
+static void
+test_unknown_and_theirs_kept (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_nri_plugin other = fx->plugin;
+  other.owner.runtime = "/run/other/nri.sock";
+  created (fx, "unknown");
+  created (fx, "made");
+  created_by (&other, "theirs");
+  struct ctr u, m;
+  build (&u, "unknown");
+  u.c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_UNKNOWN;
+  build (&m, "made");
+  m.c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_CREATED;
+  nri_container *list[] = { &u.c, &m.c };
+  bool more;
+  size_t n_update;
+  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  assert_int_equal (n_update, 0);
+  assert_true (has (fx, "unknown"));
+  assert_true (has (fx, "made"));
+  assert_true (has (fx, "theirs"));
+  /* Its own runtime's Synchronize, which lists it no longer: released. */
+  fx->plugin.owner.runtime = other.owner.runtime;
+  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  assert_false (has (fx, "theirs"));
+}
+
+/* A container listed twice counts once: one placement, one update. */
+static void
+test_listed_twice (void **state)
+{
+  struct fixture *fx = *state;
+  struct ctr a, b;
+  build (&a, "twice");
+  build (&b, "twice");
+  nri_container *list[] = { &a.c, &b.c };
+  bool more;
+  size_t n_update;
+  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  assert_int_equal (n_update, 1);
+  assert_true (has (fx, "twice"));
+}
+
+/* Finding 5: CreateContainer answered, but the runtime never applied it (it gave up
+   waiting): the container runs on other CPUs.  The resync tells the runtime the
+   entry's CPUs, held for it, and never adopts the cgroup as it is (its cpuset would
+   read as a drift and withhold the CPUs it runs on). */
+static void
+test_unapplied_told_again (void **state)
+{
+  struct fixture *fx = *state;
+  created (fx, "late");
+  cleanup_free char *held = cpus_of (fx, "late");
+  assert_non_null (held);
+  struct ctr m;
+  build (&m, "late");
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  Nri__Pkg__Api__V1alpha1__LinuxResources res = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  cpu.cpus = (char *) "4000";
+  res.cpu = &cpu;
+  m.linux_.resources = &res;
+  nri_container *list[] = { &m.c };
+  struct cp_nri_updates u;
+  cp_nri_resync (&fx->plugin, NULL, 0, list, 1, CP_NRI_RESYNC_BUDGET_MS, &u);
+  assert_int_equal (u.n, 1);
+  assert_string_equal (u.p[0]->container_id, "late");
+  assert_string_equal (u.p[0]->linux->resources->cpu->cpus, held);
+  cp_nri_updates_free (&u);
+  cleanup_free char *still = cpus_of (fx, "late");
+  assert_string_equal (still, held);
+}
+
+/* A `more` chain past CP_NRI_SYNC_MAX_PARTS: refused with RESOURCE_EXHAUSTED and
+   the plugin told to close the connection; nothing kept. */
+static void
+test_more_bounded (void **state)
+{
+  struct fixture *fx = *state;
+  Nri__Pkg__Api__V1alpha1__SynchronizeRequest req = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
+  req.more = true;
+  struct cp_buf out = { 0 };
+  struct cp_nri_call call = { .stream = 7, .out = &out };
+  cp_error_t err = NULL;
+  int r = 0;
+  for (int i = 0; i <= CP_NRI_SYNC_MAX_PARTS && r == 0; i++)
+    {
+      out.len = 0;
+      r = cp_nri_synchronize (&fx->plugin, &req, &call, &err);
+    }
+  assert_int_equal (r, CP_NRI_SYNC_TOO_LONG);
+  assert_int_equal (fx->plugin.sync.n, 0);
+  struct cp_nri_wire w;
+  cp_nri_wire_init (&w);
+  assert_int_equal (cp_nri_wire_feed (&w, out.p, out.len, &err), 0);
+  struct cp_ttrpc_msg m;
+  assert_int_equal (cp_nri_wire_next (&w, CP_MUX_CONN_PLUGIN, &m, &err), 1);
+  Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
+  assert_non_null (resp);
+  assert_non_null (resp->status);
+  assert_int_equal (resp->status->code, CP_RPC_RESOURCE_EXHAUSTED);
+  assert_non_null (strstr (resp->status->message, "Synchronize past"));
+  ttrpc__response__free_unpacked (resp, NULL);
+  cp_ttrpc_msg_clear (&m);
+  cp_nri_wire_clear (&w);
+  cp_buf_free (&out);
 }
 
 int
@@ -272,9 +457,14 @@ main (void)
     }
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_ownership_rule),
+    cmocka_unit_test (test_settle_rule),
     cmocka_unit_test_setup_teardown (test_more_then_release, setup, teardown),
     cmocka_unit_test_setup_teardown (test_stopped_released, setup, teardown),
     cmocka_unit_test_setup_teardown (test_no_time_left, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_unknown_and_theirs_kept, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_listed_twice, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_unapplied_told_again, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_more_bounded, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
