@@ -17,8 +17,14 @@
  * The pre-launched form: a runtime that starts the plugin itself (containerd's
  * plugin_path, /opt/nri/plugins/NN-name, here a script that runs `cachepin nri`)
  * hands it a connected socket as fd NRI_PLUGIN_SOCKET, and its name and index as
- * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); options given
- * still win over those.
+ * NRI_PLUGIN_NAME and NRI_PLUGIN_IDX (nri pkg/adaptation/plugin.go); --name and
+ * --idx still win over those, and --socket then names the runtime's socket (which
+ * runtime this is: the plugin's entries and its instance lock record it) without
+ * dialling it.
+ *
+ * One plugin per runtime and state directory (hook/state/instance.h): a second
+ * one, started beside the first (a DaemonSet beside the unit, or beside the
+ * pre-launched form), exits 1 with one line naming the first.
  *
  * The sandbox: once connected, before the first request, the plugin enters its
  * own profile (hook/host/sandbox.h, CP_SANDBOX_PLUGIN; cp_cli_enter_plugin_sandbox()):
@@ -59,8 +65,9 @@ static const char nri_usage[] =
   "with what changed while it was away.  When the runtime goes (a restart), dial it\n"
   "again (every 0.1 s to 5 s); started by the runtime, exit 0 instead.  Runs until\n"
   "SIGTERM.\n\n"
-  "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET ",\n"
-  "                   or the descriptor NRI_PLUGIN_SOCKET names: started by the runtime)\n"
+  "  --socket PATH    the runtime's NRI socket (default " CP_NRI_DEFAULT_SOCKET "); started\n"
+  "                   by the runtime, the descriptor NRI_PLUGIN_SOCKET names is used and\n"
+  "                   PATH only says which runtime that is (one plugin per runtime)\n"
   "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
   "  --idx NN         its index, two digits: the order among plugins (default\n"
   "                   NRI_PLUGIN_IDX, or 50)\n"
@@ -151,14 +158,15 @@ names_from_env (struct nri_args *a, cp_error_t *err)
   return 0;
 }
 
-/* The connection: --socket's, else the pre-launched form's fd (NRI_PLUGIN_SOCKET:
-   a socket, 3 or above), else the default socket's. */
+/* The connection: the pre-launched form's fd (NRI_PLUGIN_SOCKET: a socket, 3 or
+   above; --socket then only names the runtime's socket, which the plugin's entries
+   and its instance lock record), else --socket's, else the default socket's. */
 static int
 connect_runtime (const struct nri_args *a, struct cp_nri_conn *c, bool *prelaunched, cp_error_t *err)
 {
   *prelaunched = false;
   const char *env = getenv ("NRI_PLUGIN_SOCKET");
-  if (a->socket == NULL && env && *env)
+  if (env && *env)
     {
       char *end;
       errno = 0;

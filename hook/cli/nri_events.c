@@ -398,15 +398,19 @@ cp_nri_seen (const nri_container *c)
     }
 }
 
-void
+bool
 cp_nri_spec_cpus (const nri_container *c, hwloc_bitmap_t cpus)
 {
   hwloc_bitmap_zero (cpus);
-  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu
-      = c->linux && c->linux->resources ? c->linux->resources->cpu : NULL;
+  /* containerd and CRI-O send the spec's linux.resources; without a cpu in it the
+     spec has no cpuset (what an answer of ours would have put there). */
+  if (c->linux == NULL || c->linux->resources == NULL)
+    return false;
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = c->linux->resources->cpu;
   cleanup_error cp_error_t ignored = NULL;
   if (cpu && cpu->cpus && cpu->cpus[0] && cp_cpulist_parse (cpu->cpus, 0, cpus, &ignored) < 0)
-    hwloc_bitmap_zero (cpus); /* not one we read: not said */
+    return false; /* not one we read: not said */
+  return true;
 }
 
 /* C has started (StartContainer, PostCreateContainer: its cgroup exists): its
@@ -428,11 +432,13 @@ settle_started (const struct cp_nri_plugin *p, const nri_container *c)
     }
   const struct cp_ledger_entry *e = cp_ledger_find (l, c->id);
   cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
-  cp_nri_spec_cpus (c, spec);
-  enum cp_settle what = e ? cp_owner_settle (&p->owner, e, CP_SEEN_RUNNING, spec) : CP_SETTLE_KEEP;
+  bool said = cp_nri_spec_cpus (c, spec);
+  enum cp_settle what = e ? cp_owner_settle (&p->owner, e, CP_SEEN_RUNNING, said ? spec : NULL) : CP_SETTLE_KEEP;
   cleanup_free char *held = e ? cp_cpulist_format (e->cpus) : NULL;
-  cleanup_free char *got = cp_cpulist_format (spec);
+  cleanup_free char *got = hwloc_bitmap_iszero (spec) ? cp_xstrdup ("(its parent's)") : cp_cpulist_format (spec);
   cp_ledger_close (l);
+  cp_log (CP_LOG_DEBUG, "nri: %s started: its spec's cpuset %s, %s", c->id, said ? got : "not said",
+          what == CP_SETTLE_ADOPT ? "on its placement" : what == CP_SETTLE_UNAPPLIED ? "not on its placement" : "not ours");
   if (what == CP_SETTLE_UNAPPLIED)
     {
       cp_log (CP_LOG_WARNING, "%s started on CPUs %s, not on its placement %s: the runtime did not apply the answer "

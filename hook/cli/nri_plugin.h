@@ -96,9 +96,11 @@ void cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *
    container has started). */
 int cp_nri_cgroup_open (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_cgroup **cg, cp_error_t *err);
 
-/* What the runtime says of C (owner.h), and the CPUs its spec has (empty: none said). */
+/* What the runtime says of C (owner.h), and the CPUs its spec has: true with CPUS
+   set (empty: the spec has no cpuset) when C carries linux.resources, false when
+   the runtime did not say. */
 enum cp_seen cp_nri_seen (const Nri__Pkg__Api__V1alpha1__Container *c);
-void cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap_t cpus);
+bool cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap_t cpus);
 
 /* C's id as cachepin takes ids (cp_oci_id_check()), its error naming the field. */
 int cp_nri_id_check (const Nri__Pkg__Api__V1alpha1__Container *c, cp_error_t *err);

@@ -330,9 +330,8 @@ settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct 
   const nri_container *c = listed (ls, v->e.id);
   enum cp_seen seen = c ? cp_nri_seen (c) : CP_SEEN_ABSENT;
   cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
-  if (c)
-    cp_nri_spec_cpus (c, spec);
-  enum cp_settle what = cp_owner_settle (&p->owner, &v->e, seen, spec);
+  bool said = c && cp_nri_spec_cpus (c, spec);
+  enum cp_settle what = cp_owner_settle (&p->owner, &v->e, seen, said ? spec : NULL);
   const nri_pod *pod = c ? find_pod (pods, n_pods, c->pod_sandbox_id) : NULL;
   if (seen == CP_SEEN_RUNNING && !late && what != CP_SETTLE_UNAPPLIED)
     {
@@ -357,7 +356,8 @@ settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct 
       break;
     case CP_SETTLE_UNAPPLIED:
       {
-        cleanup_free char *got = cp_cpulist_format (spec);
+        cleanup_free char *got
+            = hwloc_bitmap_iszero (spec) ? cp_xstrdup ("(its parent's)") : cp_cpulist_format (spec);
         cleanup_free char *held = cp_cpulist_format (v->e.cpus);
         cp_log (CP_LOG_WARNING, "resync: %s runs on CPUs %s, not on its placement %s (the runtime did not apply "
                                 "the answer): updated to it",

@@ -46,7 +46,7 @@ cp_owner_settle (const struct cp_owner *o, const struct cp_ledger_entry *e, enum
     case CP_SEEN_RUNNING:
       if (e->cgroup_ino != 0)
         return CP_SETTLE_KEEP;
-      if (spec_cpus && !hwloc_bitmap_iszero (spec_cpus) && !hwloc_bitmap_isequal (spec_cpus, e->cpus))
+      if (spec_cpus && !hwloc_bitmap_isequal (spec_cpus, e->cpus))
         return CP_SETTLE_UNAPPLIED;
       return CP_SETTLE_ADOPT;
     case CP_SEEN_CREATED:

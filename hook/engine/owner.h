@@ -60,7 +60,8 @@ enum cp_settle
 };
 
 /* The rule for entry E of O: KEEP for an entry not O's.  SPEC_CPUS: the CPUs the
- * runtime says the container's spec has (NULL or empty: not said). */
+ * runtime says the container's spec has, empty when it has no cpuset (it runs on
+ * its parent's CPUs: our answer never reached it); NULL: the runtime did not say. */
 enum cp_settle cp_owner_settle (const struct cp_owner *o, const struct cp_ledger_entry *e, enum cp_seen seen,
                                 hwloc_const_bitmap_t spec_cpus);
 

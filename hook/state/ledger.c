@@ -404,7 +404,10 @@ cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_li
   int state = alive->cgroup_cpus
                   ? alive->cgroup_cpus (e->cgroup_mount, e->cgroup, live, e->cgroup_ino ? &ino : NULL, alive->data)
                   : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
-  if (state != 1)
+  /* A pending entry's cgroup may exist before the runtime has applied the placement
+     (created, then the cpuset written; or a Synchronize's update not applied yet):
+     its cpuset says nothing of a drift until its front end records the cgroup. */
+  if (state != 1 || pending (e))
     hwloc_bitmap_zero (live);
   if (state == 0 && pending (e))
     return NULL;

@@ -2067,14 +2067,16 @@ drift_told (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void *
 }
 
 /* Reconcile brings each entry's drift up to date, tells once per change, marks
-   the ledger for commit only on a change, and usage counts the drifted CPUs. */
+   the ledger for commit only on a change, and usage counts the drifted CPUs.
+   (`apply` entries: judged by their cgroup alone; a pending entry of the NRI
+   plugin's has no drift judged, test_reconcile_pending_no_drift.) */
 static void
 test_reconcile_drift (void **state)
 {
   (void) state;
   cp_error_t err = NULL;
   struct cp_ledger *l = NULL;
-  const char *text = LEDGER (ENTRY ("a", "0-1") "," ENTRY_WITH ("s", "shared", "8", "", ""));
+  const char *text = LEDGER (ENTRY ("apply:a", "0-1") "," ENTRY_WITH ("apply:s", "shared", "8", "", ""));
   expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
   struct drift_fake f = { .live = "0-1" };
   struct cp_ledger_liveness alive
@@ -2083,8 +2085,8 @@ test_reconcile_drift (void **state)
   l->dirty = false;
   expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
   assert_int_equal (f.told, 1); /* s runs on 0-1, not its 8 */
-  tu_assert_set (cp_ledger_find (l, "a")->drift, "");
-  tu_assert_set (cp_ledger_find (l, "s")->drift, "0-1");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->drift, "");
+  tu_assert_set (cp_ledger_find (l, "apply:s")->drift, "0-1");
 
   f.live = "2-3";
   f.told = 0;
@@ -2093,9 +2095,9 @@ test_reconcile_drift (void **state)
   assert_int_equal (f.told, 2);
   assert_string_equal (f.before, "0-1"); /* s's: it had drifted to 0-1 */
   assert_true (l->dirty);
-  tu_assert_set (cp_ledger_find (l, "a")->drift, "2-3");
-  tu_assert_set (cp_ledger_find (l, "a")->cpus, "0-1");
-  tu_assert_set (cp_ledger_find (l, "a")->held, "0-1");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->drift, "2-3");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->cpus, "0-1");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->held, "0-1");
 
   struct cp_ledger_usage u;
   cp_ledger_usage (l, NULL, &u);
@@ -2103,7 +2105,7 @@ test_reconcile_drift (void **state)
   assert_int_equal (u.n_shared, 1);
   tu_assert_set (u.shared[0], "2-3,8");
   cp_ledger_usage_release (&u);
-  cp_ledger_usage (l, "a", &u);
+  cp_ledger_usage (l, "apply:a", &u);
   tu_assert_set (u.held, "");
   cp_ledger_usage_release (&u);
 
@@ -2119,12 +2121,12 @@ test_reconcile_drift (void **state)
   expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
   assert_int_equal (f.told, 0);
   assert_false (l->dirty);
-  tu_assert_set (cp_ledger_find (l, "a")->drift, "2-3");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->drift, "2-3");
 
   /* Back on its own CPUs: the drift forgotten, told once. */
   f.live = "0-1";
   expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
-  tu_assert_set (cp_ledger_find (l, "a")->drift, "");
+  tu_assert_set (cp_ledger_find (l, "apply:a")->drift, "");
   assert_string_equal (f.before, "2-3"); /* s went from 2-3 to 0-1, told last */
   assert_int_equal (f.told, 2);
   assert_true (l->dirty);
@@ -2134,9 +2136,35 @@ test_reconcile_drift (void **state)
   cp_ledger_close (l);
 }
 
+/* A pending entry (the NRI plugin's, its cgroup not recorded yet) whose cgroup
+   exists already runs on what the runtime gave it so far: no drift is judged (its
+   CPUs would be withheld for what it was never given) until its plugin records
+   the cgroup. */
+static void
+test_reconcile_pending_no_drift (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  const char *text = LEDGER (ENTRY ("p", "0"));
+  expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
+  assert_true (cp_ledger_entry_pending (cp_ledger_find (l, "p")));
+  struct drift_fake f = { .live = "0-3" };
+  struct cp_ledger_liveness alive
+      = { .cgroup_cpus = drift_cgroup, .pid_start_time = drift_pid, .drifted = drift_told, .data = &f };
+  expect_ok (cp_ledger_reconcile (l, &alive, NULL, &err), err);
+  assert_int_equal (f.told, 0);
+  tu_assert_set (cp_ledger_find (l, "p")->drift, "");
+  struct cp_ledger_usage u;
+  cp_ledger_usage (l, NULL, &u);
+  tu_assert_set (u.held, "0");
+  cp_ledger_usage_release (&u);
+  cp_ledger_close (l);
+}
+
 /* A cgroup removed and made again (a service restart) is another cgroup: the
    entry that recorded the old one's inode is dropped, not judged drifted to the
-   new one's CPUs; an entry without an inode (an older ledger) is judged as before,
+   new one's CPUs; an entry without an inode (an older ledger's `apply` entry) is judged as before,
    and its cgroup's inode is not even asked for. */
 static void
 test_reconcile_recreated (void **state)
@@ -2148,11 +2176,11 @@ test_reconcile_recreated (void **state)
                      "{\"id\":\"r\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/r\",\"cgroup_ino\":7,\"pid\":0,"
                      "\"start_time\":0,\"mode\":\"exclusive\",\"cpus\":\"0\",\"held\":\"0\",\"mems\":\"0\","
                      "\"placed_at\":1,\"sched_cache\":\"none\",\"core_sched\":false,\"drift\":\"\"},"
-                     "{\"id\":\"old\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/o\",\"pid\":0,"
+                     "{\"id\":\"apply:old\",\"cgroup_mount\":\"/m\",\"cgroup\":\"/o\",\"pid\":0,"
                      "\"start_time\":0,\"mode\":\"exclusive\",\"cpus\":\"1\",\"held\":\"1\",\"mems\":\"0\","
                      "\"placed_at\":1,\"sched_cache\":\"none\",\"core_sched\":false,\"drift\":\"\"}]}";
   expect_ok (cp_ledger_parse (text, strlen (text), &l, &err), err);
-  assert_true (cp_ledger_find (l, "r")->cgroup_ino == 7 && cp_ledger_find (l, "old")->cgroup_ino == 0);
+  assert_true (cp_ledger_find (l, "r")->cgroup_ino == 7 && cp_ledger_find (l, "apply:old")->cgroup_ino == 0);
   struct drift_fake f = { .live = "0-3", .ino = 7 };
   struct cp_ledger_liveness alive = { .cgroup_cpus = drift_cgroup, .pid_start_time = drift_pid, .data = &f };
   unsigned dropped = 9;
@@ -2165,10 +2193,10 @@ test_reconcile_recreated (void **state)
   expect_ok (cp_ledger_reconcile (l, &alive, &dropped, &err), err);
   assert_int_equal (dropped, 1);
   assert_null (cp_ledger_find (l, "r"));
-  tu_assert_set (cp_ledger_find (l, "old")->drift, "0-3");
+  tu_assert_set (cp_ledger_find (l, "apply:old")->drift, "0-3");
 
   /* The inode is written back, and only where it is known. */
-  struct cp_ledger_entry e = *cp_ledger_find (l, "old");
+  struct cp_ledger_entry e = *cp_ledger_find (l, "apply:old");
   e.id = "r2";
   e.cgroup = "/r2";
   e.cgroup_ino = 8;
@@ -2546,6 +2574,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
     cmocka_unit_test (test_reconcile_fake),
     cmocka_unit_test (test_reconcile_pending),
+    cmocka_unit_test (test_reconcile_pending_no_drift),
     cmocka_unit_test (test_reconcile_drift),
     cmocka_unit_test (test_reconcile_recreated),
     cmocka_unit_test (test_entry_name),

@@ -225,7 +225,8 @@ test_settle_rule (void **state)
   assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_CREATED, NULL), CP_SETTLE_KEEP);
   assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_UNKNOWN, NULL), CP_SETTLE_KEEP);
   assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, cpus), CP_SETTLE_ADOPT);
-  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, none), CP_SETTLE_ADOPT);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, NULL), CP_SETTLE_ADOPT);
+  assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, none), CP_SETTLE_UNAPPLIED);
   assert_int_equal (cp_owner_settle (&me, &pending, CP_SEEN_RUNNING, other_cpus), CP_SETTLE_UNAPPLIED);
   assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_ABSENT, NULL), CP_SETTLE_KEEP);
   assert_int_equal (cp_owner_settle (&me, &adopted, CP_SEEN_UNKNOWN, NULL), CP_SETTLE_KEEP);
