@@ -51,7 +51,8 @@ check_ours (const char *field, const char *key, json_object *v, const char **val
 }
 
 int
-cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err)
+cp_annotations_from_json (json_object *obj, json_object *twice, const char *field, struct cp_annotations *out,
+                          cp_error_t *err)
 {
   out->items = NULL;
   out->n = 0;
@@ -84,65 +85,35 @@ cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotat
         continue; /* someone else's: neither checked nor kept */
       a.items[a.n].key = cp_xstrdup (key);
       a.items[a.n].value = cp_xstrdup (value);
+      a.items[a.n].twice = is_ours (key) && twice && json_object_object_get_ex (twice, key, NULL);
       a.n++;
     }
   *out = a;
   return 0;
 }
 
-/* A map's member checked as cp_annotations_from_json() checks a JSON one (the
-   same messages): VALUE NULL is JSON's null; a C string holds no NUL. */
-static int
-check_ours_str (const char *field, const char *key, const char *value, cp_error_t *err)
-{
-  if (strlen (key) > CP_ANNOTATION_KEY_MAX)
-    return cp_fail_input (err, "%s: key `%.64s...` longer than %d bytes", field, key, CP_ANNOTATION_KEY_MAX);
-  if (value == NULL)
-    return cp_fail_input (err, "%s: %s: expected a string, got null", field, key);
-  if (strlen (value) > CP_ANNOTATION_VALUE_MAX)
-    return cp_fail_input (err, "%s: %s: longer than %zu bytes", field, key, (size_t) CP_ANNOTATION_VALUE_MAX);
-  return 0;
-}
-
+/* The pairs as the object their JSON text would be (json-c keeps a repeated key's
+   last value, at its first place), and the keys repeated: only ours and the
+   engine's, the keys cp_annotations_from_json() reads. */
 int
 cp_annotations_from_map (const char *const *keys, const char *const *values, size_t n, const char *field,
                          struct cp_annotations *out, cp_error_t *err)
 {
-  out->items = NULL;
-  out->n = 0;
-  size_t ours = 0;
-  for (size_t i = 0; i < n; i++)
-    ours += is_ours (keys[i]);
-  if (ours > CP_ANNOTATIONS_MAX)
-    return cp_fail_input (err, "%s: %zu " CP_ANNOTATION_PREFIX " annotations, more than the %d accepted", field, ours,
-                          CP_ANNOTATIONS_MAX);
-  struct cp_annotations a = { .items = items_new (ours) };
+  cleanup_json json_object *obj = json_object_new_object ();
+  cleanup_json json_object *twice = json_object_new_object ();
+  if (obj == NULL || twice == NULL)
+    cp_oom ();
   for (size_t i = 0; i < n; i++)
     {
-      const char *key = keys[i], *value = values[i];
-      if (is_ours (key))
-        {
-          if (check_ours_str (field, key, value, err) < 0)
-            {
-              cp_annotations_free (&a);
-              return -1;
-            }
-        }
-      else if (!is_engine_key (key) || value == NULL)
-        continue; /* someone else's: neither checked nor kept */
-      /* A JSON object cannot say a key twice (the parser refuses it); a list of
-         pairs can, and which one wins must not depend on the order. */
-      if (cp_annotations_get (&a, key))
-        {
-          cp_annotations_free (&a);
-          return cp_fail_input (err, "%s: %.64s: given twice", field, key);
-        }
-      a.items[a.n].key = cp_xstrdup (key);
-      a.items[a.n].value = cp_xstrdup (value);
-      a.n++;
+      if (!is_ours (keys[i]) && !is_engine_key (keys[i]))
+        continue; /* someone else's: never read */
+      if (json_object_object_get_ex (obj, keys[i], NULL) && json_object_object_add (twice, keys[i], NULL) < 0)
+        cp_oom ();
+      json_object *v = values[i] ? json_object_new_string (values[i]) : NULL;
+      if ((values[i] && v == NULL) || json_object_object_add (obj, keys[i], v) < 0)
+        cp_oom ();
     }
-  *out = a;
-  return 0;
+  return cp_annotations_from_json (obj, twice, field, out, err);
 }
 
 void
@@ -293,7 +264,8 @@ parse_key (const char *key, enum option *which, const char **container, cp_error
 
 /* Does annotation AN apply to the container named NAME (NULL: unnamed)?  1 with
  * *WHICH and *OWN (a per-container key) set, 0 when it is not a cachepin.io/ key
- * or addresses another container, < 0 for an invalid cachepin.io/ key. */
+ * or addresses another container, < 0 for an invalid cachepin.io/ key or one
+ * that applies and was given twice. */
 static int
 applies (const struct cp_annotation *an, const char *name, enum option *which, bool *own, cp_error_t *err)
 {
@@ -304,6 +276,10 @@ applies (const struct cp_annotation *an, const char *name, enum option *which, b
     return -1;
   if (container && (name == NULL || strcmp (container, name) != 0))
     return 0;
+  /* An ambiguous request, refused as an invalid value is: json-c and Go keep the
+     last value, another reader may keep the first. */
+  if (an->twice)
+    return cp_fail_input (err, "annotation %s: given twice", an->key);
   *own = container != NULL;
   return 1;
 }

@@ -21,7 +21,10 @@
  * container whose name (io.kubernetes.container.name under CRI-O,
  * io.kubernetes.cri.container-name under containerd) is <name>, and is ignored by
  * the others.  Any other key under cachepin.io/ is an error: a typo must not
- * silently leave a container unpinned. */
+ * silently leave a container unpinned.  So is a cachepin.io/ key given twice, for
+ * the containers it applies to: which of its values was meant, no reader can
+ * know.  Other keys given twice are not ours to judge (the last value counts, as
+ * json-c and Go read it). */
 #ifndef CP_ANNOTATIONS_H
 #define CP_ANNOTATIONS_H
 
@@ -63,10 +66,13 @@ struct cp_annotation
 {
   char *key;
   char *value;
+  bool twice; /* a cachepin.io/ key the input gave more than once (VALUE is the last):
+                 refused where it applies (cp_annotations_to_request()) */
 };
 
-/* In document order; keys are unique (the JSON parser refuses duplicates).  Only
- * the cachepin.io/ keys and the engine keys below are kept. */
+/* In document order; keys are unique: a key given more than once is kept once, at
+ * its first place, with its last value.  Only the cachepin.io/ keys and the engine
+ * keys below are kept. */
 struct cp_annotations
 {
   struct cp_annotation *items;
@@ -77,12 +83,16 @@ struct cp_annotations
  * engine's container name and type (CP_ANNOTATION_CRIO_* and _CONTAINERD_*) when
  * they are strings without NUL.  Every other annotation is neither checked nor
  * kept: a container that does not ask is never failed for what its annotations
- * hold (and OBJ not an object holds no key: no error either).  FIELD names OBJ in
- * errors, which are all about cachepin.io/ keys: "annotations: cachepin.io/cpus:
- * expected a string, got 5", "annotations: cachepin.io/cpus: longer than 256
- * bytes", a NUL in the value, more than CP_ANNOTATIONS_MAX of them, a key longer
- * than CP_ANNOTATION_KEY_MAX. */
-int cp_annotations_from_json (json_object *obj, const char *field, struct cp_annotations *out, cp_error_t *err);
+ * hold (and OBJ not an object holds no key: no error either).  TWICE (NULL: none)
+ * is the set of OBJ's keys its text gave more than once, as
+ * cp_json_parse_object_twice() finds them (json-c kept the last value): a
+ * cachepin.io/ one is marked (struct cp_annotation's twice), the others are not
+ * ours.  FIELD names OBJ in errors, which are all about cachepin.io/ keys:
+ * "annotations: cachepin.io/cpus: expected a string, got 5", "annotations:
+ * cachepin.io/cpus: longer than 256 bytes", a NUL in the value, more than
+ * CP_ANNOTATIONS_MAX of them, a key longer than CP_ANNOTATION_KEY_MAX. */
+int cp_annotations_from_json (json_object *obj, json_object *twice, const char *field, struct cp_annotations *out,
+                              cp_error_t *err);
 
 void cp_annotations_free (struct cp_annotations *a);
 
@@ -103,8 +113,9 @@ const char *cp_annotations_container_name (const struct cp_annotations *a);
 char *cp_annotations_display_name (const struct cp_annotations *a);
 
 /* Should the hook place this container?  True when a pod-wide cachepin.io/ key
- * is present, or a per-container one for this container, or a cachepin.io/ key
- * that is not valid (so that cp_annotations_to_request() reports it).  Keys that
+ * is present, or a per-container one for this container (given twice or not), or
+ * a cachepin.io/ key that is not valid (so that cp_annotations_to_request()
+ * reports them).  Keys that
  * address other containers of the pod alone do not count: a sidecar is not
  * pinned because the pod's main container asked to be. */
 bool cp_annotations_wants_cachepin (const struct cp_annotations *a);
@@ -126,11 +137,12 @@ struct cp_limits
   hwloc_const_bitmap_t mems; /* its cpuset's nodes, the same way */
 };
 
-/* The same as cp_annotations_from_json() on an object with these N members, from
- * a string map (what a plugin of the engine gets): KEYS[i] is VALUES[i], a NULL
- * value standing for JSON's null.  The same keys are kept, with the same checks
- * and the same errors; a key kept twice is an input error ("FIELD: KEY: given
- * twice"), where a JSON object cannot hold it twice. */
+/* The same as cp_annotations_from_json() on the text of an object with these N
+ * members, from a string map (what a plugin of the engine gets): KEYS[i] is
+ * VALUES[i], a NULL value standing for JSON's null.  The same keys are kept, with
+ * the same checks and the same errors; a key KEYS holds more than once is read as
+ * that text's would be: kept once, with its last value, and marked twice when it
+ * is a cachepin.io/ key. */
 int cp_annotations_from_map (const char *const *keys, const char *const *values, size_t n, const char *field,
                              struct cp_annotations *out, cp_error_t *err);
 
@@ -146,7 +158,9 @@ int cp_annotations_from_map (const char *const *keys, const char *const *values,
  * LIM's do), never a count.
  * Invalid values fail with an input error naming the key and the value:
  * "annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)";
- * so do unknown cachepin.io/ keys, whichever container they address. */
+ * so do unknown cachepin.io/ keys, whichever container they address, and a key
+ * given twice that applies to this container: "annotation cachepin.io/cpus: given
+ * twice". */
 int cp_annotations_to_request (const struct cp_annotations *a, const struct cp_request *defaults,
                                const struct cp_limits *lim, struct cp_container_request *out, cp_error_t *err);
 

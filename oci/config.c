@@ -183,11 +183,13 @@ cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_
 {
   memset (out, 0, sizeof *out);
   cleanup_json json_object *root = NULL;
+  cleanup_json json_object *twice = NULL;
   json_object *v;
-  if (cp_json_parse_object (buf, len, &root, err) < 0)
+  /* Annotations given twice: as in the state (oci/state.c). */
+  if (cp_json_parse_object_twice (buf, len, "annotations", &twice, &root, err) < 0)
     return cp_error_wrap (err, "config.json");
   if ((cp_json_member (root, "annotations", true, &v)
-       && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
+       && cp_annotations_from_json (v, twice, "annotations", &out->annotations, err) < 0)
       || (cp_json_member (root, "linux", true, &v) && parse_linux (v, out, err) < 0))
     {
       cp_oci_config_free (out);

@@ -123,13 +123,16 @@ cp_oci_state_parse_annotations (const char *buf, size_t len, struct cp_oci_state
 {
   json_object *v;
   memset (out, 0, sizeof *out);
-  if (cp_json_parse_object (buf, len, &out->doc, err) < 0)
+  /* A foreign annotation given twice is not ours to refuse; one of ours is
+     refused where it applies (oci/annotations.h). */
+  cleanup_json json_object *twice = NULL;
+  if (cp_json_parse_object_twice (buf, len, "annotations", &twice, &out->doc, err) < 0)
     return cp_error_wrap (err, "state");
   /* Absent, null and {} all say "no annotations" (Go's omitempty drops an empty
      map; a runtime that writes {} may not copy them either): config.json decides. */
   out->has_annotations = cp_json_member (out->doc, "annotations", true, &v)
                          && !(json_object_is_type (v, json_type_object) && json_object_object_length (v) == 0);
-  if (out->has_annotations && cp_annotations_from_json (v, "annotations", &out->annotations, err) < 0)
+  if (out->has_annotations && cp_annotations_from_json (v, twice, "annotations", &out->annotations, err) < 0)
     return cp_error_wrap (err, "state");
   return 0;
 }

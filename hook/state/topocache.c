@@ -26,6 +26,40 @@
 
 /* ---- discovery ------------------------------------------------------------------- */
 
+/* Where hwloc's Linux backend reads the CPUs, below the root it is given. */
+#define SYSFS_CPU "sys/devices/system/cpu"
+
+/* A "sysfs:DIR" source is a dump hwloc's Linux backend can read: DIR an absolute
+   directory holding SYSFS_CPU.  Without it hwloc does not fail: it says so on
+   stderr and falls back to another backend, on x86 to this host's own CPUID,
+   which `status` would then show as the dump's topology.  The backend also needs
+   a CPU's topology files in there; read_by_linux() checks after the load that it
+   found them. */
+static int
+check_sysfs_dump (const char *source, cp_error_t *err)
+{
+  const char *dir = source + strlen (SYSFS_PREFIX);
+  struct stat st;
+  if (dir[0] != '/' || stat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
+    return cp_fail_input (err, "`%s`: not an absolute path to a directory", source);
+  cleanup_free char *cpu = cp_xasprintf ("%s/" SYSFS_CPU, dir);
+  if (stat (cpu, &st) < 0 || !S_ISDIR (st.st_mode))
+    return cp_fail_input (err, "`%s`: not a sysfs dump (no directory " SYSFS_CPU " in it)", source);
+  return 0;
+}
+
+/* Did hwloc's Linux backend build T?  It names itself in the root's infos
+   ("Backend" "Linux"); a fallback names another ("x86") or none. */
+static bool
+read_by_linux (hwloc_topology_t t)
+{
+  hwloc_obj_t root = hwloc_get_root_obj (t);
+  for (unsigned i = 0; i < root->infos_count; i++)
+    if (strcmp (root->infos[i].name, "Backend") == 0 && strcmp (root->infos[i].value, "Linux") == 0)
+      return true;
+  return false;
+}
+
 /* hwloc 2 has no call that sets the Linux backend's fsroot (1.x's
    hwloc_topology_set_fsroot() is gone): its Linux backend reads HWLOC_FSROOT when
    it is instantiated and when it computes the allowed CPUs, both inside
@@ -35,10 +69,9 @@
 static int
 discover_sysfs (const char *source, struct cp_topo **out, cp_error_t *err)
 {
+  if (check_sysfs_dump (source, err) < 0)
+    return -1;
   const char *dir = source + strlen (SYSFS_PREFIX);
-  struct stat st;
-  if (dir[0] != '/' || stat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
-    return cp_fail_input (err, "`%s`: not an absolute path to a directory", source);
   cleanup_hwloc hwloc_topology_t t = NULL;
   if (hwloc_topology_init (&t) < 0)
     return cp_fail_errno (err, errno ? errno : ENOMEM, "hwloc_topology_init");
@@ -49,13 +82,22 @@ discover_sysfs (const char *source, struct cp_topo **out, cp_error_t *err)
   unsetenv ("HWLOC_FSROOT");
   if (r < 0)
     return cp_fail_input (err, "`%s`: hwloc could not discover a topology there", source);
+  if (!read_by_linux (t))
+    return cp_fail_input (err, "`%s`: not a sysfs dump (hwloc's Linux backend found no CPU topology in its " SYSFS_CPU
+                               ")", source);
   return cp_topo_from_hwloc (t, source, out, err);
+}
+
+static bool
+is_sysfs (const char *source)
+{
+  return source && strncmp (source, SYSFS_PREFIX, strlen (SYSFS_PREFIX)) == 0;
 }
 
 int
 cp_topocache_discover (const char *source, struct cp_topo **out, cp_error_t *err)
 {
-  if (source && strncmp (source, SYSFS_PREFIX, strlen (SYSFS_PREFIX)) == 0)
+  if (is_sysfs (source))
     return discover_sysfs (source, out, err);
   return cp_topo_load (source, out, err);
 }
@@ -100,7 +142,7 @@ static int
 source_identity (const char *source, char **out, cp_error_t *err)
 {
   const char *path = source;
-  if (strncmp (source, SYSFS_PREFIX, strlen (SYSFS_PREFIX)) == 0)
+  if (is_sysfs (source))
     path += strlen (SYSFS_PREFIX);
   if (path[0] != '/')
     {
@@ -274,6 +316,10 @@ cp_topocache_load_from (const struct cp_hostconfig *hc, unsigned flags, struct c
   cleanup_close int dirfd = -1;
   if (origin)
     *origin = (struct cp_topocache_origin) { .file = cp_xstrdup (name) };
+  /* Before the cache too: a model cached from a directory that is no dump (by a
+     version without the check) must not outlive it. */
+  if (is_sysfs (hc->topology) && check_sysfs_dump (hc->topology, err) < 0)
+    return -1;
   if (cp_topocache_key (hc->topology, &key, &why) < 0)
     {
       cp_log (CP_LOG_DEBUG, "topology: no cache (no key: %s)", cp_error_message (why));

@@ -12,7 +12,9 @@
  *
  * After json-c has accepted a document, one more pass over its text refuses what
  * json-c lets through (see json.h) and finds duplicate keys.  Keys are compared
- * as json-c decodes them, so "a" and "\u0061" are the same key. */
+ * as json-c decodes them, so "a" and "\u0061" are the same key.  Inside the one
+ * member the caller reads leniently (cp_json_parse_object_twice()) a duplicate is
+ * noted instead of refused. */
 
 struct scan_level
 {
@@ -27,6 +29,8 @@ struct scan
   size_t len, pos;
   struct scan_level levels[CP_JSON_MAX_DEPTH];
   int depth;
+  const char *lenient; /* the top object's member whose objects may repeat a key; NULL: none */
+  json_object *twice;  /* that member's own keys given more than once, as a set; NULL: none yet */
 };
 
 static void
@@ -42,6 +46,7 @@ scan_release (struct scan *s)
 {
   while (s->depth > 0)
     scan_pop (s);
+  json_object_put (s->twice);
 }
 
 static int
@@ -135,6 +140,38 @@ tokener_freep (struct json_tokener **tok)
 }
 #define cleanup_tokener __attribute__ ((cleanup (tokener_freep)))
 
+/* Inside the lenient member's value: the top object's member being read is it. */
+static bool
+scan_lenient (const struct scan *s)
+{
+  return s->lenient && s->depth >= 2 && s->levels[0].key && strcmp (s->levels[0].key, s->lenient) == 0;
+}
+
+static json_object *
+new_object (void)
+{
+  json_object *o = json_object_new_object ();
+  if (o == NULL)
+    cp_oom ();
+  return o;
+}
+
+/* KEY given again in the innermost object: refused, or inside the lenient member
+   noted (its own keys only: deeper ones are values nobody reads as keys). */
+static int
+scan_duplicate (struct scan *s, const char *key, cp_error_t *err)
+{
+  if (!scan_lenient (s))
+    return scan_key_fail (s, "duplicate key", key, err);
+  if (s->depth > 2)
+    return 0;
+  if (s->twice == NULL)
+    s->twice = new_object ();
+  if (json_object_object_add (s->twice, key, NULL) < 0)
+    cp_oom ();
+  return 0;
+}
+
 /* The string literal buf[start..end) is a key of the innermost object. */
 static int
 scan_key (struct scan *s, size_t start, size_t end, bool escaped, cp_error_t *err)
@@ -155,8 +192,11 @@ scan_key (struct scan *s, size_t start, size_t end, bool escaped, cp_error_t *er
         return scan_key_fail (s, "NUL character in key", key, err);
     }
   if (json_object_object_get_ex (l->keys, key, NULL))
-    return scan_key_fail (s, "duplicate key", key, err);
-  if (json_object_object_add (l->keys, key, NULL) < 0)
+    {
+      if (scan_duplicate (s, key, err) < 0)
+        return -1;
+    }
+  else if (json_object_object_add (l->keys, key, NULL) < 0)
     cp_oom ();
   free (l->key);
   l->key = cp_steal_pointer (&key);
@@ -213,19 +253,11 @@ scan_literal (struct scan *s, const char *word, cp_error_t *err)
   return 0;
 }
 
-static json_object *
-new_object (void)
-{
-  json_object *o = json_object_new_object ();
-  if (o == NULL)
-    cp_oom ();
-  return o;
-}
-
+/* *TWICE: the lenient member's keys given more than once (NULL: none). */
 static int
-check_strict (const char *buf, size_t len, cp_error_t *err)
+check_strict (const char *buf, size_t len, const char *lenient, json_object **twice, cp_error_t *err)
 {
-  __attribute__ ((cleanup (scan_release))) struct scan s = { .buf = buf, .len = len };
+  __attribute__ ((cleanup (scan_release))) struct scan s = { .buf = buf, .len = len, .lenient = lenient };
   bool expect_key = false;
   while (s.pos < s.len)
     {
@@ -295,6 +327,7 @@ check_strict (const char *buf, size_t len, cp_error_t *err)
       if (r < 0)
         return r;
     }
+  *twice = cp_steal_pointer (&s.twice);
   return 0;
 }
 
@@ -307,6 +340,15 @@ is_json_space (char c)
 int
 cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t *err)
 {
+  return cp_json_parse_object_twice (buf, len, NULL, NULL, out, err);
+}
+
+int
+cp_json_parse_object_twice (const char *buf, size_t len, const char *member, json_object **twice,
+                            json_object **out, cp_error_t *err)
+{
+  if (twice)
+    *twice = NULL;
   if (len >= INT_MAX)
     return cp_fail_input (err, "larger than %d bytes", INT_MAX - 1);
   const char *nul = memchr (buf, '\0', len);
@@ -337,11 +379,14 @@ cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t
         json_object_put (obj);
         return cp_fail_input (err, "invalid JSON at byte %zu: data after the object", i);
       }
-  if (check_strict (buf, end, err) < 0)
+  cleanup_json json_object *seen_twice = NULL;
+  if (check_strict (buf, end, member, &seen_twice, err) < 0)
     {
       json_object_put (obj);
       return -1;
     }
+  if (twice)
+    *twice = cp_steal_pointer (&seen_twice);
   *out = obj;
   return 0;
 }

@@ -14,7 +14,8 @@
  *   - string values keep an escaped NUL (json_object_get_string_len() counts it,
  *     strlen() stops there).
  * cp_json_parse_object() refuses all of the above but the last two, which the
- * typed getters below handle. */
+ * typed getters below handle (and cp_json_parse_object_twice() lets one member
+ * repeat a key, for a reader that judges those keys itself). */
 #ifndef CP_JSON_H
 #define CP_JSON_H
 
@@ -35,6 +36,18 @@
  * Out of memory inside json-c goes the way of every allocation failure, cp_oom()
  * ("cachepin: out of memory"): it is never reported as bad JSON. */
 int cp_json_parse_object (const char *buf, size_t len, json_object **out, cp_error_t *err);
+
+/* cp_json_parse_object(), but in the top object's member MEMBER (NULL: none) a key
+ * given more than once is not refused, in its object nor in any object inside it:
+ * json-c keeps the last value (at the first one's place), as Go's encoding/json
+ * does.  *TWICE (the caller's, json_object_put; may be NULL when the caller needs
+ * no list) is NULL, or a set (an object whose values are null) of MEMBER's own
+ * keys that were given more than once, in document order.  For a member whose
+ * reader judges its keys itself: the OCI annotations, where only the cachepin.io/
+ * keys are ours (oci/annotations.h).  A duplicate anywhere else, MEMBER itself
+ * given twice included, is refused as by cp_json_parse_object(). */
+int cp_json_parse_object_twice (const char *buf, size_t len, const char *member, json_object **twice,
+                                json_object **out, cp_error_t *err);
 
 /* Whether more text after BUF (LEN bytes) cannot change what it parses to: a whole
  * JSON value is there (what follows it is for cp_json_parse_object() to judge), or

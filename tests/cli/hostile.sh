@@ -164,6 +164,9 @@ in_many_ours () {
   state ".annotations += ([range(4096) | {key: \"cachepin.io/cpus.container.c\\(.)\", value: \"1\"}] | from_entries)" > "$D/in"; }
 in_huge_value () { state ".annotations[\"cachepin.io/cpus\"] = (\"1\" * 100000)" > "$D/in"; }
 in_huge_key () { state ".annotations[\"cachepin.io/\" + (\"x\" * 2000)] = \"1\"" > "$D/in"; }
+# in_twice JQ-FILTER MEMBERS: the good state edited by JQ-FILTER, with MEMBERS (JSON
+# text) put first in its annotations, to repeat a key as jq cannot
+in_twice () { state "$1" | sed "s|\"annotations\":{|\"annotations\":{${2//\\/\\\\},|" > "$D/in"; }
 in_huge_foreign () { state ".annotations[\"io.example/blob\"] = (\"A\" * 900000) | .annotations[\"cachepin.io/smt\"] = \"pe1\"" > "$D/in"; }
 # bundle tricks.  With "bare" the state has no annotations, so the hook reads
 # config.json to see whether the container asks (runtimes that do not copy them);
@@ -322,6 +325,16 @@ T "bare state, bundle relative"          0 'cachepin: warning: container hostile
 T "900 KB foreign value, bad smt"        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_huge_foreign
 T "smt with an escape sequence"          2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe0?[31m` (expected pe0-first|pe0|cores|any)' - in_ann '{"cachepin.io/smt": "pe0\u001b[31m"}'
 T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
+# a key given twice: one of ours is an ambiguous request where it applies, refused as an
+# invalid value is; anyone else's is not ours to judge; the annotations member twice is
+# refused whatever it asks (which one counts is what no reader can know)
+T "cachepin.io key given twice"          2 'cachepin hook: annotation cachepin.io/cpus: given twice' - in_twice . '"cachepin.io/cpus": "2"'
+T "cachepin.io key twice, escaped"       2 'cachepin hook: annotation cachepin.io/cpus: given twice' - in_twice . '"cachepin.io/\u0063pus": "1"'
+T "per-container key twice, this one's"  2 'cachepin hook: annotation cachepin.io/cpus.container.app: given twice' - in_twice '.annotations += {"io.kubernetes.container.name": "app", "cachepin.io/cpus.container.app": "1"}' '"cachepin.io/cpus.container.app": "1"'
+T "another container's key twice alone"  0 '' - in_twice '.annotations = {"io.kubernetes.container.name": "app", "cachepin.io/cpus.container.db": "1"}' '"cachepin.io/cpus.container.db": "2"'
+T "foreign key given twice, none ours"   0 '' - in_twice '.annotations = {"io.example/a": "1"}' '"io.example/a": "2"'
+T "foreign key given twice, bad smt"     2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_twice '.annotations = {"cachepin.io/smt": "pe1"}' '"io.example/a": "1", "io.example/a": "2"'
+T "annotations given twice"              2 'cachepin hook: state: duplicate key "annotations"' - eval 'in_state; sed -i "s|}\$|,\"annotations\":{}}|" "$D/in"'
 # bundle, the state asking for placement: config.json is needed, and refused
 T "bundle with ../ to nowhere"           1 'cachepin hook: bundle @D@/nowhere/../bundle: open: No such file or directory' - in_bundle "$D/nowhere/../bundle"
 T "config.json a symlink"                2 'cachepin hook: @D@/bundle/config.json: is a symbolic link' - bundle_symlink

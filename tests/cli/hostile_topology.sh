@@ -14,7 +14,9 @@
 #     with HWLOC_PLUGINS_VERBOSE.  When none of these works (no network), that half
 #     is reported as SKIPPED, never failed.
 # Synthetic descriptions too big for hwloc to build quickly are refused before it
-# builds them, in well under a second.
+# builds them, in well under a second.  And the host config's `topology:
+# "sysfs:DIR"` with a DIR that is no sysfs dump (/proc, an empty directory) is
+# refused by `plan --config` and reported by `status`, not discovered as this host.
 #
 #   bash tests/cli/hostile_topology.sh build/cachepin
 set -u
@@ -177,6 +179,40 @@ if [ "$rc" -eq 0 ] && grep -q '"cpus":"0-3"' "$D/out"; then
 else
   bad "8192 PUs in 16 packages: exit $rc: $(cat "$D/out" "$D/err")"
 fi
+
+# ---- the host config's sysfs: sources that are no dump --------------------------------------------
+# hwloc's Linux backend, given a root without sys/devices/system/cpu (or without a
+# CPU's topology files there), does not fail: it warns on stderr and another
+# backend builds the topology, on x86 this host's CPUID, which plan and status
+# would give as the dump's.  Refused instead, naming the field.
+# not_a_dump DIR WHY LINES: `plan --config` with `topology: sysfs:DIR` exits 2, its
+# last stderr line (of LINES: hwloc's own warning comes first when hwloc was asked)
+# "topology: `sysfs:DIR`: not a sysfs dump (WHY)", nothing on stdout; `status`
+# (exit 0) reports the same in its topology part
+not_a_dump () {
+  local dir=$1 why=$2 lines=$3
+  local want="cachepin plan: topology: \`sysfs:$dir\`: not a sysfs dump ($why)"
+  printf '{"state_dir": "%s/state", "topology": "sysfs:%s"}' "$D" "$dir" >"$D/cfg.json"
+  "$BIN" plan --config "$D/cfg.json" --cpus 1 >"$D/out" 2>"$D/err"
+  rc=$?
+  if [ "$rc" -eq 2 ] && [ ! -s "$D/out" ] && [ "$(wc -l <"$D/err")" -eq "$lines" ] \
+     && [ "$(tail -1 "$D/err")" = "$want" ]; then
+    ok "sysfs:$dir -> exit 2: $(tail -1 "$D/err")"
+  else
+    bad "sysfs:$dir: exit $rc, expected 2 and \`$want\`: $(cat "$D/out" "$D/err")"
+  fi
+  "$BIN" status --config "$D/cfg.json" --json >"$D/out" 2>"$D/err"
+  rc=$?
+  if [ "$rc" -eq 0 ] && grep -qF "\"error\":\"\`sysfs:$dir\`: not a sysfs dump ($why)\"" "$D/out"; then
+    ok "sysfs:$dir: status says so"
+  else
+    bad "sysfs:$dir: status exit $rc, no topology error \`$why\`: $(cat "$D/out" "$D/err")"
+  fi
+}
+mkdir -p "$D/empty" "$D/cpu-only/sys/devices/system/cpu"
+not_a_dump /proc "no directory sys/devices/system/cpu in it" 1
+not_a_dump "$D/empty" "no directory sys/devices/system/cpu in it" 1
+not_a_dump "$D/cpu-only" "hwloc's Linux backend found no CPU topology in its sys/devices/system/cpu" 2
 
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]

@@ -11,8 +11,8 @@
 #   - `cachepin status` reads the cache but never writes it, and says whether it
 #     used it and, when not, why (JSON topology.cache, the text's cache line);
 #   - a "sysfs:DIR" source (hwloc's Linux discovery on a dump) is discovered and
-#     cached when a dump is at hand ($CACHEPIN_TOPOLOGIES); a missing directory
-#     lets the container start unplaced, saying why;
+#     cached when a dump is at hand ($CACHEPIN_TOPOLOGIES); a missing directory,
+#     or one that is no dump (/proc), lets the container start unplaced, saying why;
 #   - on every dump at hand, the model the hook discovers (hwloc told to build
 #     only what the model reads) is the one `cachepin status` shows for the XML
 #     that lstopo exports from a full discovery of the same dump (with lstopo;
@@ -166,6 +166,10 @@ config "sysfs:$D/no-such-dir"
 place
 check "missing sysfs dir: the container still starts" "$RC" 0
 says "missing sysfs dir: says why" "sysfs:$D/no-such-dir\`: not an absolute path to a directory"
+config "sysfs:/proc"
+place
+check "sysfs:/proc: the container still starts" "$RC" 0
+says "sysfs:/proc: says it is no dump" "sysfs:/proc\`: not a sysfs dump (no directory sys/devices/system/cpu in it)"
 TARBALL=${CACHEPIN_TOPOLOGIES:-/nonexistent}/hwloc/sysfs-tarballs/nvidia-dgx-gb10.tar.bz2
 if [ -f "$TARBALL" ] && tar -xjf "$TARBALL" -C "$D" 2>/dev/null && [ -d "$D/nvidia-dgx-gb10" ]; then
   config "sysfs:$D/nvidia-dgx-gb10"

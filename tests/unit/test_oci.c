@@ -166,8 +166,11 @@ static const struct bad_case
     "state: annotations: cachepin.io/cpus: contains a NUL character" },
   { "duplicate key", STATE_EXTRA ("\"pid\":2"), "state: duplicate key \"pid\"" },
   { "duplicate key spelt with an escape", STATE_EXTRA ("\"\\u0070id\":2"), "state: duplicate key \"pid\"" },
-  { "duplicate annotation", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\":\"1\",\"cachepin.io/cpus\":\"64\"}"),
-    "state: annotations: duplicate key \"cachepin.io/cpus\"" },
+  /* Inside the annotations a key may repeat (oci/annotations.h judges ours);
+     the member itself may not: which of two counts, no reader can know. */
+  { "annotations given twice",
+    STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\":\"1\"},\"annotations\":{}"),
+    "state: duplicate key \"annotations\"" },
   { "duplicate key deep inside", STATE_EXTRA ("\"x\":[{},{\"y\":{\"z\":1,\"z\":1}}]"),
     "state: x[1].y: duplicate key \"z\"" },
   { "key cut by NUL", STATE_EXTRA ("\"annotations\":{\"cachepin.io/cpus\\u0000x\":\"4\"}"),
@@ -217,6 +220,8 @@ test_state_foreign_annotations (void **state)
     { STATE_EXTRA ("\"annotations\":[\"a\"]"), 0 },
     { STATE_EXTRA ("\"annotations\":\"cachepin.io/cpus=4\""), 0 },
     { STATE_EXTRA ("\"annotations\":{\"a\":5,\"b\":null,\"c\":{\"d\":[]},\"e\":\"x\\u0000y\"}"), 0 },
+    /* Keys given twice, and a value that repeats a key of its own: not ours. */
+    { STATE_EXTRA ("\"annotations\":{\"a\":\"1\",\"a\":\"2\",\"c\":{\"d\":1,\"d\":2},\"a\":3}"), 0 },
     { STATE_EXTRA ("\"annotations\":{\"io.kubernetes.container.name\":\"app\",\"io.kubernetes.cri.container-type\":"
                    "\"sandbox\",\"io.kubernetes.cri-o.ContainerType\":5,\"x\":\"y\"}"),
       2 },
@@ -756,6 +761,30 @@ static const struct request_case request_cases[] = {
     .error = "annotation cachepin.io/isolate: invalid value `yes` (expected false|true)" },
   { .name = "empty container name", .config = ANN ("\"cachepin.io/cpus.container.\":\"4\""),
     .error = "annotation cachepin.io/cpus.container.: empty container name" },
+  /* A key of ours given twice is ambiguous wherever it applies, even with one value. */
+  { .name = "a key given twice", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus\":\"2\""),
+    .error = "annotation cachepin.io/cpus: given twice" },
+  { .name = "a key given twice, once spelt with an escape",
+    .config = ANN ("\"cachepin.io/smt\":\"pe0\",\"cachepin.io/cpus\":\"2\",\"cachepin.io/\\u0063pus\":\"3\""),
+    .error = "annotation cachepin.io/cpus: given twice" },
+  { .name = "a key given three times, the last one invalid",
+    .config = ANN ("\"cachepin.io/mode\":\"shared\",\"cachepin.io/mode\":\"shared\",\"cachepin.io/mode\":\"x\""),
+    .error = "annotation cachepin.io/mode: given twice" },
+  { .name = "this container's key given twice",
+    .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.app\":\"1\","
+                   "\"cachepin.io/cpus.container.app\":\"3\""),
+    .error = "annotation cachepin.io/cpus.container.app: given twice" },
+  { .name = "another container's key given twice is not this one's",
+    .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"2\",\"cachepin.io/cpus.container.db\":\"1\","
+                   "\"cachepin.io/cpus.container.db\":\"3\""),
+    .cpus = 2, .source = "annotation" },
+  { .name = "a foreign key given twice is not ours",
+    .config = ANN ("\"io.example/x\":\"1\",\"cachepin.io/cpus\":\"2\",\"io.example/x\":\"2\""),
+    .cpus = 2, .source = "annotation" },
+  { .name = "the engine's name given twice: the last counts, as runc and the engines read it",
+    .config = ANN ("\"io.kubernetes.container.name\":\"db\",\"cachepin.io/cpus\":\"2\","
+                   "\"cachepin.io/cpus.container.app\":\"3\"," NAME_APP),
+    .cpus = 3, .source = "annotation" },
 };
 
 static void
@@ -803,7 +832,7 @@ static void
 test_annotations_no_config (void **state)
 {
   (void) state;
-  struct cp_annotation items[] = { { "cachepin.io/mode", "shared" } };
+  struct cp_annotation items[] = { { .key = "cachepin.io/mode", .value = "shared" } };
   struct cp_annotations a = { items, CP_ARRAY_SIZE (items) };
   struct cp_container_request out;
   cp_error_t err = NULL;
@@ -838,6 +867,10 @@ test_annotations_wants_and_sandbox (void **state)
     { ANN ("\"io.kubernetes.cri.container-type\":\"sandbox\""), false, true },
     { ANN ("\"io.kubernetes.cri.container-type\":\"container\""), false, false },
     { ANN ("\"io.kubernetes.cri-o.ContainerType\":\"Sandbox\""), false, false },
+    /* Given twice: asks where it applies (to_request() then refuses it). */
+    { ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"1\",\"cachepin.io/cpus.container.app\":\"1\""), true, false },
+    { ANN (NAME_APP ",\"cachepin.io/cpus.container.db\":\"1\",\"cachepin.io/cpus.container.db\":\"1\""), false, false },
+    { ANN ("\"io.example/x\":\"1\",\"io.example/x\":\"1\""), false, false },
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
     {
@@ -890,20 +923,45 @@ test_annotations_display_name (void **state)
     }
 }
 
+/* VALUE as a JSON string literal; caller frees. */
+static char *
+json_literal (const char *value)
+{
+  json_object *v = json_object_new_string (value);
+  char *text = cp_xstrdup (json_object_to_json_string_ext (v, JSON_C_TO_STRING_PLAIN));
+  json_object_put (v);
+  return text;
+}
+
 /* cp_annotations_from_map() on the pairs KEYS[i]=VALUES[i] (NULL: JSON's null)
-   gives what cp_annotations_from_json() gives on the object with those members:
-   the same annotations kept, in order, or the same error line. */
+   gives what the state's text with those members gives (cp_oci_state_parse's
+   route: cp_json_parse_object_twice(), then cp_annotations_from_json()): the same
+   annotations kept, in order, with the same marks, or the same error line. */
 static void
 check_map_like_json (const char *name, const char *const *keys, const char *const *values, size_t n)
 {
-  json_object *obj = json_object_new_object ();
+  cleanup_free char *text = cp_xstrdup ("{\"annotations\":{");
   for (size_t i = 0; i < n; i++)
-    json_object_object_add (obj, keys[i], values[i] ? json_object_new_string (values[i]) : NULL);
+    {
+      cleanup_free char *k = json_literal (keys[i]);
+      cleanup_free char *v = values[i] ? json_literal (values[i]) : cp_xstrdup ("null");
+      char *next = cp_xasprintf ("%s%s%s:%s", text, i ? "," : "", k, v);
+      free (text);
+      text = next;
+    }
+  char *whole = cp_xasprintf ("%s}}", text);
+  free (text);
+  text = whole;
+  json_object *doc = NULL, *twice = NULL, *obj = NULL;
   struct cp_annotations from_json = { 0 }, from_map = { 0 };
   cp_error_t ej = NULL, em = NULL;
-  int rj = cp_annotations_from_json (obj, "annotations", &from_json, &ej);
+  if (cp_json_parse_object_twice (text, strlen (text), "annotations", &twice, &doc, &ej) < 0)
+    fail_msg ("%s: %s", name, cp_error_message (ej));
+  assert_true (json_object_object_get_ex (doc, "annotations", &obj));
+  int rj = cp_annotations_from_json (obj, twice, "annotations", &from_json, &ej);
   int rm = cp_annotations_from_map (keys, values, n, "annotations", &from_map, &em);
-  json_object_put (obj);
+  json_object_put (doc);
+  json_object_put (twice);
   if (rj != rm)
     fail_msg ("%s: json %d (%s), map %d (%s)", name, rj, ej ? cp_error_message (ej) : "-", rm,
               em ? cp_error_message (em) : "-");
@@ -922,6 +980,7 @@ check_map_like_json (const char *name, const char *const *keys, const char *cons
         {
           assert_string_equal (from_json.items[i].key, from_map.items[i].key);
           assert_string_equal (from_json.items[i].value, from_map.items[i].value);
+          assert_int_equal (from_json.items[i].twice, from_map.items[i].twice);
         }
     }
   cp_error_free (&ej);
@@ -992,13 +1051,88 @@ test_annotations_from_map (void **state)
   free (values);
   free (max_value);
 
-  /* A map given as a list of pairs may repeat a key, which a JSON object cannot. */
-  const char *const dk[] = { "cachepin.io/cpus", "cachepin.io/cpus" };
-  const char *const dv[] = { "1", "2" };
+  /* A key given twice, as an object's text may give it: kept once, its last value
+     (checked) at its first place; ours marked, the engine's not ours to judge. */
+  PAIRS ("ours twice", { "cachepin.io/cpus", "1" }, { "cachepin.io/smt", "pe0" }, { "cachepin.io/cpus", "2" });
+  PAIRS ("ours twice, the first null", { "cachepin.io/cpus", NULL }, { "cachepin.io/cpus", "2" });
+  PAIRS ("ours twice, the last null", { "cachepin.io/cpus", "1" }, { "cachepin.io/cpus", NULL });
+  PAIRS ("the engine's twice", { CP_ANNOTATION_CRIO_NAME, "a" }, { "cachepin.io/cpus", "1" },
+         { CP_ANNOTATION_CRIO_NAME, "b" });
+  PAIRS ("the engine's twice, the last null", { CP_ANNOTATION_CRIO_NAME, "a" }, { CP_ANNOTATION_CRIO_NAME, NULL });
+  PAIRS ("someone else's twice", { "example.com/x", "1" }, { "example.com/x", NULL });
+
+  const char *const dk[] = { "cachepin.io/cpus", CP_ANNOTATION_CRIO_NAME, "cachepin.io/cpus", CP_ANNOTATION_CRIO_NAME };
+  const char *const dv[] = { "1", "a", "2", "b" };
   struct cp_annotations a;
   cp_error_t err = NULL;
-  tu_check_error ("twice", cp_annotations_from_map (dk, dv, 2, "annotations", &a, &err), &err,
-                  "annotations: cachepin.io/cpus: given twice");
+  assert_int_equal (cp_annotations_from_map (dk, dv, 4, "annotations", &a, &err), 0);
+  assert_int_equal (a.n, 2);
+  assert_string_equal (a.items[0].value, "2");
+  assert_true (a.items[0].twice);
+  assert_false (a.items[1].twice);
+  assert_string_equal (cp_annotations_container_name (&a), "b");
+  assert_true (cp_annotations_wants_cachepin (&a));
+  struct cp_container_request out;
+  tu_check_error ("twice", cp_annotations_to_request (&a, NULL, NULL, &out, &err), &err,
+                  "annotation cachepin.io/cpus: given twice");
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  cp_error_free (&err);
+  cp_annotations_free (&a);
+}
+
+/* The strict reader with one lenient member: its keys given twice are listed
+   (its own, once each, in order), the rest of the document stays strict. */
+static void
+test_json_twice (void **state)
+{
+  (void) state;
+  static const char text[] = "{\"a\":{\"x\":1},\"annotations\":{\"k\":1,\"j\":{\"y\":1,\"y\":2},\"k\":2,"
+                             "\"l\":0,\"\\u006c\":1,\"k\":3},\"b\":[]}";
+  json_object *doc = NULL, *twice = NULL, *v = NULL;
+  cp_error_t err = NULL;
+  assert_int_equal (cp_json_parse_object_twice (text, strlen (text), "annotations", &twice, &doc, &err), 0);
+  assert_int_equal (json_object_object_length (twice), 2);
+  const char *want[] = { "k", "l" };
+  size_t i = 0;
+  json_object_object_foreach (twice, key, unused)
+    {
+      (void) unused;
+      assert_string_equal (key, want[i++]);
+    }
+  /* json-c's value: the last one. */
+  assert_true (json_object_object_get_ex (doc, "annotations", &v));
+  assert_true (json_object_object_get_ex (v, "k", &v));
+  assert_int_equal (json_object_get_int (v), 3);
+  json_object_put (doc);
+  json_object_put (twice);
+
+  /* Nothing repeated: no set. */
+  static const char once[] = "{\"annotations\":{\"k\":1}}";
+  assert_int_equal (cp_json_parse_object_twice (once, strlen (once), "annotations", &twice, &doc, &err), 0);
+  assert_null (twice);
+  json_object_put (doc);
+
+  static const struct
+  {
+    const char *text, *error;
+  } strict[] = {
+    { "{\"annotations\":{},\"annotations\":{}}", "duplicate key \"annotations\"" },
+    { "{\"a\":{\"k\":1,\"k\":2},\"annotations\":{}}", "a: duplicate key \"k\"" },
+    { "{\"x\":{\"annotations\":{\"k\":1,\"k\":2}}}", "x.annotations: duplicate key \"k\"" },
+    { "{\"annotations\":{\"k\\u0000\":1}}", "annotations: NUL character in key \"k\"" },
+  };
+  for (size_t j = 0; j < CP_ARRAY_SIZE (strict); j++)
+    {
+      tu_check_error (strict[j].text,
+                      cp_json_parse_object_twice (strict[j].text, strlen (strict[j].text), "annotations", &twice,
+                                                  &doc, &err),
+                      &err, strict[j].error);
+      assert_null (twice);
+      cp_error_free (&err);
+    }
+  /* Without a lenient member, as cp_json_parse_object(). */
+  tu_check_error ("no member", cp_json_parse_object_twice (text, strlen (text), NULL, NULL, &doc, &err), &err,
+                  "annotations.j: duplicate key \"y\"");
   cp_error_free (&err);
 }
 
@@ -1087,6 +1221,7 @@ main (void)
     cmocka_unit_test (test_annotations_request),
     cmocka_unit_test (test_annotations_no_config),
     cmocka_unit_test (test_annotations_from_map),
+    cmocka_unit_test (test_json_twice),
     cmocka_unit_test (test_request_from_map_and_limits),
     cmocka_unit_test (test_isolate_from_map),
     cmocka_unit_test (test_annotations_wants_and_sandbox),

@@ -16,6 +16,7 @@
 #include "hostconfig.h"
 #include "log.h"
 #include "topo.h"
+#include "topo_codec.h"
 #include "topocache.h"
 #include "util.h"
 
@@ -134,12 +135,103 @@ test_key_allowed (void **state)
   assert_int_equal (sched_setaffinity (0, sizeof saved, &saved), 0);
 }
 
+/* A directory DIR/REL and its parents. */
+static void
+make_dirs (const char *dir, const char *rel)
+{
+  cleanup_free char *cmd = cp_xasprintf ("mkdir -p '%s/%s'", dir, rel);
+  assert_int_equal (system (cmd), 0);
+}
+
+/* HC's topology set to SOURCE; the load fails with input error EXPECTED. */
+static void
+load_refused (struct cp_hostconfig *hc, const char *source, const char *expected)
+{
+  free (hc->topology);
+  hc->topology = cp_xstrdup (source);
+  struct cp_topo *topo = NULL;
+  cp_error_t err = NULL;
+  tu_check_error (source, cp_topocache_load (hc, 0, &topo, &err), &err, expected);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT);
+  cp_error_free (&err);
+  tu_check_error (source, cp_topocache_discover (source, &topo, &err), &err, expected);
+  cp_error_free (&err);
+}
+
+/* A "sysfs:" source must be a dump hwloc's Linux backend reads: given /proc or an
+   empty directory, hwloc would say so on stderr and build this host's CPUID
+   topology instead.  Refused before hwloc (no sys/devices/system/cpu) and before
+   the cache (a model cached under such a source's key, as a version without the
+   check saved it, is not used), or after the load (the directory there, a CPU's
+   topology files not); a minimal dump is read. */
+static void
+test_sysfs_dump (void **state)
+{
+  (void) state;
+  cleanup_free char *dir = tu_tmpdir ("topocache-sysfs");
+  cleanup_free char *sd = cp_xasprintf ("%s/state", dir);
+  assert_int_equal (mkdir (sd, 0700), 0);
+  struct cp_hostconfig hc;
+  tu_hostconfig (&hc, sd, NULL);
+  cp_log_set_level (CP_LOG_ERROR);
+
+  load_refused (&hc, "sysfs:/proc", "`sysfs:/proc`: not a sysfs dump (no directory sys/devices/system/cpu in it)");
+  make_dirs (dir, "empty");
+  cleanup_free char *empty = cp_xasprintf ("sysfs:%s/empty", dir);
+  cleanup_free char *no_cpu = cp_xasprintf ("`%s`: not a sysfs dump (no directory sys/devices/system/cpu in it)", empty);
+  load_refused (&hc, empty, no_cpu);
+
+  /* A valid cache for that source's key. */
+  cleanup_free char *key = NULL, *buf = NULL;
+  size_t len = 0;
+  cp_error_t err = NULL;
+  struct cp_topo *topo = NULL;
+  assert_int_equal (cp_topocache_key (empty, &key, &err), 0);
+  assert_int_equal (cp_topo_load ("pack:1 core:2 pu:1", &topo, &err), 0);
+  assert_int_equal (cp_topo_encode (topo, key, &buf, &len, &err), 0);
+  cp_topo_free (topo);
+  cleanup_free char *cache = cp_xasprintf ("%s/%s", sd, CP_TOPOCACHE_FILE);
+  tu_write_file (cache, buf, len);
+  load_refused (&hc, empty, no_cpu);
+
+  make_dirs (dir, "cpu-dir-only/sys/devices/system/cpu");
+  cleanup_free char *cpu_only = cp_xasprintf ("sysfs:%s/cpu-dir-only", dir);
+  cleanup_free char *no_topology = cp_xasprintf (
+      "`%s`: not a sysfs dump (hwloc's Linux backend found no CPU topology in its sys/devices/system/cpu)", cpu_only);
+  load_refused (&hc, cpu_only, no_topology);
+
+  /* Two CPUs of one package, a core each: as much as the backend needs. */
+  static const char *const files[][2] = {
+    { "online", "0-1\n" },
+    { "cpu0/topology/package_cpus", "3\n" },
+    { "cpu0/topology/core_cpus", "1\n" },
+    { "cpu1/topology/package_cpus", "3\n" },
+    { "cpu1/topology/core_cpus", "2\n" },
+  };
+  make_dirs (dir, "dump/sys/devices/system/cpu/cpu0/topology");
+  make_dirs (dir, "dump/sys/devices/system/cpu/cpu1/topology");
+  for (size_t i = 0; i < CP_ARRAY_SIZE (files); i++)
+    {
+      cleanup_free char *path = cp_xasprintf ("%s/dump/sys/devices/system/cpu/%s", dir, files[i][0]);
+      tu_write_file (path, files[i][1], strlen (files[i][1]));
+    }
+  free (hc.topology);
+  hc.topology = cp_xasprintf ("sysfs:%s/dump", dir);
+  topo = load_ok (&hc);
+  assert_int_equal (hwloc_bitmap_weight (topo->online), 2);
+  cp_topo_free (topo);
+
+  cp_hostconfig_free (&hc);
+  tu_rmtree (dir);
+}
+
 int
 main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_keep),
     cmocka_unit_test (test_key_allowed),
+    cmocka_unit_test (test_sysfs_dump),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
