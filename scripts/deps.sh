@@ -11,6 +11,7 @@ PACKAGES=(
   dpkg-dev groff-base man-db   # the install tests: cpack's shlibdeps, man pages (tests/install)
   lintian                      # the .deb passes it (tests/install/lintian.sh)
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
+  python3-protobuf             # tests/nri: the NRI runtime emulator (its messages, compiled by grpc-tools)
   libsystemd-dev
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
 )

@@ -1,0 +1,370 @@
+#!/usr/bin/python3
+"""`cachepin nri` driven by the NRI runtime emulator (tests/nri/nri_emu.py), no containerd.
+
+    /usr/bin/python3 tests/nri/emu_tests.py PATH-TO-cachepin [CASE...]
+
+Each case starts the real plugin with a host config and a state directory of its own (a
+temporary directory: state_dir, topology, kernel_root, kubelet_state "", log_level debug;
+the sandbox as shipped, on) and a topology pinned by the host config (hwloc's synthetic
+TOPOLOGY written as XML by lstopo-no-graphics): what a container gets is computed from that,
+never from this machine's CPUs. The containers' cgroups are named under a cgroup that does
+not exist (/cp-emu-PID/...): the plugin decides before the runtime makes them, and never
+writes them.
+
+  registration_dial         dialled (--socket, --name, --idx): registered as given;
+                            Configure's mask is CreateContainer, PostCreateContainer,
+                            StartContainer, UpdateContainer, StopContainer, RemoveContainer;
+                            a method (and a service) it does not serve is Unimplemented
+  registration_prelaunched  pre-launched (fd 3, NRI_PLUGIN_NAME, NRI_PLUGIN_IDX): registered
+                            as the environment says; the connection closed, it exits 0
+  create_stop               cachepin.io/cpus "1": an adjustment of one CPU of the topology,
+                            held in `cachepin status --json` under the container id;
+                            StopContainer releases it; a pod that asks nothing is left alone
+  sync_parts                Synchronize in three parts (`more`) on a connection dialled
+                            again: each part before the last answered more, no update; the
+                            last carries an update for each running container that asks and
+                            has no entry, and only those; then v0.12's dispatch of the
+                            events against today's plugin (RemoveContainer Unimplemented,
+                            StateChange from then on)
+  back_pressure             reading stopped: a call times out, the connection is closed as
+                            the runtime closes it, the dialled plugin dials again
+
+Exit: 0 passed, 1 failed, 77 skipped (no grpc_tools or protobuf, no lstopo-no-graphics, no
+cpuset cgroup hierarchy). NRI_EMU_KEEP=1 keeps the directories, NRI_EMU_TRACE=1 traces the
+calls.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nri_emu  # noqa: E402
+from nri_emu import Emu, container, pod  # noqa: E402
+
+TOPOLOGY = "pack:1 l3:2 core:2 pu:1"  # CPUs 0-3, two LLCs of two cores
+SKIP = 77
+BIN = None
+TOP = f"/cp-emu-{os.getpid()}"  # the containers' cgroup parent (never made)
+EVENTS = ("CREATE_CONTAINER", "POST_CREATE_CONTAINER", "START_CONTAINER", "UPDATE_CONTAINER", "STOP_CONTAINER",
+          "REMOVE_CONTAINER")
+
+
+class Skip(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------- the frame
+
+
+class Frame:
+    """The tally: ok / bad lines as tests/cri/lib.sh prints them, and the summary."""
+
+    def __init__(self):
+        self.passed = self.failed = 0
+        self.case = ""
+
+    def ok(self, what):
+        self.passed += 1
+        print(f"ok   {self.case}: {what}", flush=True)
+
+    def bad(self, what):
+        self.failed += 1
+        print(f"FAIL {self.case}: {what}", flush=True)
+
+    def check(self, what, cond, detail=""):
+        """COND true: passed; else failed, with DETAIL (what was seen)."""
+        if cond:
+            self.ok(what)
+        else:
+            self.bad(what + (f" ({detail})" if detail != "" else ""))
+        return bool(cond)
+
+    def equal(self, what, got, want):
+        return self.check(f"{what} ({got!r})" if got == want else what, got == want, f"got {got!r}, want {want!r}")
+
+
+# ---------------------------------------------------------------------------- the host
+
+
+def cpulist(text):
+    """A cpulist ("0-2,5") as a set of ints."""
+    out = set()
+    for part in filter(None, (text or "").split(",")):
+        a, _, b = part.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def cpuset_hierarchy():
+    """Whether a cpuset hierarchy is mounted (v1, or v2 with the controller): the plugin
+    names a container's cgroup in it."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                fields = line.split()
+                sep = fields.index("-")
+                fstype, opts = fields[sep + 1], fields[-1]
+                if fstype == "cgroup" and "cpuset" in opts.split(","):
+                    return True
+                if fstype == "cgroup2":
+                    with open(os.path.join(fields[4], "cgroup.controllers")) as c:
+                        if "cpuset" in c.read().split():
+                            return True
+    except OSError:
+        pass
+    return False
+
+
+class Host:
+    """A case's host: a directory with the host config, the state directory and the
+    pinned topology; PUS, the topology's CPUs."""
+
+    def __init__(self, name):
+        self.dir = tempfile.mkdtemp(prefix=f"cp-emu-{name}.", dir="/tmp")
+        self.state = os.path.join(self.dir, "state")
+        os.mkdir(self.state, 0o700)
+        os.mkdir(os.path.join(self.dir, "kernel"))  # kernel_root: an empty tree, nothing of the host's
+        self.topology = os.path.join(self.dir, "topology.xml")
+        r = subprocess.run(["lstopo-no-graphics", "--input", TOPOLOGY, "--of", "xml", self.topology],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"lstopo-no-graphics --input '{TOPOLOGY}': {r.stderr.strip()}")
+        with open(self.topology) as f:
+            self.pus = {int(n) for n in re.findall(r'type="PU" os_index="([0-9]+)"', f.read())}
+        self.config = os.path.join(self.dir, "cachepin.json")
+        with open(self.config, "w") as f:
+            json.dump({"state_dir": self.state, "topology": self.topology, "kernel_root": os.path.join(self.dir, "kernel"),
+                       "kubelet_state": "", "log_level": "debug"}, f)
+
+    def status(self):
+        r = subprocess.run([BIN, "status", "--json", "--config", self.config], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"cachepin status: {r.stderr.strip()}")
+        return json.loads(r.stdout)
+
+    def held(self, cid):
+        """The CPUs the ledger holds for container CID (a set), or None."""
+        for e in self.status()["ledger"]["entries"]:
+            if e["id"] == cid:
+                return cpulist(e["cpus"])
+        return None
+
+    def cleanup(self):
+        if os.environ.get("NRI_EMU_KEEP"):
+            print(f"kept {self.dir}")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def dial(emu, host, *extra):
+    """The plugin started dialling EMU's socket; connected (registered, configured, an
+    empty Synchronize)."""
+    path = emu.listen(os.path.join(host.dir, "nri.sock"))
+    emu.start_plugin([BIN, "nri", "--socket", path, "--config", host.config, *extra],
+                     log=os.path.join(host.dir, "plugin.log"))
+    return emu.connect()
+
+
+def cgroup(cid):
+    return f"{TOP}/{cid}"
+
+
+def adjusted_cpus(r):
+    """The CPUs a CreateContainer answer's adjustment gives (a set), or None."""
+    if r.response is None or not r.response.HasField("adjust") or not r.response.adjust.HasField("linux"):
+        return None
+    return cpulist(r.response.adjust.linux.resources.cpu.cpus)
+
+
+# ---------------------------------------------------------------------------- the cases
+
+
+def registration_dial(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host, "--name", "emudial", "--idx", "42")
+        t.equal("dialled: registered as --name and --idx say", emu.registration[:2], ("emudial", "42"))
+        want = nri_emu.event_mask(*EVENTS)
+        t.equal(f"Configure's events mask: {', '.join(EVENTS)} (0x{want:x})", emu.events, want)
+        a = nri_emu.api()
+        r = emu.call("RunPodSandbox", a.RunPodSandboxRequest(pod=pod("p")))
+        t.check("a method it does not serve (RunPodSandbox) is answered Unimplemented", r.unimplemented, r)
+        r = emu.call("Anything", a.Empty(), service="nri.pkg.api.v1alpha1.Nothing")
+        t.check("a service it does not serve is answered Unimplemented", r.unimplemented, r)
+        t.check("the connection stays open after them", not emu.conn.closed.is_set(), emu.conn.close_reason)
+        t.equal("SIGTERM: the plugin exits 0", emu.terminate(), 0)
+        t.check("SIGTERM: the plugin said so", "nri: stopped by a signal" in emu.plugin_log())
+
+
+def registration_prelaunched(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        emu.start_plugin([BIN, "nri", "--config", host.config], prelaunched=True, name="emupre", idx="07",
+                         log=os.path.join(host.dir, "plugin.log"))
+        emu.connect()
+        t.equal("pre-launched: registered as NRI_PLUGIN_NAME and NRI_PLUGIN_IDX say", emu.registration[:2],
+                ("emupre", "07"))
+        t.check("pre-launched: the plugin took fd 3", "nri: pre-launched, on descriptor 3" in emu.plugin_log())
+        t.equal("pre-launched: Configure's events mask", emu.events, nri_emu.event_mask(*EVENTS))
+        emu.close()
+        t.equal("pre-launched: its connection closed, the plugin exits 0", emu.wait_exit(5), 0)
+        t.check("pre-launched: it said it exits for the runtime to start it again",
+                emu.wait_log(r"nri: the connection to the runtime ended .*; exiting", timeout=1))
+
+
+def create_stop(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        p = pod("pod-b", annotations={"cachepin.io/cpus": "1"})
+        c = container("ctr-b", p, cgroups_path=cgroup("ctr-b"), state="CREATED")
+        r = emu.create(p, c)
+        cpus = adjusted_cpus(r)
+        t.check("cpus 1: CreateContainer answered OK", r.ok, r)
+        t.check(f"cpus 1: the adjustment's linux.resources.cpu.cpus is one CPU of the topology ({cpus})",
+                cpus is not None and len(cpus) == 1 and cpus <= host.pus, f"topology {sorted(host.pus)}")
+        held = host.held("ctr-b")
+        t.check(f"cpus 1: `cachepin status --json` holds that CPU under the container id ({held})",
+                held is not None and held == cpus)
+        t.check("cpus 1: the plugin logged the placement", emu.wait_log(r"placed ctr-b \(pod pod-b\)", timeout=1))
+        r = emu.start(p, c)
+        t.check("StartContainer (v0.8: StateChange) answered OK", r.ok and emu.calls[-1].method == "StateChange", r)
+        r = emu.stop(p, c)
+        t.check("StopContainer answered OK", r.ok, r)
+        t.equal("StopContainer: the entry is released", host.held("ctr-b"), None)
+        t.check("RemoveContainer (v0.8: StateChange) answered OK", emu.remove(p, c).ok)
+        q = pod("pod-plain")
+        d = container("ctr-plain", q, cgroups_path=cgroup("ctr-plain"))
+        r = emu.create(q, d)
+        t.check("no annotation: answered OK with no adjustment", r.ok and adjusted_cpus(r) is None, r)
+        t.equal("no annotation: nothing held", host.held("ctr-plain"), None)
+
+
+def sync_parts(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        p1 = pod("pod-c1", annotations={"cachepin.io/cpus": "1"})
+        p2 = pod("pod-c2")
+        p3 = pod("pod-c3", annotations={"cachepin.io/cpus": "1"})
+        kept = container("ctr-kept", p1, cgroups_path=cgroup("ctr-kept"), state="CREATED")
+        r = emu.create(p1, kept)
+        kept_cpus = adjusted_cpus(r)
+        t.check(f"placed before the runtime goes ({kept_cpus})", r.ok and kept_cpus is not None, r)
+        # The runtime goes; the plugin dials again, here a v0.12 runtime.
+        emu.close()
+        emu.style = "v0.12"
+        if not t.check("the runtime closed the connection: the plugin dials again", emu.accept(5)):
+            return
+        emu.wait_registered()
+        t.check("registered again", emu.wait_log(r"nri: reconnected: registered again", timeout=1))
+        t.check("Configure (v0.12, with NRI_version) answered OK", emu.configure().ok)
+        kept.state = nri_emu.api().ContainerState.Value("CONTAINER_RUNNING")
+        ctrs = [
+            container("c-run-ask", p1, cgroups_path=cgroup("c-run-ask"), state="RUNNING", pid=4242),
+            container("c-plain", p2, cgroups_path=cgroup("c-plain"), state="RUNNING"),
+            container("c-created-ask", p3, cgroups_path=cgroup("c-created-ask"), state="CREATED"),
+            container("c-stopped-ask", p1, cgroups_path=cgroup("c-stopped-ask"), state="STOPPED"),
+            kept,
+        ]
+        s = emu.sync([p1, p2, p3], ctrs, parts=3)
+        t.equal("Synchronize in 3 parts: each answered", [str(r) for r in s.parts], ["OK"] * 3)
+        t.check("the first two answered more = true, with no update", s.ok and all(
+            r.response.more and not r.response.update for r in s.parts[:2]), s)
+        t.check("the plugin logged the parts", emu.wait_log(r"synchronization part .* more to come", count=2, timeout=1))
+        got = {u.container_id: cpulist(u.linux.resources.cpu.cpus) for u in s.updates}
+        t.equal("the last carries an update for each running container that asks and has no entry",
+                sorted(got), ["c-created-ask", "c-run-ask"])
+        new = list(got.values())
+        t.check(f"each update is one CPU of the topology, none the kept one's ({new}, kept {kept_cpus})",
+                all(len(x) == 1 and x <= host.pus for x in new) and len(set().union(*new)) == 2
+                and not (set().union(*new) & kept_cpus))
+        t.check("the ledger holds them as the updates say",
+                all(host.held(cid) == cpus for cid, cpus in got.items()))
+        t.equal("the kept container keeps its CPU", host.held("ctr-kept"), kept_cpus)
+        # v0.12's dispatch against today's plugin: its dedicated methods are Unimplemented,
+        # StateChange carries the events.
+        run_ask = ctrs[0]
+        t.check("v0.12: StopContainer answered OK", emu.stop(p1, run_ask).ok)
+        n = len(emu.calls)
+        r = emu.remove(p1, run_ask)
+        t.equal("v0.12: RemoveContainer Unimplemented, then StateChange(REMOVE_CONTAINER)",
+                [(c.method, str(c.result)[:13]) for c in emu.calls[n:]],
+                [("RemoveContainer", "UNIMPLEMENTED"), ("StateChange", "OK")])
+        n = len(emu.calls)
+        emu.start(p3, ctrs[2])
+        t.equal("v0.12: StartContainer goes to StateChange at once from then on",
+                [c.method for c in emu.calls[n:]], ["StateChange"])
+        t.equal("the stopped container's entry is released", host.held("c-run-ask"), None)
+
+
+def back_pressure(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        emu.request_timeout = 0.5  # after Configure: the plugin was told 2 s
+        emu.stop_reading()
+        q = pod("pod-plain")
+        r = emu.create(q, container("ctr-plain", q, cgroups_path=cgroup("ctr-plain")))
+        t.check("reading stopped: CreateContainer timed out", r.timed_out, r)
+        t.check("the runtime closed the connection on it",
+                emu.connections[-1].closed.is_set() and "timed out" in emu.connections[-1].close_reason,
+                emu.connections[-1].close_reason)
+        emu.request_timeout = 2.0
+        t.check("the plugin dials again", emu.accept(5))
+        emu.connect()
+        r = emu.create(q, container("ctr-plain", q, cgroups_path=cgroup("ctr-plain")))
+        t.check("and answers on the new connection", r.ok, r)
+
+
+CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure]
+
+
+def main(argv):
+    global BIN
+    if len(argv) < 2:
+        print("usage: emu_tests.py PATH-TO-cachepin [CASE...]", file=sys.stderr)
+        return 2
+    BIN = os.path.realpath(argv[1])
+    chosen = argv[2:]
+    unknown = set(chosen) - {c.__name__ for c in CASES}
+    if unknown:
+        print(f"emu_tests.py: no case {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    try:
+        nri_emu.load_protos()
+    except nri_emu.Unavailable as e:
+        print(f"SKIPPED: {e}")
+        return SKIP
+    if shutil.which("lstopo-no-graphics") is None:
+        print("SKIPPED: no lstopo-no-graphics (hwloc; scripts/deps.sh installs it)")
+        return SKIP
+    if not cpuset_hierarchy():
+        print("SKIPPED: no cpuset cgroup hierarchy (the plugin names a container's cgroup in one)")
+        return SKIP
+    t = Frame()
+    t0 = time.monotonic()
+    for case in CASES:
+        if chosen and case.__name__ not in chosen:
+            continue
+        t.case = case.__name__
+        host = Host(case.__name__)
+        failed = t.failed
+        try:
+            case(t, host)
+        except Exception as e:  # noqa: BLE001 (a case that raises is one failure, the others run)
+            t.bad(f"raised {type(e).__name__}: {e}")
+        finally:
+            log = os.path.join(host.dir, "plugin.log")
+            if t.failed > failed and os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
+            host.cleanup()
+    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
+    return 1 if t.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
