@@ -257,6 +257,8 @@ registered (const struct cp_ttrpc_msg *m, const struct nri_args *a, bool again, 
   return 0;
 }
 
+static int32_t events_served (void);
+
 /* Configure: the runtime's request timeout kept (the deadline of every answer); a
    plugin config the runtime passes (its plugin_config_path's file for us) is not
    read, and that is said: the host config (--config) is the one configuration, the
@@ -278,9 +280,11 @@ configure (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__ConfigureRequ
     cp_log (CP_LOG_WARNING, "nri: the runtime's request timeout (%lld ms) leaves little room for the ledger's lock "
                             "wait (at most %d ms)", (long long) req->request_timeout, CP_NRI_LOCK_TIMEOUT_MS);
   Nri__Pkg__Api__V1alpha1__ConfigureResponse resp = NRI__PKG__API__V1ALPHA1__CONFIGURE_RESPONSE__INIT;
-  resp.events = CP_NRI_EVENTS;
+  resp.events = events_served ();
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
 }
+
+#define EV(name) NRI__PKG__API__V1ALPHA1__EVENT__##name
 
 /* One method of the Plugin service: its request message and its handler.  A
    handler returns 0, < 0 on ERR, or CP_NRI_SYNC_TOO_LONG: answered, then the
@@ -304,6 +308,26 @@ ADAPT (m_update, Nri__Pkg__Api__V1alpha1__UpdateContainerRequest, cp_nri_update_
 ADAPT (m_stop, Nri__Pkg__Api__V1alpha1__StopContainerRequest, cp_nri_stop_container (p, req, call, err))
 ADAPT (m_state, Nri__Pkg__Api__V1alpha1__StateChangeEvent, cp_nri_state_change (p, req, call, err))
 
+/* v0.12's methods of their own for what v0.8 delivers as StateChange: the same
+   handling, answered with the method's (empty) response. */
+#define EVENT_METHOD(fn, type, event, resp_init)                                                                   \
+  static int fn (struct cp_nri_plugin *p, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,         \
+                 cp_error_t *err)                                                                                  \
+  {                                                                                                                \
+    (void) stop;                                                                                                   \
+    const type *req = (const type *) m;                                                                            \
+    cp_nri_container_event (p, event, req->pod, req->container);                                                   \
+    ProtobufCMessage resp = resp_init;                                                                             \
+    return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp, call->out, err);      \
+  }
+
+EVENT_METHOD (m_post_create, Nri__Pkg__Api__V1alpha1__PostCreateContainerRequest, EV (POST_CREATE_CONTAINER),
+              PROTOBUF_C_MESSAGE_INIT (&nri__pkg__api__v1alpha1__post_create_container_response__descriptor))
+EVENT_METHOD (m_start, Nri__Pkg__Api__V1alpha1__StartContainerRequest, EV (START_CONTAINER),
+              PROTOBUF_C_MESSAGE_INIT (&nri__pkg__api__v1alpha1__start_container_response__descriptor))
+EVENT_METHOD (m_remove, Nri__Pkg__Api__V1alpha1__RemoveContainerRequest, EV (REMOVE_CONTAINER),
+              PROTOBUF_C_MESSAGE_INIT (&nri__pkg__api__v1alpha1__remove_container_response__descriptor))
+
 static int
 m_shutdown (struct cp_nri_plugin *p, const ProtobufCMessage *m, struct cp_nri_call *call, bool *stop,
             cp_error_t *err)
@@ -316,20 +340,46 @@ m_shutdown (struct cp_nri_plugin *p, const ProtobufCMessage *m, struct cp_nri_ca
   return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
 }
 
-static const struct
+/* The Plugin service as cachepin serves it: the one table the dispatch and the
+   events subscribed to (Configure's mask) both come from.  EVENT: the container
+   event a method handles, whose bit (1 << (event - 1), nri pkg/api/event.go) is
+   subscribed to; 0 for the calls every plugin gets.  A v0.12 runtime calls the
+   methods of their own (PostCreateContainer, StartContainer, RemoveContainer) and
+   falls back to StateChange for good on one Unimplemented; a v0.8 runtime (containerd
+   1.7 to 2.1) knows only StateChange for them.  Every bit here is one v0.8 knows (it
+   refuses bits past its last event). */
+static const struct method
 {
   const char *name;
   const ProtobufCMessageDescriptor *desc;
   method_fn fn;
+  int event;
 } methods[] = {
-  { "Configure", &nri__pkg__api__v1alpha1__configure_request__descriptor, m_configure },
-  { "Synchronize", &nri__pkg__api__v1alpha1__synchronize_request__descriptor, m_synchronize },
-  { "Shutdown", &nri__pkg__api__v1alpha1__empty__descriptor, m_shutdown },
-  { "CreateContainer", &nri__pkg__api__v1alpha1__create_container_request__descriptor, m_create },
-  { "UpdateContainer", &nri__pkg__api__v1alpha1__update_container_request__descriptor, m_update },
-  { "StopContainer", &nri__pkg__api__v1alpha1__stop_container_request__descriptor, m_stop },
-  { "StateChange", &nri__pkg__api__v1alpha1__state_change_event__descriptor, m_state },
+  { "Configure", &nri__pkg__api__v1alpha1__configure_request__descriptor, m_configure, 0 },
+  { "Synchronize", &nri__pkg__api__v1alpha1__synchronize_request__descriptor, m_synchronize, 0 },
+  { "Shutdown", &nri__pkg__api__v1alpha1__empty__descriptor, m_shutdown, 0 },
+  { "CreateContainer", &nri__pkg__api__v1alpha1__create_container_request__descriptor, m_create,
+    EV (CREATE_CONTAINER) },
+  { "PostCreateContainer", &nri__pkg__api__v1alpha1__post_create_container_request__descriptor, m_post_create,
+    EV (POST_CREATE_CONTAINER) },
+  { "StartContainer", &nri__pkg__api__v1alpha1__start_container_request__descriptor, m_start, EV (START_CONTAINER) },
+  { "UpdateContainer", &nri__pkg__api__v1alpha1__update_container_request__descriptor, m_update,
+    EV (UPDATE_CONTAINER) },
+  { "StopContainer", &nri__pkg__api__v1alpha1__stop_container_request__descriptor, m_stop, EV (STOP_CONTAINER) },
+  { "RemoveContainer", &nri__pkg__api__v1alpha1__remove_container_request__descriptor, m_remove,
+    EV (REMOVE_CONTAINER) },
+  { "StateChange", &nri__pkg__api__v1alpha1__state_change_event__descriptor, m_state, 0 },
 };
+
+static int32_t
+events_served (void)
+{
+  int32_t mask = 0;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (methods); i++)
+    if (methods[i].event)
+      mask |= 1 << (methods[i].event - 1);
+  return mask;
+}
 
 /* A request of the runtime on connection 1, answered into OUT.  A request we
    cannot read closes the connection (one line); a method we do not serve is

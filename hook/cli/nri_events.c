@@ -49,39 +49,36 @@ fail (struct cp_nri_call *call, cp_error_t *why, cp_error_t *err)
                                  call->out, err);
 }
 
-/* The pod's annotations, then the container's: one value per key, the container's
-   where both have it.  A cachepin.io/ key given twice in one of them is refused:
-   which value was meant cannot be told (the OCI route refuses it too). */
+/* The pod's annotations, then the container's: a key the container's map has
+   replaces the pod's (every copy of it); a key given twice within one map is
+   passed on as given, and cp_annotations_from_map() refuses a cachepin.io/ one
+   as the hook's route does (the OCI route's line, through the admission policy). */
+static bool
+has_key (const nri_container *c, const char *k)
+{
+  for (size_t i = 0; i < c->n_annotations; i++)
+    if (c->annotations[i]->key && strcmp (c->annotations[i]->key, k) == 0)
+      return true;
+  return false;
+}
+
 int
 cp_nri_annotations_of (const nri_pod *pod, const nri_container *c, struct cp_annotations *out, cp_error_t *err)
 {
   size_t max = (pod ? pod->n_annotations : 0) + c->n_annotations, n = 0;
-  cleanup_free const char **keys = calloc (max + 1, sizeof *keys);
-  cleanup_free const char **values = calloc (max + 1, sizeof *values);
-  cleanup_free int *pass_of = calloc (max + 1, sizeof *pass_of);
-  if (keys == NULL || values == NULL || pass_of == NULL)
-    abort ();
-  for (int pass = 0; pass < 2; pass++)
+  cleanup_free const char **keys = cp_xcalloc (max + 1, sizeof *keys);
+  cleanup_free const char **values = cp_xcalloc (max + 1, sizeof *values);
+  for (size_t i = 0; pod && i < pod->n_annotations; i++)
     {
-      size_t count = pass == 0 ? (pod ? pod->n_annotations : 0) : c->n_annotations;
-      for (size_t i = 0; i < count; i++)
-        {
-          const char *k = pass == 0 ? pod->annotations[i]->key : c->annotations[i]->key;
-          const char *v = pass == 0 ? pod->annotations[i]->value : c->annotations[i]->value;
-          if (k == NULL || v == NULL)
-            continue;
-          size_t j = 0;
-          while (j < n && strcmp (keys[j], k) != 0)
-            j++;
-          if (j < n && pass_of[j] == pass && strncmp (k, CP_ANNOTATION_PREFIX, sizeof CP_ANNOTATION_PREFIX - 1) == 0)
-            return cp_fail_input (err, "%s annotations: key %.128s given twice", pass == 0 ? "the pod's" : "the container's",
-                                  k);
-          keys[j] = k;
-          values[j] = v;
-          pass_of[j] = pass;
-          if (j == n)
-            n++;
-        }
+      const char *k = pod->annotations[i]->key, *v = pod->annotations[i]->value;
+      if (k && v && !has_key (c, k))
+        keys[n] = k, values[n++] = v;
+    }
+  for (size_t i = 0; i < c->n_annotations; i++)
+    {
+      const char *k = c->annotations[i]->key, *v = c->annotations[i]->value;
+      if (k && v)
+        keys[n] = k, values[n++] = v;
     }
   return cp_annotations_from_map (keys, values, n, "annotations", out, err);
 }
@@ -461,28 +458,38 @@ settle_started (const struct cp_nri_plugin *p, const nri_container *c)
     cp_log (CP_LOG_DEBUG, "%s started in cgroup %s%s", c->id, cg->mount, cg->path);
 }
 
-/* RemoveContainer: a container removed without a stop we saw (created while we were
-   away) is released too.  StartContainer and PostCreateContainer: the first events
-   with the container's pid and its cgroup: its entry settled, then its
-   core-scheduling cookie (nri_start.c) and its partition (nri_isolate.c). */
+int
+cp_nri_container_event (struct cp_nri_plugin *p, int event, const nri_pod *pod, const nri_container *c)
+{
+  cleanup_error cp_error_t bad = NULL;
+  bool valid = c && c->id && cp_nri_id_check (c, &bad) == 0;
+  switch (event)
+    {
+    case NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER:
+      release (p, c, "removed");
+      return 0;
+    case NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER:
+    case NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER:
+      if (!valid)
+        return 0;
+      if (c->pid != 0)
+        settle_started (p, c);
+      cp_nri_core_sched_start (p->hc, pod, c);
+      cp_nri_isolate_start (p->hc, pod, c);
+      return 0;
+    default:
+      return -1;
+    }
+}
+
+/* v0.8's delivery of the events that v0.12 gives methods of their own
+   (cmd_nri.c's table): an event we do not serve is answered all the same. */
 int
 cp_nri_state_change (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                      struct cp_nri_call *call, cp_error_t *err)
 {
-  const nri_container *c = ev->container;
-  cleanup_error cp_error_t bad = NULL;
-  bool valid = c && c->id && cp_nri_id_check (c, &bad) == 0;
-  if (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER)
-    release (p, c, "removed");
-  else if (valid
-           && (ev->event == NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER
-               || ev->event == NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER))
-    {
-      if (c->pid != 0)
-        settle_started (p, c);
-      cp_nri_core_sched_start (p->hc, ev->pod, c);
-      cp_nri_isolate_start (p->hc, ev->pod, c);
-    }
+  if (cp_nri_container_event (p, ev->event, ev->pod, ev->container) < 0)
+    cp_log (CP_LOG_DEBUG, "nri: StateChange of event %d: not one cachepin subscribes to", (int) ev->event);
   Nri__Pkg__Api__V1alpha1__Empty resp = NRI__PKG__API__V1ALPHA1__EMPTY__INIT;
   return reply (call, &resp.base, err);
 }

@@ -15,19 +15,6 @@
 #include "nri_wire.h"
 #include "owner.h"
 
-/* The events the plugin subscribes to (ConfigureResponse.events: bit 1 << (event - 1),
-   nri pkg/api/event.go): CreateContainer, PostCreateContainer and StartContainer
-   (the container's pid, for its core-scheduling cookie: nri_start.c),
-   UpdateContainer, StopContainer, RemoveContainer, all known to a v0.8.0 runtime
-   (it refuses bits past LAST - 1). */
-#define CP_NRI_EVENTS                                                                                   \
-  ((1 << (NRI__PKG__API__V1ALPHA1__EVENT__CREATE_CONTAINER - 1))                                        \
-   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__POST_CREATE_CONTAINER - 1))                                 \
-   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__START_CONTAINER - 1))                                       \
-   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__UPDATE_CONTAINER - 1))                                      \
-   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__STOP_CONTAINER - 1))                                        \
-   | (1 << (NRI__PKG__API__V1ALPHA1__EVENT__REMOVE_CONTAINER - 1)))
-
 /* A synchronization being collected (`more`): the parts so far, as the runtime
    sent them (packed), and their bytes. */
 struct cp_nri_sync
@@ -61,6 +48,13 @@ int cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alp
                              struct cp_nri_call *call, cp_error_t *err);
 int cp_nri_stop_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StopContainerRequest *req,
                            struct cp_nri_call *call, cp_error_t *err);
+/* The container events with no answer but "done": RemoveContainer (its entry
+   released), StartContainer and PostCreateContainer (the first with the
+   container's pid and cgroup: its entry settled, its cookie and partition made),
+   however the runtime delivers them (v0.12's methods of their own, v0.8's
+   StateChange).  EVENT is NRI's Event; -1 for one not served. */
+int cp_nri_container_event (struct cp_nri_plugin *p, int event, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                            const Nri__Pkg__Api__V1alpha1__Container *c);
 int cp_nri_state_change (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                          struct cp_nri_call *call, cp_error_t *err);
 

@@ -23,9 +23,28 @@ writes them.
   sync_parts                Synchronize in three parts (`more`) on a connection dialled
                             again: each part before the last answered more, no update; the
                             last carries an update for each running container that asks and
-                            has no entry, and only those; then v0.12's dispatch of the
-                            events against today's plugin (RemoveContainer Unimplemented,
-                            StateChange from then on)
+                            has no entry, and only those; then v0.12's dispatch: StartContainer,
+                            RemoveContainer and PostCreateContainer answered by their own
+                            methods (no StateChange), RemoveContainer releasing
+  names                     NRI's names: `--name cachepin-nri` (a `-`, which NRI allows)
+                            registers as 50-cachepin-nri, dialled and pre-launched; a name
+                            NRI refuses exits 2 with one line
+  ids                       container ids cachepin does not take (`/`, `.`, `..`, a control
+                            character, `apply:...`, 5000 bytes): a container that asks is
+                            failed with one line naming the id's rule (never quoting a long
+                            id, so never cut), nothing held; one that asks nothing is left alone;
+                            a cachepin.io/ key given twice in the pod's annotations is refused
+  two_runtimes              two plugins on one state directory, each serving a runtime of its
+                            own (two emulators): the second's Synchronize, listing nothing,
+                            releases none of the first's entries; its StopContainer and
+                            RemoveContainer of the same id (cgroupsPath empty, `/`, the parent)
+                            release nothing; its UpdateContainer of that id answers no cpuset;
+                            the first's own Synchronize then settles them
+  sync_bounds               a container listed twice: one update; a `more` chain past 64 parts:
+                            refused (RESOURCE_EXHAUSTED), the connection closed, one line, the
+                            plugin dials again and its memory stays bounded
+  sigterm_blocked           reading stopped and the socket full of the plugin's answers (the
+                            plugin blocked writing): SIGTERM ends it within 1 s
   back_pressure             reading stopped: a call times out, the connection is closed as
                             the runtime closes it, the dialled plugin dials again
 
@@ -285,20 +304,26 @@ def sync_parts(t, host):
         t.check("the ledger holds them as the updates say",
                 all(host.held(cid) == cpus for cid, cpus in got.items()))
         t.equal("the kept container keeps its CPU", host.held("ctr-kept"), kept_cpus)
-        # v0.12's dispatch against today's plugin: its dedicated methods are Unimplemented,
-        # StateChange carries the events.
-        run_ask = ctrs[0]
-        t.check("v0.12: StopContainer answered OK", emu.stop(p1, run_ask).ok)
+        # v0.12's dispatch: the plugin serves the methods of their own, no StateChange
+        # (which v0.12 keeps only as a fallback NRI says will go).
+        run_ask, created_ask = ctrs[0], ctrs[2]
+        n = len(emu.calls)
+        created_ask.state = nri_emu.api().ContainerState.Value("CONTAINER_RUNNING")
+        created_ask.pid = 4343
+        r = emu.start(p3, created_ask)
+        t.equal("v0.12: StartContainer answered by its own method, OK",
+                [(c.method, str(c.result)) for c in emu.calls[n:]], [("StartContainer", "OK")])
         n = len(emu.calls)
         r = emu.remove(p1, run_ask)
-        t.equal("v0.12: RemoveContainer Unimplemented, then StateChange(REMOVE_CONTAINER)",
-                [(c.method, str(c.result)[:13]) for c in emu.calls[n:]],
-                [("RemoveContainer", "UNIMPLEMENTED"), ("StateChange", "OK")])
+        t.equal("v0.12: RemoveContainer answered by its own method, OK",
+                [(c.method, str(c.result)) for c in emu.calls[n:]], [("RemoveContainer", "OK")])
+        t.equal("v0.12: RemoveContainer released the container's entry", host.held("c-run-ask"), None)
         n = len(emu.calls)
-        emu.start(p3, ctrs[2])
-        t.equal("v0.12: StartContainer goes to StateChange at once from then on",
-                [c.method for c in emu.calls[n:]], ["StateChange"])
-        t.equal("the stopped container's entry is released", host.held("c-run-ask"), None)
+        r = emu.post_create(p3, created_ask)
+        t.equal("v0.12: PostCreateContainer answered by its own method, OK",
+                [(c.method, str(c.result)) for c in emu.calls[n:]], [("PostCreateContainer", "OK")])
+        t.check("v0.12: no StateChange on this connection",
+                all(c.method != "StateChange" for c in emu.calls if c in emu.calls[-3:]))
 
 
 def back_pressure(t, host):
@@ -319,7 +344,133 @@ def back_pressure(t, host):
         t.check("and answers on the new connection", r.ok, r)
 
 
-CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure]
+def names(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host, "--name", "cachepin-nri")
+        t.equal("--name cachepin-nri: registered as 50-cachepin-nri", emu.registration[:2], ("cachepin-nri", "50"))
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        emu.start_plugin([BIN, "nri", "--config", host.config], prelaunched=True, name="cachepin-nri", idx="10",
+                         log=os.path.join(host.dir, "plugin-pre.log"))
+        emu.connect()
+        t.equal("pre-launched as 10-cachepin-nri: registered so", emu.registration[:2], ("cachepin-nri", "10"))
+    r = subprocess.run([BIN, "nri", "--name", "cache pin", "--config", host.config], capture_output=True, text=True)
+    t.check(f"--name 'cache pin' (a space): exit 2 with one line ({r.stderr.strip()})",
+            r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--name" in r.stderr)
+
+
+def ids(t, host):
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        p = pod("pod-ids", annotations={"cachepin.io/cpus": "1"})
+        bad = {"/": "'/'", ".": "not a container id", "..": "not a container id", "a\x01b": "control character",
+               "apply:/x": "apply:", "x" * 5000: "longer than"}
+        for cid, why in bad.items():
+            r = emu.create(p, container(cid, p, cgroups_path=cgroup("odd")))
+            shown = cid if len(cid) < 16 else cid[:8] + "..."
+            t.check(f"id {shown!r}: CreateContainer failed with one line naming the id's rule ({r})",
+                    r.code == nri_emu.FAILED_PRECONDITION and (r.message or "").startswith("cachepin: container")
+                    and why in (r.message or "") and len(r.message) < 200)
+        t.check("nothing held for them", not host.status()["ledger"]["entries"])
+        q = pod("pod-plain")
+        r = emu.create(q, container("/", q, cgroups_path=cgroup("odd")))
+        t.check("a container that asks nothing is left alone whatever its id", r.ok and adjusted_cpus(r) is None, r)
+        # cachepin.io/cpus twice in the pod's annotations, as the wire can carry it (a map
+        # is repeated entries; concatenated messages merge, their entries appended).
+        api = nri_emu.api()
+        twice = pod("pod-twice", annotations={"cachepin.io/cpus": "1"}).SerializeToString() \
+            + api.PodSandbox(annotations={"cachepin.io/cpus": "2"}).SerializeToString()
+        rest = api.CreateContainerRequest(container=container("ctr-twice", None, cgroups_path=cgroup("ctr-twice")))
+        payload = b"\x0a" + encode_len(len(twice)) + twice + rest.SerializeToString()
+        r = emu.call("CreateContainer", nri_emu.Raw(payload))
+        t.check(f"cachepin.io/cpus twice in the pod's annotations: refused, one line ({r})",
+                r.code == nri_emu.FAILED_PRECONDITION and "given twice" in (r.message or ""))
+        t.equal("nothing held for it", host.held("ctr-twice"), None)
+
+
+def encode_len(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def two_runtimes(t, host):
+    other_sock = os.path.join(host.dir, "other.sock")
+    with Emu(style="v0.8", workdir=host.dir) as first, \
+            Emu(style="v0.8", workdir=tempfile.mkdtemp(prefix="cp-emu-other.", dir=host.dir)) as second:
+        dial(first, host)
+        p = pod("pod-first", annotations={"cachepin.io/cpus": "1"})
+        c = container("ctr-shared-id", p, cgroups_path=cgroup("ctr-shared-id"), state="CREATED")
+        r = first.create(p, c)
+        mine = adjusted_cpus(r)
+        t.check(f"the first runtime's plugin placed its container ({mine})", r.ok and mine)
+        path = second.listen(other_sock)
+        second.start_plugin([BIN, "nri", "--socket", path, "--config", host.config],
+                            log=os.path.join(host.dir, "plugin-second.log"))
+        second.connect()  # its Synchronize lists nothing
+        t.equal("a second plugin, another runtime, same state dir: its empty Synchronize released nothing",
+                host.held("ctr-shared-id"), mine)
+        for cg in ("", "/", TOP):
+            q = pod("pod-second")
+            d = container("ctr-shared-id", q, cgroups_path=cg, state="RUNNING")
+            second.stop(q, d)
+            second.remove(q, d)
+            t.equal(f"the second runtime's Stop and Remove of the same id (cgroupsPath {cg!r}): nothing released",
+                    host.held("ctr-shared-id"), mine)
+        q = pod("pod-second")
+        d = container("ctr-shared-id", q, cgroups_path="", state="RUNNING")
+        r = second.update(q, d, nri_emu.resources(cpus="0-3"))
+        t.check(f"the second runtime's UpdateContainer of that id: no cpuset answered ({r})",
+                r.ok and not r.response.update)
+        first.close()
+        t.check("the first plugin dials again", first.accept(5))
+        first.connect(pods=[p], ctrs=[])  # its own runtime no longer has the container
+        t.equal("the first runtime's own Synchronize, not listing it: released", host.held("ctr-shared-id"), None)
+
+
+def sync_bounds(t, host):
+    with Emu(style="v0.8", workdir=host.dir, on_fatal="keep") as emu:
+        dial(emu, host)
+        p = pod("pod-d", annotations={"cachepin.io/cpus": "1"})
+        c = container("ctr-twice", p, cgroups_path=cgroup("ctr-twice"), state="RUNNING", pid=4545)
+        s = emu.sync([p], [c, c], parts=1)
+        t.equal("a container listed twice: one update", [u.container_id for u in s.updates], ["ctr-twice"])
+        a = nri_emu.api()
+        filler = [container(f"fill-{i}", p, cgroups_path=cgroup(f"fill-{i}"), state="CREATED") for i in range(20)]
+        last = None
+        for i in range(66):
+            last = emu.call("Synchronize", a.SynchronizeRequest(containers=filler, more=True))
+            if not last.ok:
+                break
+        t.check(f"a `more` chain past 64 parts: refused with RESOURCE_EXHAUSTED ({last})",
+                last is not None and last.code == nri_emu.RESOURCE_EXHAUSTED and "Synchronize past" in last.message)
+        t.check("the plugin said it in one line", emu.wait_log(r"nri: Synchronize past 64 parts", timeout=1))
+        t.check("and closed the connection", emu.conn.closed.wait(2))
+        t.check("then dials again", emu.accept(5))
+
+
+def sigterm_blocked(t, host):
+    with Emu(style="v0.8", workdir=host.dir, on_fatal="keep") as emu:
+        dial(emu, host)
+        emu.stop_reading()
+        q = pod("pod-plain")
+        a = nri_emu.api()
+        for i in range(6000):
+            emu.post("CreateContainer", a.CreateContainerRequest(pod=q, container=container(f"c{i}", q)))
+        time.sleep(1.0)  # the plugin answers until its writes block
+        t0 = time.monotonic()
+        rc = emu.terminate(timeout=3)
+        dt = time.monotonic() - t0
+        t.check(f"SIGTERM while blocked writing: the plugin exits within 1 s ({dt:.2f} s, exit {rc})",
+                rc is not None and dt < 1.0)
+
+
+CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure, names, ids,
+         two_runtimes, sync_bounds, sigterm_blocked]
 
 
 def main(argv):

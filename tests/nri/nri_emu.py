@@ -99,10 +99,10 @@ RUNTIME_SERVICE = "nri.pkg.api.v1alpha1.Runtime"
 
 # gRPC status codes, as ttrpc carries them.
 OK, CANCELLED, UNKNOWN, INVALID_ARGUMENT, DEADLINE_EXCEEDED = 0, 1, 2, 3, 4
-FAILED_PRECONDITION, UNIMPLEMENTED, INTERNAL, UNAVAILABLE = 9, 12, 13, 14
+RESOURCE_EXHAUSTED, FAILED_PRECONDITION, UNIMPLEMENTED, INTERNAL, UNAVAILABLE = 8, 9, 12, 13, 14
 CODE_NAMES = {OK: "OK", CANCELLED: "CANCELLED", UNKNOWN: "UNKNOWN", INVALID_ARGUMENT: "INVALID_ARGUMENT",
               DEADLINE_EXCEEDED: "DEADLINE_EXCEEDED", 5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED",
-              8: "RESOURCE_EXHAUSTED", FAILED_PRECONDITION: "FAILED_PRECONDITION", 10: "ABORTED",
+              RESOURCE_EXHAUSTED: "RESOURCE_EXHAUSTED", FAILED_PRECONDITION: "FAILED_PRECONDITION", 10: "ABORTED",
               11: "OUT_OF_RANGE", UNIMPLEMENTED: "UNIMPLEMENTED", INTERNAL: "INTERNAL", UNAVAILABLE: "UNAVAILABLE"}
 
 STYLES = ("v0.8", "v0.12")
@@ -289,6 +289,17 @@ def resources(quota=None, period=None, cpus=None, mems=None, shares=None):
 
 
 # ---------------------------------------------------------------------------- results
+
+
+class Raw:
+    """A request already serialized, for bytes no message object makes (a map key given
+    twice on the wire): pass it to call() or post() as the request."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def SerializeToString(self):
+        return self.data
 
 
 class Result(collections.namedtuple("Result", "code message response")):
