@@ -450,6 +450,29 @@ lost_or_failed (const char *what, cp_error_t *err, char **why)
   return CONN_LOST;
 }
 
+/* What the sandboxed plugin cannot repair in its state directory, or NULL: the
+   directory replaced since it started (Landlock reaches the one it started with),
+   a ledger file that is not a regular file (setting it aside is a rename the
+   sandbox refuses).  A plugin started again repairs both before its sandbox. */
+static char *
+state_trouble (const struct cp_nri_plugin *p)
+{
+  const char *dir = p->hc->state_dir;
+  struct stat st;
+  if (stat (dir, &st) < 0 || st.st_dev != p->state_dev || st.st_ino != p->state_ino)
+    return cp_xasprintf ("the state directory %s was removed or replaced since the plugin started (its sandbox "
+                         "reaches only the one it started with)", dir);
+  static const char *const files[] = { CP_LEDGER_FILE, CP_LEDGER_LOCK_FILE };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (files); i++)
+    {
+      cleanup_free char *path = cp_xasprintf ("%s/%s", dir, files[i]);
+      if (lstat (path, &st) == 0 && !S_ISREG (st.st_mode))
+        return cp_xasprintf ("%s/%s is not a regular file (a link, a directory, a FIFO), which the sandboxed plugin "
+                             "cannot set aside", dir, files[i]);
+    }
+  return NULL;
+}
+
 /* Serve C until it ends; *WHY (CONN_LOST) says how, for the one line said. */
 static enum conn_end
 run (const struct nri_args *a, struct cp_nri_plugin *p, struct cp_nri_conn *c, bool again, char **why,
@@ -490,6 +513,16 @@ run (const struct nri_args *a, struct cp_nri_plugin *p, struct cp_nri_conn *c, b
               ret = -2;
           }
         cp_ttrpc_msg_clear (&m);
+        cleanup_free char *trouble = ret == 0 ? state_trouble (p) : NULL;
+        if (trouble)
+          {
+            cp_fail_runtime (err, "%s; exiting, to be started again (systemd's Restart=, the DaemonSet; "
+                                  "containerd's next start for the pre-launched form), which repairs it before "
+                                  "the sandbox",
+                             trouble);
+            end = CONN_FAILED;
+            break;
+          }
         if (ret == 0 && too_long)
           {
             *why = cp_xstrdup ("a Synchronize past its bounds");
@@ -631,6 +664,22 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
       cp_hostconfig_free (&hc);
       return -1;
     }
+  /* The ledger opened once before the sandbox: what only root's rights repair (a
+     ledger.json or ledger.lock that is a link, a directory, a FIFO: set aside) is
+     repaired now; the state directory's identity kept (state_trouble()). */
+  struct stat st;
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_open (hc.state_dir, hc.lock_timeout_ms, &l, err) < 0 || stat (hc.state_dir, &st) < 0)
+    {
+      if (*err == NULL)
+        cp_fail_errno (err, errno, "state directory %s", hc.state_dir);
+      cp_ledger_close (l);
+      cp_hostconfig_free (&hc);
+      return -1;
+    }
+  cp_ledger_close (l);
+  plugin.state_dev = st.st_dev;
+  plugin.state_ino = st.st_ino;
   cp_nri_core_sched_init (&hc); /* before the sandbox: a prctl, and a fork */
   cp_nri_isolate_init (&hc);    /* before the sandbox: the cgroup mount, and a fork */
   catch_stop_signals ();

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "api.pb-c.h"
 #include "annotations.h"
@@ -31,6 +32,8 @@ struct cp_nri_plugin
   struct cp_owner owner;   /* CP_ORIGIN_NRI, and the runtime it serves: its entries (owner.h) */
   long request_timeout_ms; /* the runtime's, from Configure (2000 until it says) */
   struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
+  dev_t state_dev;         /* the state directory the plugin started with (its sandbox's) */
+  ino_t state_ino;
 };
 
 /* A call of the runtime being answered: its stream, and where the answer's frames go. */

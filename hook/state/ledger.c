@@ -468,6 +468,10 @@ drop_if_gone (struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
 {
   if (alive->check && !alive->check (e, alive->data))
     return false;
+  /* Pending: kept whatever its cgroup says, and no drift judged (cp_ledger_entry_gone()):
+     nothing to look at until its front end records the cgroup. */
+  if (pending (e))
+    return false;
   cleanup_free char *why = cp_ledger_entry_gone (e, alive, live);
   if (why)
     {

@@ -45,6 +45,11 @@ writes them.
                             plugin dials again and its memory stays bounded
   sigterm_blocked           reading stopped and the socket full of the plugin's answers (the
                             plugin blocked writing): SIGTERM ends it within 1 s
+  untrusted_state           ledger.json a symlink and ledger.lock a FIFO at start: repaired
+                            before the sandbox, pods placed; ledger.lock made a directory, or
+                            the state directory removed and made again, while it runs: the
+                            call answered, then exit 1 with one line saying that a start
+                            repairs it; started again, it places
   back_pressure             reading stopped: a call times out, the connection is closed as
                             the runtime closes it, the dialled plugin dials again
 
@@ -469,8 +474,44 @@ def sigterm_blocked(t, host):
                 rc is not None and dt < 1.0)
 
 
+def untrusted_state(t, host):
+    ledger, lock = os.path.join(host.state, "ledger.json"), os.path.join(host.state, "ledger.lock")
+    os.symlink("/etc/passwd", ledger)
+    os.mkfifo(lock, 0o600)
+    p = pod("pod-u", annotations={"cachepin.io/cpus": "1"})
+
+    def placed(emu, cid):
+        r = emu.create(p, container(cid, p, cgroups_path=cgroup(cid), state="CREATED"))
+        return r.ok and adjusted_cpus(r) is not None and host.held(cid) == adjusted_cpus(r)
+
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        t.check("ledger.json a symlink and ledger.lock a FIFO at start: repaired before the sandbox, a pod placed",
+                placed(emu, "u1"))
+        t.check("  both regular files now", os.path.isfile(ledger) and not os.path.islink(ledger)
+                and os.path.isfile(lock))
+        os.unlink(lock)
+        os.mkdir(lock)
+        r = emu.create(p, container("u2", p, cgroups_path=cgroup("u2"), state="CREATED"))
+        t.check(f"ledger.lock made a directory while it runs: the call is answered ({r})", r.ok)
+        t.equal("  then the plugin exits 1", emu.wait_exit(5), 1)
+        t.check("  with one line saying what and that a start repairs it",
+                emu.wait_log(r"ledger.lock is not a regular file .*exiting, to be started again", timeout=1))
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        t.check("started again: repaired, a pod placed", placed(emu, "u3"))
+        shutil.rmtree(host.state)
+        os.mkdir(host.state, 0o700)
+        emu.create(p, container("u4", p, cgroups_path=cgroup("u4"), state="CREATED"))
+        t.equal("the state directory removed and made again: the plugin exits 1", emu.wait_exit(5), 1)
+        t.check("  with one line saying so", emu.wait_log(r"was removed or replaced since the plugin started", timeout=1))
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        t.check("started again on the new directory: a pod placed", placed(emu, "u5"))
+
+
 CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure, names, ids,
-         two_runtimes, sync_bounds, sigterm_blocked]
+         two_runtimes, sync_bounds, sigterm_blocked, untrusted_state]
 
 
 def main(argv):
