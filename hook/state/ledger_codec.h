@@ -24,6 +24,10 @@
  *                 "placed_at": 1700000000,  (unix seconds)
  *                 "sched_cache": "none" | "on" | "off",  (cachepin.io/sched-cache)
  *                 "core_sched": false,      (true: asked, and the cookie was made)
+ *                 "isolated": true,         (optional: its cgroup is a partition root)
+ *                 "runtime": "/var/run/nri/nri.sock",  (optional: the NRI plugin's entries,
+ *                                            the runtime whose plugin made it; absent:
+ *                                            another front end's, or an older cachepin's)
  *                 "drift": ""}              (the CPUs the cgroup was last found on when
  *                                            another manager had changed its cpuset;
  *                                            "": none; never equal to cpus)
@@ -32,7 +36,7 @@
  * asking nothing, version 2 (no drift) as no drift seen; both are written back
  * as version 3.
  * Strict JSON (policy/base/json.h: no duplicate keys, no NaN, no escaped NUL, ...).  Every
- * key but cgroup_ino and name (version 3 only) and sched_cache_restore is required and no
+ * key but cgroup_ino, name, isolated and runtime (version 3 only) and sched_cache_restore is required and no
  * other key is allowed; integers are JSON integers in
  * 0..2^53; the entries follow the rules in ledger.h (cp_ledger_entry_check()),
  * ids are unique and no CPU is held by two exclusive entries.  Members may come

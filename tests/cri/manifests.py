@@ -327,6 +327,30 @@ def check_runtimeclass_and_pod(src, binary):
     check("example pod: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
 
 
+def check_required_plugins(src, binary):
+    """The required-plugins snippet and the strict example pod, as docs/kubernetes.md says
+    ("Required plugins"): the validator table NRI v0.10+ reads, naming the plugin as it
+    registers; a strict pod naming it in required-plugins.noderesource.dev (a JSON list)."""
+    conf = tomllib.loads(read(src, "deploy/containerd/nri-required.toml"))
+    v = conf.get("plugins", {}).get("io.containerd.nri.v1.nri", {}).get("default_validator", {})
+    check("nri-required.toml: the default validator enabled", v.get("enable") is True, v)
+    check("nri-required.toml: cachepin required (the name the plugin registers under)",
+          v.get("required_plugins") == ["cachepin"], v)
+    check("nri-required.toml: an annotation tolerates its absence (the plugin's own pod, static pods)",
+          bool(v.get("tolerate_missing_plugins_annotation")), v)
+    pod = docs_by_kind(src, "deploy/kubernetes/example-strict-pod.yaml")["Pod"][0]
+    ann = pod["metadata"].get("annotations", {})
+    check("example strict pod: strict", ann.get("cachepin.io/strict") == "true", ann)
+    check("example strict pod: requires the plugin (a JSON list naming cachepin)",
+          json.loads(ann.get("required-plugins.noderesource.dev", "[]")) == ["cachepin"], ann)
+    check("example strict pod: on no runtime class (the NRI route)", "runtimeClassName" not in pod["spec"])
+    limits = [c.get("resources", {}).get("limits", {}).get("cpu") for c in pod["spec"]["containers"]]
+    check("example strict pod: its CPU limit is the CPUs it asks for",
+          all(l == ann.get("cachepin.io/cpus") for l in limits), limits)
+    r = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True)
+    check("the plugin's default name is cachepin", "or cachepin)" in r.stdout, r.stdout[-300:])
+
+
 MAIN_V2 = """version = 2
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "registry.example/pause:custom"
@@ -487,6 +511,7 @@ def main(argv):
     check_installer(src, version)
     check_runtimeclass_and_pod(src, binary)
     check_nri_plugin(src, binary)
+    check_required_plugins(src, binary)
     check_install_run(src, binary)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
     return 1 if failures else 0
