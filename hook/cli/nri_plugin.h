@@ -13,6 +13,7 @@
 #include "config.h"
 #include "placer.h"
 #include "hostconfig.h"
+#include "nri_stub.h"
 #include "nri_wire.h"
 #include "owner.h"
 
@@ -34,13 +35,6 @@ struct cp_nri_plugin
   struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
   dev_t state_dev;         /* the state directory the plugin started with (its sandbox's) */
   ino_t state_ino;
-};
-
-/* A call of the runtime being answered: its stream, and where the answer's frames go. */
-struct cp_nri_call
-{
-  uint32_t stream;
-  struct cp_buf *out;
 };
 
 /* Each answers CALL (a reply, or an error status whose message containerd shows)
@@ -183,7 +177,7 @@ void cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__
    thousand containers in a few MB). */
 #define CP_NRI_SYNC_MAX_PARTS 64
 #define CP_NRI_SYNC_MAX_BYTES (64u << 20)
-#define CP_NRI_SYNC_TOO_LONG 1 /* cp_nri_synchronize()'s return: answered, then close */
+#define CP_NRI_SYNC_TOO_LONG CP_NRI_CLOSE_AFTER /* cp_nri_synchronize()'s: answered, then close */
 
 /* Synchronize: a part with `more` is kept (P->sync) and answered with no updates,
    `more` echoed; the last part runs cp_nri_resync() on every part's pods and
