@@ -277,8 +277,9 @@ placed_of (const struct cp_nri_plugin *p, const nri_container *c, char **cpus, c
   return r < 0 ? -1 : 0;
 }
 
-/* UpdateContainer: a placed container keeps its cpuset.  The update's other
-   resources pass through: the answer is an update of this very container naming
+/* UpdateContainer: a placed container keeps its cpuset, unless its count is its
+   limit's and the limit changed (nri_resize.c).  The update's other resources pass
+   through: the answer is an update of this very container naming
    only cpus and mems, which the runtime merges into the update it was asked. */
 int
 cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__UpdateContainerRequest *req,
@@ -300,9 +301,20 @@ cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
     }
   if (cpus == NULL)
     return reply (call, &resp.base, err); /* not placed by us, or not in this cgroup: not ours */
+  cleanup_free char *new_cpus = NULL;
+  cleanup_free char *new_mems = NULL;
+  int r = cp_nri_resize (p, req->pod, c, req->linux_resources, cpus, &new_cpus, &new_mems, &why);
+  if (r < 0)
+    return fail (call, &why, err);
+  if (r > 0)
+    {
+      free (cpus), free (mems);
+      cpus = cp_steal_pointer (&new_cpus);
+      mems = cp_steal_pointer (&new_mems);
+    }
   const Nri__Pkg__Api__V1alpha1__LinuxCPU *asked
       = req->linux_resources && req->linux_resources->cpu ? req->linux_resources->cpu : NULL;
-  if (asked && asked->cpus && asked->cpus[0] && strcmp (asked->cpus, cpus) != 0)
+  if (r == 0 && asked && asked->cpus && asked->cpus[0] && strcmp (asked->cpus, cpus) != 0)
     cp_log (CP_LOG_INFO, "update of %s: cpuset %s asked, its placement %s kept", c->id, asked->cpus, cpus);
   struct cp_nri_update u;
   Nri__Pkg__Api__V1alpha1__ContainerUpdate *updates[1] = { cp_nri_update_of (&u, c->id, cpus, mems) };

@@ -116,6 +116,16 @@ struct cp_nri_update
 Nri__Pkg__Api__V1alpha1__ContainerUpdate *cp_nri_update_of (struct cp_nri_update *u, char *id, char *cpus,
                                                             char *mems);
 
+/* An UpdateContainer of C (of POD, may be NULL) carrying RES, for the container P
+   placed on PLACED (a cpulist): when its CPU count is its limit's and the new limit
+   asks another count, placed again (nri_resize.c): 1 with *CPUS and *MEMS the new
+   cpulists (the caller frees), 0 when its placement stands (not such a container,
+   the same count, or no room: said), -1 when a strict one cannot be met (*WHY, the
+   update refused with it). */
+int cp_nri_resize (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+                   const Nri__Pkg__Api__V1alpha1__Container *c, const Nri__Pkg__Api__V1alpha1__LinuxResources *res,
+                   const char *placed, char **cpus, char **mems, cp_error_t *why);
+
 /* ---- core scheduling (nri_start.c) ------------------------------------------------ */
 
 /* At start-up, before the sandbox: core scheduling probed as the hook probes it, and

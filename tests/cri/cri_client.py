@@ -79,8 +79,9 @@ def run(rt, cmd, args):
         print(r.pod_sandbox_id)
     elif cmd == "create":
         pod_id, name, image, parent, pod_name = args[:5]
-        own = [a for a in args[5:] if not a.startswith("pod:")]
+        own = [a for a in args[5:] if not a.startswith(("pod:", "quota:"))]
         pod = [a[len("pod:") :] for a in args[5:] if a.startswith("pod:")]
+        quota = [int(a[len("quota:") :]) for a in args[5:] if a.startswith("quota:")]
         config = cri.ContainerConfig(
             metadata=cri.ContainerMetadata(name=name, attempt=0),
             image=cri.ImageSpec(image=image),
@@ -88,6 +89,9 @@ def run(rt, cmd, args):
             annotations=annotations(own),
             labels={"io.kubernetes.container.name": name},
         )
+        if quota:  # a CPU limit, as the kubelet sets it: quota per 100 ms period
+            config.linux.resources.CopyFrom(cri.LinuxContainerResources(
+                cpu_period=100000, cpu_quota=quota[0], cpu_shares=quota[0] * 1024 // 100000))
         r = rt.CreateContainer(
             cri.CreateContainerRequest(
                 pod_sandbox_id=pod_id, config=config, sandbox_config=pod_config(pod_name, parent, annotations(pod))

@@ -23,7 +23,9 @@
 #   4. containers started while the plugin is away, a strict and a not-strict one both
 #      asking every CPU: the plugin's Synchronize places the strict one first (item 4);
 #   5. containerd restarted under the plugin with a container created and not started:
-#      its entry stays (CONTAINER_CREATED at Synchronize), and so does a running one's.
+#      its entry stays (CONTAINER_CREATED at Synchronize);
+#   6. an in-place resize (UpdateContainerResources with a new quota) of a container whose
+#      CPU count is its limit's: placed again on 2 CPUs, containerd applying the answer.
 #
 # Exit: 0 passed, 1 failed, 77 skipped (as nri.sh).  CACHEPIN_CRI_KEEP=1 keeps the scratch
 # directory.
@@ -104,6 +106,8 @@ create_only () {
 start () { cri start "$1" && [ "$(cri state "$1")" = CONTAINER_RUNNING ]; }
 remove () { local c; for c in "${@:2}"; do cri stop "$c"; cri rm "$c"; done; cri stop-pod "$1"; cri rm-pod "$1"; }
 # wait_for SECONDS COMMAND...: until COMMAND succeeds, SECONDS at most.
+# expand CPULIST: one CPU a line.
+expand () { echo "$1" | tr ',' '\n' | awk -F- '{ for (i = $1; i <= ($2 == "" ? $1 : $2); i++) print i }'; }
 wait_for () { local n=$(($1 * 10)); shift; for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done; "$@"; }
 
 build_image || { echo "FAIL: building the image"; exit 1; }
@@ -245,6 +249,27 @@ fi
 remove "$LATE_POD" "$LATE" >/dev/null 2>&1
 check "everything removed: the ledger is empty" wait_for 5 [ "$(entries)" = 0 ]
 check "no CPU was held twice: the plugin logged no conflict" fails grep -q 'CONFLICT\|held by two' "$D/nri.log"
+
+# ---- 6. an in-place resize of a container sized by its CPU limit ----------------------------
+if [ "$N" -ge 2 ] && run_pod "$TAG-resize" cachepin.io/align=llc; then
+  RESIZE_POD=$POD
+  if create_only "$POD" app "$TAG-resize" pod:cachepin.io/align=llc quota:100000 && start "$C"; then
+    RESIZE=$C r1=$(held "$C")
+    check "resize: sized by its limit (1 CPU), placed on $r1" [ "$(ncpus "$r1")" = 1 ]
+    if cri update "$RESIZE" 200000; then
+      r2=$(held "$RESIZE")
+      check "resize: a limit of 2 CPUs places it again on 2 ($r2), its first CPU among them" \
+        [ "$(ncpus "$r2")" = 2 ] && expand "$r2" | grep -qx "$r1"
+      check "resize: its cgroup is on them (containerd applied the answer)" same "$(cgroup_cpus "$RESIZE")" "$r2"
+      check "resize: its spec says them" same "$(spec_cpus "$RESIZE")" "$r2"
+      check "resize: the plugin logged it" grep -q "resized $RESIZE: its limit asks 2 CPUs (it had 1)" "$D/nri.log"
+    else
+      bad "resize: UpdateContainerResources"
+    fi
+  fi
+  remove "$RESIZE_POD" ${RESIZE:+"$RESIZE"} >/dev/null 2>&1
+  check "resize: removed, the ledger is empty" wait_for 5 [ "$(entries)" = 0 ]
+fi
 
 stop_plugin
 echo "$PASS passed, $FAIL failed"

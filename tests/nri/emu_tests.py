@@ -45,6 +45,11 @@ writes them.
                             plugin dials again and its memory stays bounded
   sigterm_blocked           reading stopped and the socket full of the plugin's answers (the
                             plugin blocked writing): SIGTERM ends it within 1 s
+  resize                    an in-place resize: a container sized by its CPU limit placed again
+                            at UpdateContainer with a new limit (grown in its L3), the new
+                            cpuset answered and held; past the host, not strict: its placement
+                            stands; strict: the update refused with one line; one sized by
+                            cachepin.io/cpus keeps its placement
   untrusted_state           ledger.json a symlink and ledger.lock a FIFO at start: repaired
                             before the sandbox, pods placed; ledger.lock made a directory, or
                             the state directory removed and made again, while it runs: the
@@ -510,8 +515,49 @@ def untrusted_state(t, host):
         t.check("started again on the new directory: a pod placed", placed(emu, "u5"))
 
 
+def resize(t, host):
+    """The topology's first L3 holds CPUs 0-1: a 1-CPU container placed there grows in it."""
+    with Emu(style="v0.8", workdir=host.dir) as emu:
+        dial(emu, host)
+        p = pod("pod-r", annotations={"cachepin.io/align": "llc"})
+        c = container("ctr-r", p, cgroups_path=cgroup("ctr-r"), state="RUNNING", pid=4646, quota=100000,
+                      period=100000)
+        r = emu.create(p, c)
+        first = adjusted_cpus(r)
+        t.check(f"sized by its limit (quota 100000 / period 100000): one CPU ({first})", r.ok and len(first or ()) == 1)
+        c.linux.resources.cpu.cpus = ",".join(map(str, sorted(first)))  # what the runtime applied
+        r = emu.update(p, c, nri_emu.resources(quota=200000, period=100000, cpus=c.linux.resources.cpu.cpus))
+        got = {u.container_id: cpulist(u.linux.resources.cpu.cpus) for u in (r.response.update if r.ok else [])}
+        grown = got.get("ctr-r")
+        t.check(f"resized to quota 200000: placed again on 2 CPUs, its first one kept in its L3 ({grown})",
+                r.ok and grown is not None and len(grown) == 2 and first <= grown and grown <= {0, 1}, r)
+        t.equal("the ledger holds the new CPUs", host.held("ctr-r"), grown)
+        t.check("the plugin logged the resize", emu.wait_log(r"resized ctr-r: its limit asks 2 CPUs \(it had 1\)", timeout=1))
+        c.linux.resources.cpu.cpus = ",".join(map(str, sorted(grown)))
+        r = emu.update(p, c, nri_emu.resources(quota=1600000, period=100000, cpus=c.linux.resources.cpu.cpus))
+        kept = {u.container_id: cpulist(u.linux.resources.cpu.cpus) for u in (r.response.update if r.ok else [])}
+        t.check(f"resized past the host (16 CPUs of 4), not strict: the placement stands ({kept.get('ctr-r')})",
+                r.ok and kept.get("ctr-r") == grown, r)
+        t.equal("  and the ledger still holds it", host.held("ctr-r"), grown)
+        q = pod("pod-s", annotations={"cachepin.io/cpus": "1"})
+        d = container("ctr-s", q, cgroups_path=cgroup("ctr-s"), state="RUNNING", pid=4747)
+        one = adjusted_cpus(emu.create(q, d))
+        r = emu.update(q, d, nri_emu.resources(quota=300000, period=100000))
+        got = {u.container_id: cpulist(u.linux.resources.cpu.cpus) for u in (r.response.update if r.ok else [])}
+        t.check(f"a count from cachepin.io/cpus: a new limit keeps its placement ({got.get('ctr-s')})",
+                r.ok and got.get("ctr-s") == one, r)
+        sp = pod("pod-strict", annotations={"cachepin.io/strict": "true"})
+        e = container("ctr-strict", sp, cgroups_path=cgroup("ctr-strict"), state="RUNNING", pid=4848, quota=100000,
+                      period=100000)
+        emu.create(sp, e)
+        r = emu.update(sp, e, nri_emu.resources(quota=1600000, period=100000))
+        t.check(f"strict, resized past the host: the update refused with one line ({r})",
+                r.code == nri_emu.FAILED_PRECONDITION and "cachepin:" in (r.message or ""))
+        t.check("  its placement stands", host.held("ctr-strict") is not None and len(host.held("ctr-strict")) == 1)
+
+
 CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure, names, ids,
-         two_runtimes, sync_bounds, sigterm_blocked, untrusted_state]
+         two_runtimes, sync_bounds, sigterm_blocked, untrusted_state, resize]
 
 
 def main(argv):
