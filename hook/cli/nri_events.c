@@ -411,11 +411,11 @@ bool
 cp_nri_spec_cpus (const nri_container *c, hwloc_bitmap_t cpus)
 {
   hwloc_bitmap_zero (cpus);
-  /* containerd and CRI-O send the spec's linux.resources; without a cpu in it the
-     spec has no cpuset (what an answer of ours would have put there). */
-  if (c->linux == NULL || c->linux->resources == NULL)
+  /* containerd and CRI-O send the spec's linux part; without a cpu in its resources
+     the spec has no cpuset, which an answer of ours would have put there. */
+  if (c->linux == NULL)
     return false;
-  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = c->linux->resources->cpu;
+  const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = c->linux->resources ? c->linux->resources->cpu : NULL;
   cleanup_error cp_error_t ignored = NULL;
   if (cpu && cpu->cpus && cpu->cpus[0] && cp_cpulist_parse (cpu->cpus, 0, cpus, &ignored) < 0)
     return false; /* not one we read: not said */

@@ -88,8 +88,8 @@ void cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *
 int cp_nri_cgroup_open (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_cgroup **cg, cp_error_t *err);
 
 /* What the runtime says of C (owner.h), and the CPUs its spec has: true with CPUS
-   set (empty: the spec has no cpuset) when C carries linux.resources, false when
-   the runtime did not say. */
+   set (empty: the spec has no cpuset) when C carries its linux part, false when the
+   runtime did not say. */
 enum cp_seen cp_nri_seen (const Nri__Pkg__Api__V1alpha1__Container *c);
 bool cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap_t cpus);
 
