@@ -10,13 +10,16 @@
 #include <time.h>
 
 /* The entry's state column: ok, DRIFTED (another manager moved it), GONE (its
-   cgroup or process is gone: the next placement drops it). */
+   cgroup or process is gone: the next placement drops it), PENDING (the NRI
+   plugin's, decided before its cgroup was made: settled by the plugin). */
 static const char *
 entry_state (json_object *e)
 {
   const char *state = S (e, "state");
   if (strcmp (state, "gone") == 0)
     return "GONE";
+  if (strcmp (state, "pending") == 0)
+    return "PENDING";
   if (strcmp (state, "drifted") == 0 || (is_null (e, "state") && json_object_get_boolean (get (e, "drifted"))))
     return "DRIFTED";
   return "ok";

@@ -190,9 +190,14 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const ch
   bool drifted = cp_ledger_live_drifted (e, live);
   add (o, "id", jstr (e->id));
   add (o, "name", jstr (e->name));
-  /* One state, as the text's column shows it: gone wins (nothing runs to drift). */
-  add (o, "state", jstr (gone ? "gone" : drifted ? "drifted" : "ok"));
+  /* One state, as the text's column shows it: gone wins (nothing runs to drift); a
+     pending entry (the NRI plugin's, its cgroup not recorded yet) is judged by
+     nothing else. */
+  bool pending = !gone && cp_ledger_entry_pending (e);
+  add (o, "state", jstr (gone ? "gone" : pending ? "pending" : drifted ? "drifted" : "ok"));
   add (o, "gone_why", jstr (gone));
+  add (o, "origin", jstr (cp_ledger_origin_name (cp_ledger_entry_origin (e))));
+  add (o, "runtime", jstr (e->runtime));
   add (o, "cgroup_mount", jstr (e->cgroup_mount));
   add (o, "cgroup", jstr (e->cgroup));
   add (o, "pid", json_object_new_int64 (e->pid));

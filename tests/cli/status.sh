@@ -312,7 +312,7 @@ if command -v lstopo-no-graphics >/dev/null; then
   status_json "$D/cfg-wide.json"
   check "--json: names" "$(q '[.ledger.entries[] | .name // "null"] | join(",")')" \
     "a-namespace-with-a-long-name/a-pod-named-at-length-5d8f7c9b4-x2k9q/web-frontend,db,null,nightly"
-  check "--json: one state per entry" "$(q '[.ledger.entries[] | .state] | map(select(. == "ok" or . == "drifted" or . == "gone")) | length')" 4
+  check "--json: one state per entry" "$(q '[.ledger.entries[] | .state] | map(select(. == "ok" or . == "drifted" or . == "gone" or . == "pending")) | length')" 4
 
   echo "== 80 columns: a 384-CPU synthetic topology"
   lstopo-no-graphics --input 'package:2 numanode:2 l3cache:6 core:8 pu:2(indexes=core)' --of xml "$D/s384.xml" 2>/dev/null

@@ -8,6 +8,23 @@
 
 skip () { echo "SKIPPED: $*"; exit 77; }
 
+# cri_args NAME ARGS...: BIN (realpath) and STUBS from --cachepin BIN --stubs DIR, the one
+# command line of the NRI tests (nri.sh, routes.sh, nri-promises.sh); exit 2 with a usage
+# line naming NAME.sh otherwise.
+cri_args () {
+  local name=$1
+  shift
+  BIN="" STUBS=""
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --cachepin) BIN=$(realpath "$2"); shift 2 ;;
+      --stubs) STUBS=$2; shift 2 ;;
+      *) echo "usage: $name.sh --cachepin BIN --stubs DIR" >&2; exit 2 ;;
+    esac
+  done
+  [ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "$name.sh: --cachepin and --stubs are needed" >&2; exit 2; }
+}
+
 # cri_prereqs: root, runc, busybox-static, jq, python3-grpcio and a cpuset controller, or
 # skipped; sets PY (Debian's python3, with grpcio: not one earlier in PATH), RUNC, BUSYBOX
 # and CPUSET (the cpuset hierarchy's mount).

@@ -33,18 +33,9 @@ set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-BIN="" STUBS=""
-while [ $# -gt 0 ]; do
-  case $1 in
-    --cachepin) BIN=$(realpath "$2"); shift 2 ;;
-    --stubs) STUBS=$2; shift 2 ;;
-    *) echo "usage: nri-promises.sh --cachepin BIN --stubs DIR" >&2; exit 2 ;;
-  esac
-done
-[ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "nri-promises.sh: --cachepin and --stubs are needed" >&2; exit 2; }
-
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+cri_args nri-promises "$@"
 cri_prereqs
 cri_fetch sid containerd=2.1.9+ds1-5
 

@@ -16,7 +16,7 @@
 #     cgroup, spec and Cpus_allowed_list agree with it, it has the hook's pid (the
 #     container's) and the hook logged that it took the plugin's placement over
 #     (cp_placer_take_over()); stop and remove leave the ledger empty;
-# (c) the plugin's resync leaves the hook's entries alone (cp_nri_owns_entry(): the plugin's
+# (c) the plugin's resync leaves the hook's entries alone (cp_ledger_entry_origin(): the plugin's
 #     are those without a pid): a container run by runc alone (not in containerd, so not
 #     running as the plugin sees it) with the hook, and the hook-handler pod of (b), keep
 #     their entries across the plugin's restart and its Synchronize.
@@ -29,18 +29,9 @@ set -u
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-BIN="" STUBS=""
-while [ $# -gt 0 ]; do
-  case $1 in
-    --cachepin) BIN=$(realpath "$2"); shift 2 ;;
-    --stubs) STUBS=$2; shift 2 ;;
-    *) echo "usage: routes.sh --cachepin BIN --stubs DIR" >&2; exit 2 ;;
-  esac
-done
-[ -x "$BIN" ] && [ -n "$STUBS" ] || { echo "routes.sh: --cachepin and --stubs are needed" >&2; exit 2; }
-
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+cri_args routes "$@"
 cri_prereqs
 cri_fetch sid containerd=2.1.9+ds1-5
 

@@ -283,6 +283,7 @@ def sync_parts(t, host):
         r = emu.create(p1, kept)
         kept_cpus = adjusted_cpus(r)
         t.check(f"placed before the runtime goes ({kept_cpus})", r.ok and kept_cpus is not None, r)
+        kept.linux.resources.cpu.cpus = r.response.adjust.linux.resources.cpu.cpus  # the runtime applied it
         # The runtime goes; the plugin dials again, here a v0.12 runtime.
         emu.close()
         emu.style = "v0.12"

@@ -92,14 +92,7 @@ answer (struct cp_buf *out, const ProtobufCMessageDescriptor *desc, int32_t *cod
 static char *
 held (const struct fixture *fx, const char *id)
 {
-  struct cp_ledger *l = NULL;
-  cp_error_t err = NULL;
-  if (cp_ledger_open (fx->dir, 1000, &l, &err) < 0)
-    fail_msg ("ledger: %s", cp_error_message (err));
-  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
-  char *cpus = e ? cp_cpulist_format (e->cpus) : NULL;
-  cp_ledger_close (l);
-  return cpus;
+  return tu_ledger_cpus (fx->dir, id);
 }
 
 /* A container ID of a pod, with the pod's annotation POD_CPUS and its own CTR_CPUS
@@ -114,7 +107,23 @@ struct msg
   pod_kv_t *pod_p[1];
   ctr_kv_t *ctr_p[4];
   char path[64];
+  Nri__Pkg__Api__V1alpha1__LinuxResources res;
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu;
+  char cpus[64];
 };
+
+/* M's spec as the runtime has it once it applied an answer of CPUS: the container's
+   linux.resources.cpu.cpus, which its later events carry. */
+static void
+applied (struct msg *m, const char *cpus)
+{
+  snprintf (m->cpus, sizeof m->cpus, "%s", cpus);
+  m->cpu = (Nri__Pkg__Api__V1alpha1__LinuxCPU) NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  m->cpu.cpus = m->cpus;
+  m->res = (Nri__Pkg__Api__V1alpha1__LinuxResources) NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  m->res.cpu = &m->cpu;
+  m->linux_.resources = &m->res;
+}
 
 static void
 build (struct msg *m, const char *id, const char *pod_cpus, const char *ctr_cpus, const char *ctr_smt)
@@ -380,6 +389,7 @@ test_core_sched_at_start (void **state)
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &m, &code, &message);
   assert_int_equal (code, 0);
   assert_non_null (r->adjust);
+  applied (&m, r->adjust->linux->resources->cpu->cpus);
   protobuf_c_message_free_unpacked (&r->base, NULL);
   assert_false (entry_core_sched (fx, "cookie"));
 

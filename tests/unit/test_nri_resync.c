@@ -73,7 +73,23 @@ struct ctr
   ctr_kv_t kv, mode;
   ctr_kv_t *kvp[2];
   char path[64];
+  Nri__Pkg__Api__V1alpha1__LinuxResources res;
+  Nri__Pkg__Api__V1alpha1__LinuxCPU cpu;
+  char *cpus;
 };
+
+/* M's spec as the runtime has it once it applied the placement the ledger holds for
+   it (the container's linux.resources.cpu.cpus, which Synchronize lists). */
+static void
+applied (struct ctr *m, char *cpus)
+{
+  m->cpus = cpus;
+  m->cpu = (Nri__Pkg__Api__V1alpha1__LinuxCPU) NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  m->cpu.cpus = cpus;
+  m->res = (Nri__Pkg__Api__V1alpha1__LinuxResources) NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  m->res.cpu = &m->cpu;
+  m->linux_.resources = &m->res;
+}
 
 static void
 build (struct ctr *m, const char *id)
@@ -125,14 +141,7 @@ created (struct fixture *fx, const char *id)
 static char *
 cpus_of (const struct fixture *fx, const char *id)
 {
-  struct cp_ledger *l = NULL;
-  cp_error_t err = NULL;
-  if (cp_ledger_open (fx->dir, 1000, &l, &err) < 0)
-    fail_msg ("ledger: %s", cp_error_message (err));
-  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
-  char *cpus = e ? cp_cpulist_format (e->cpus) : NULL;
-  cp_ledger_close (l);
-  return cpus;
+  return tu_ledger_cpus (fx->dir, id);
 }
 
 static bool
@@ -147,10 +156,26 @@ has (const struct fixture *fx, const char *id)
   return found;
 }
 
+/* The one response OUT holds (connection 1), decoded; the caller frees it. */
+static Ttrpc__Response *
+response_of (const struct cp_buf *out)
+{
+  cp_error_t err = NULL;
+  struct cp_nri_wire w;
+  cp_nri_wire_init (&w);
+  assert_int_equal (cp_nri_wire_feed (&w, out->p, out->len, &err), 0);
+  struct cp_ttrpc_msg m;
+  assert_int_equal (cp_nri_wire_next (&w, CP_MUX_CONN_PLUGIN, &m, &err), 1);
+  Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
+  assert_non_null (resp);
+  cp_ttrpc_msg_clear (&m);
+  cp_nri_wire_clear (&w);
+  return resp;
+}
+
 /* Synchronize with CTRS (N), MORE as given: the answer's `more` and update count. */
 static void
-synchronize (struct fixture *fx, struct cp_nri_sync *s, nri_container **ctrs, size_t n, bool more, bool *more_out,
-             size_t *n_update)
+synchronize (struct fixture *fx, nri_container **ctrs, size_t n, bool more, bool *more_out, size_t *n_update)
 {
   Nri__Pkg__Api__V1alpha1__SynchronizeRequest req = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_REQUEST__INIT;
   req.containers = ctrs;
@@ -159,16 +184,9 @@ synchronize (struct fixture *fx, struct cp_nri_sync *s, nri_container **ctrs, si
   struct cp_buf out = { 0 };
   struct cp_nri_call call = { .stream = 7, .out = &out };
   cp_error_t err = NULL;
-  (void) s;
   if (cp_nri_synchronize (&fx->plugin, &req, &call, &err) < 0)
     fail_msg ("synchronize: %s", cp_error_message (err));
-  struct cp_nri_wire w;
-  cp_nri_wire_init (&w);
-  assert_int_equal (cp_nri_wire_feed (&w, out.p, out.len, &err), 0);
-  struct cp_ttrpc_msg m;
-  assert_int_equal (cp_nri_wire_next (&w, CP_MUX_CONN_PLUGIN, &m, &err), 1);
-  Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
-  assert_non_null (resp);
+  Ttrpc__Response *resp = response_of (&out);
   assert_true (resp->status == NULL || resp->status->code == 0);
   Nri__Pkg__Api__V1alpha1__SynchronizeResponse *sr
       = nri__pkg__api__v1alpha1__synchronize_response__unpack (NULL, resp->payload.len, resp->payload.data);
@@ -177,8 +195,6 @@ synchronize (struct fixture *fx, struct cp_nri_sync *s, nri_container **ctrs, si
   *n_update = sr->n_update;
   nri__pkg__api__v1alpha1__synchronize_response__free_unpacked (sr, NULL);
   ttrpc__response__free_unpacked (resp, NULL);
-  cp_ttrpc_msg_clear (&m);
-  cp_nri_wire_clear (&w);
   cp_buf_free (&out);
 }
 
@@ -278,16 +294,17 @@ test_more_then_release (void **state)
 
   struct ctr keep;
   build (&keep, "keep");
+  cleanup_free char *keep_cpus = cpus_of (fx, "keep");
+  applied (&keep, keep_cpus);
   nri_container *part1[] = { &keep.c };
-  struct cp_nri_sync s = { 0 };
   bool more;
   size_t n_update;
-  synchronize (fx, &s, part1, 1, true, &more, &n_update);
+  synchronize (fx, part1, 1, true, &more, &n_update);
   assert_true (more);
   assert_int_equal (n_update, 0);
   assert_true (has (fx, "gone")); /* nothing done before the last part */
 
-  synchronize (fx, &s, NULL, 0, false, &more, &n_update);
+  synchronize (fx, NULL, 0, false, &more, &n_update);
   assert_false (more);
   assert_int_equal (n_update, 0); /* "keep" has its entry: nothing to place */
   assert_false (has (fx, "gone"));
@@ -307,10 +324,9 @@ test_stopped_released (void **state)
   build (&m, "stopped");
   m.c.state = NRI__PKG__API__V1ALPHA1__CONTAINER_STATE__CONTAINER_STOPPED;
   nri_container *list[] = { &m.c };
-  struct cp_nri_sync s = { 0 };
   bool more;
   size_t n_update;
-  synchronize (fx, &s, list, 1, false, &more, &n_update);
+  synchronize (fx, list, 1, false, &more, &n_update);
   assert_false (has (fx, "stopped"));
 }
 
@@ -353,14 +369,14 @@ test_unknown_and_theirs_kept (void **state)
   nri_container *list[] = { &u.c, &m.c };
   bool more;
   size_t n_update;
-  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  synchronize (fx, list, 2, false, &more, &n_update);
   assert_int_equal (n_update, 0);
   assert_true (has (fx, "unknown"));
   assert_true (has (fx, "made"));
   assert_true (has (fx, "theirs"));
   /* Its own runtime's Synchronize, which lists it no longer: released. */
   fx->plugin.owner.runtime = other.owner.runtime;
-  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  synchronize (fx, list, 2, false, &more, &n_update);
   assert_false (has (fx, "theirs"));
 }
 
@@ -375,7 +391,7 @@ test_listed_twice (void **state)
   nri_container *list[] = { &a.c, &b.c };
   bool more;
   size_t n_update;
-  synchronize (fx, NULL, list, 2, false, &more, &n_update);
+  synchronize (fx, list, 2, false, &more, &n_update);
   assert_int_equal (n_update, 1);
   assert_true (has (fx, "twice"));
 }
@@ -428,19 +444,11 @@ test_more_bounded (void **state)
     }
   assert_int_equal (r, CP_NRI_SYNC_TOO_LONG);
   assert_int_equal (fx->plugin.sync.n, 0);
-  struct cp_nri_wire w;
-  cp_nri_wire_init (&w);
-  assert_int_equal (cp_nri_wire_feed (&w, out.p, out.len, &err), 0);
-  struct cp_ttrpc_msg m;
-  assert_int_equal (cp_nri_wire_next (&w, CP_MUX_CONN_PLUGIN, &m, &err), 1);
-  Ttrpc__Response *resp = ttrpc__response__unpack (NULL, m.len, m.payload);
-  assert_non_null (resp);
+  Ttrpc__Response *resp = response_of (&out);
   assert_non_null (resp->status);
   assert_int_equal (resp->status->code, CP_RPC_RESOURCE_EXHAUSTED);
   assert_non_null (strstr (resp->status->message, "Synchronize past"));
   ttrpc__response__free_unpacked (resp, NULL);
-  cp_ttrpc_msg_clear (&m);
-  cp_nri_wire_clear (&w);
   cp_buf_free (&out);
 }
 

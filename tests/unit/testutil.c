@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include "cpulist.h"
+#include "ledger.h"
 #include "sandbox.h"
 #include "topo_codec.h"
 #include "util.h"
@@ -338,4 +339,17 @@ tu_assert_helper_exits (int *fd, pid_t *pid)
   assert_int_equal (WEXITSTATUS (st), 0);
   *fd = -1;
   *pid = 0;
+}
+
+char *
+tu_ledger_cpus (const char *state_dir, const char *id)
+{
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (state_dir, 1000, &l, &err) < 0)
+    fail_msg ("ledger %s: %s", state_dir, cp_error_message (err));
+  const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+  char *cpus = e ? cp_cpulist_format (e->cpus) : NULL;
+  cp_ledger_close (l);
+  return cpus;
 }

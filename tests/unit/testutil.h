@@ -119,4 +119,8 @@ void tu_rmtree (const char *dir);
  * test touches only its own trees.  cp_hostconfig_free() it. */
 void tu_hostconfig (struct cp_hostconfig *hc, const char *state_dir, const char *kernel_root);
 
+/* The CPUs the ledger in STATE_DIR holds for ID, a cpulist (the caller frees; NULL:
+   no such entry); the test fails when the ledger cannot be opened. */
+char *tu_ledger_cpus (const char *state_dir, const char *id);
+
 #endif
