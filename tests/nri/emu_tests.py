@@ -500,9 +500,16 @@ def untrusted_state(t, host):
         os.mkdir(lock)
         r = emu.create(p, container("u2", p, cgroups_path=cgroup("u2"), state="CREATED"))
         t.check(f"ledger.lock made a directory while it runs: the call is answered ({r})", r.ok)
-        t.equal("  then the plugin exits 1", emu.wait_exit(5), 1)
-        t.check("  with one line saying what and that a start repairs it",
-                emu.wait_log(r"ledger.lock is not a regular file .*exiting, to be started again", timeout=1))
+        if "no_new_privs only" in emu.plugin_log():
+            # A sanitizer build has no Landlock (hook/host/sandbox.h): it sets the lock
+            # aside itself, as the hook does, and goes on.
+            t.check("  (no Landlock here, a sanitizer build): repaired by the plugin itself, which goes on",
+                    os.path.isfile(lock) and emu.proc.poll() is None and host.held("u2") is not None)
+            emu.terminate()
+        else:
+            t.equal("  then the plugin exits 1", emu.wait_exit(5), 1)
+            t.check("  with one line saying what and that a start repairs it",
+                    emu.wait_log(r"ledger.lock is not a regular file .*exiting, to be started again", timeout=1))
     with Emu(style="v0.8", workdir=host.dir) as emu:
         dial(emu, host)
         t.check("started again: repaired, a pod placed", placed(emu, "u3"))
