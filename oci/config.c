@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,8 +13,28 @@
 #include "io.h"
 #include "json.h"
 
-/* linux.resources.cpu.KEY, a cpulist as the runtime writes it into cpuset.KEY and
-   the kernel reads it, into *OUT (NULL when absent, "" or blank: not set). */
+/* linux.resources.cpu.KEY's value S, a cpulist as the runtime writes it into
+   cpuset.KEY and the kernel reads it, into *OUT (NULL when "" or blank: not set). */
+static int
+set_cpuset_field (const char *key, const char *s, hwloc_bitmap_t *out, cp_error_t *err)
+{
+  if (*s == '\0') /* "" is how engines say "not set" */
+    return 0;
+  if (strlen (s) > CP_CPULIST_MAX_LEN)
+    return cp_fail_input (err, "linux.resources.cpu.%s: longer than %d bytes", key, CP_CPULIST_MAX_LEN);
+  *out = cp_bitmap_new ();
+  if (cp_cpulist_parse (s, CP_CPULIST_KERNEL | CP_CPULIST_ALLOW_EMPTY, *out, err) < 0)
+    return cp_error_wrap (err, "linux.resources.cpu.%s", key);
+  if (hwloc_bitmap_iszero (*out))
+    {
+      /* White space only: the kernel's empty list, as "" here. */
+      hwloc_bitmap_free (*out);
+      *out = NULL;
+    }
+  return 0;
+}
+
+/* linux.resources.cpu.KEY, a cpulist (absent, "" or blank: not set). */
 static int
 parse_cpuset_field (json_object *cpu, const char *key, hwloc_bitmap_t *out, cp_error_t *err)
 {
@@ -24,18 +45,7 @@ parse_cpuset_field (json_object *cpu, const char *key, hwloc_bitmap_t *out, cp_e
   const char *s;
   if (cp_json_string (v, field, CP_CPULIST_MAX_LEN, true, &s, err) < 0)
     return -1;
-  if (*s == '\0') /* "" is how engines say "not set" */
-    return 0;
-  *out = cp_bitmap_new ();
-  if (cp_cpulist_parse (s, CP_CPULIST_KERNEL | CP_CPULIST_ALLOW_EMPTY, *out, err) < 0)
-    return cp_error_wrap (err, "%s", field);
-  if (hwloc_bitmap_iszero (*out))
-    {
-      /* White space only: the kernel's empty list, as "" here. */
-      hwloc_bitmap_free (*out);
-      *out = NULL;
-    }
-  return 0;
+  return set_cpuset_field (key, s, out, err);
 }
 
 /* linux.resources.cpu */
@@ -151,6 +161,18 @@ systemd_path (const char *s)
   return cp_xasprintf ("%s%s%.*s-%s.scope", slice, sep, (int) (c2 - c1 - 1), c1 + 1, name);
 }
 
+/* linux.cgroupsPath S (at most CP_OCI_PATH_MAX bytes, checked), as both forms. */
+static void
+set_cgroups_path (const char *s, struct cp_oci_config *out)
+{
+  if (*s)
+    out->cgroups_path = cp_xstrdup (s);
+  if (*s == '/' && strchr (s, ':') == NULL)
+    out->cgroupfs_path = clean_path (s);
+  else
+    out->systemd_path = systemd_path (s);
+}
+
 static int
 parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
 {
@@ -162,12 +184,7 @@ parse_linux (json_object *linux_, struct cp_oci_config *out, cp_error_t *err)
       const char *s;
       if (cp_json_string (v, "linux.cgroupsPath", CP_OCI_PATH_MAX, true, &s, err) < 0)
         return -1;
-      if (*s)
-        out->cgroups_path = cp_xstrdup (s);
-      if (*s == '/' && strchr (s, ':') == NULL)
-        out->cgroupfs_path = clean_path (s);
-      else
-        out->systemd_path = systemd_path (s);
+      set_cgroups_path (s, out);
     }
   if (!cp_json_member (linux_, "resources", true, &resources))
     return 0;
@@ -196,6 +213,30 @@ cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_
       return cp_error_wrap (err, "config.json");
     }
   return 0;
+}
+
+int
+cp_oci_config_from_values (const struct cp_oci_values *v, struct cp_oci_config *out, cp_error_t *err)
+{
+  memset (out, 0, sizeof *out);
+  int r = 0;
+  if (v->cgroups_path && strlen (v->cgroups_path) > CP_OCI_PATH_MAX)
+    r = cp_fail_input (err, "linux.cgroupsPath: longer than %d bytes", CP_OCI_PATH_MAX);
+  else if (v->cgroups_path)
+    set_cgroups_path (v->cgroups_path, out);
+  if (r == 0 && v->cpus)
+    r = set_cpuset_field ("cpus", v->cpus, &out->cpus, err);
+  if (r == 0 && v->mems)
+    r = set_cpuset_field ("mems", v->mems, &out->mems, err);
+  if (r == 0 && v->quota)
+    out->quota = *v->quota;
+  if (r == 0 && v->period && *v->period > (uint64_t) INT64_MAX)
+    r = cp_fail_input (err, "linux.resources.cpu.period: %" PRIu64 " is out of range", *v->period);
+  else if (r == 0 && v->period)
+    out->period = *v->period;
+  if (r < 0)
+    cp_oci_config_free (out);
+  return r;
 }
 
 int

@@ -50,6 +50,20 @@ int cp_oci_config_load (const char *bundle, struct cp_oci_config *out, cp_error_
 /* Parse the text of a config.json (LEN bytes); errors as above. */
 int cp_oci_config_parse (const char *buf, size_t len, struct cp_oci_config *out, cp_error_t *err);
 
+/* What a runtime hands a plugin in place of a config.json (NRI's LinuxContainer):
+ * the same fields, each NULL when absent. */
+struct cp_oci_values
+{
+  const char *cgroups_path; /* linux.cgroupsPath */
+  const char *cpus, *mems;  /* linux.resources.cpu.cpus and .mems */
+  const int64_t *quota;     /* linux.resources.cpu.quota */
+  const uint64_t *period;   /* linux.resources.cpu.period */
+};
+
+/* OUT from V, with config.json's rules and field names in the errors (no JSON in
+ * between: the NRI plugin's request is built from the runtime's values). */
+int cp_oci_config_from_values (const struct cp_oci_values *v, struct cp_oci_config *out, cp_error_t *err);
+
 /* CFG's limits for cp_annotations_to_request(): linux.resources.cpu's quota,
  * period, cpus and mems (pointing into CFG).  Returns OUT, or NULL when CFG is
  * NULL (no config: no limits known). */

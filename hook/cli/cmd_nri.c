@@ -207,7 +207,7 @@ EVENT_METHOD (m_remove, Nri__Pkg__Api__V1alpha1__RemoveContainerRequest, EV (REM
    the one table the dispatch and the events subscribed to both come from.  A v0.12
    runtime calls the methods of their own (PostCreateContainer, StartContainer,
    RemoveContainer) and falls back to StateChange for good on one Unimplemented; a
-   v0.8 runtime (containerd 1.7 to 2.2) knows only StateChange for them.  Every event
+   runtime before NRI v0.12 (containerd 1.7 to 2.2) knows only StateChange for them.  Every event
    here is one v0.8 knows (it refuses bits past its last). */
 static const struct cp_nri_method methods[] = {
   { "Synchronize", &nri__pkg__api__v1alpha1__synchronize_request__descriptor, m_synchronize, 0 },

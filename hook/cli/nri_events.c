@@ -3,8 +3,8 @@
  * CreateContainer is the hook's createRuntime with what NRI knows before the
  * container exists: the pod's and the container's annotations (the container's
  * win on a key both set) make the request, the container's linux.resources.cpu and
- * linux.cgroupsPath its bounds and its cgroup, read by the very parser of
- * config.json the hook uses; the decision is recorded in the shared ledger under
+ * linux.cgroupsPath its bounds and its cgroup, read with the rules of config.json
+ * the hook uses (oci's cp_oci_config_from_values(), no JSON in between); the decision is recorded in the shared ledger under
  * its lock with the container id as the entry's id (what the hook would use), and
  * answered as an adjustment of linux.resources.cpu.cpus and .mems, which the runtime
  * writes into the spec and so into the cgroup it makes.  The failure policy is the
@@ -12,7 +12,6 @@
  * adjustment; one whose annotations are wrong, or that asked for strict and cannot
  * be met, fails with one line; anything else leaves it unplaced. */
 #define _GNU_SOURCE
-#include <json-c/json.h>
 #include <string.h>
 
 #include "nri_plugin.h"
@@ -91,38 +90,24 @@ cp_nri_id_check (const nri_container *c, cp_error_t *err)
   return 0;
 }
 
-/* The container's linux.cgroupsPath and linux.resources.cpu as config.json would
-   carry them, read by cp_oci_config_parse(): the same bounds and cgroup path as the
-   hook gets from the runtime's spec. */
+/* The container's linux.cgroupsPath and linux.resources.cpu, read with config.json's
+   rules (cp_oci_config_from_values()): the same bounds and cgroup path as the hook
+   gets from the runtime's spec. */
 int
 cp_nri_config_of (const nri_container *c, struct cp_oci_config *cfg, cp_error_t *err)
 {
-  json_object *root = json_object_new_object ();
-  json_object *linux_ = json_object_new_object ();
-  json_object_object_add (root, "linux", linux_);
   const Nri__Pkg__Api__V1alpha1__LinuxContainer *l = c->linux;
-  if (l && l->cgroups_path && l->cgroups_path[0])
-    json_object_object_add (linux_, "cgroupsPath", json_object_new_string (l->cgroups_path));
   const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = l && l->resources ? l->resources->cpu : NULL;
-  if (cpu)
-    {
-      json_object *res = json_object_new_object (), *o = json_object_new_object ();
-      json_object_object_add (linux_, "resources", res);
-      json_object_object_add (res, "cpu", o);
-      if (cpu->quota)
-        json_object_object_add (o, "quota", json_object_new_int64 (cpu->quota->value));
-      if (cpu->period)
-        json_object_object_add (o, "period", json_object_new_uint64 (cpu->period->value));
-      if (cpu->cpus && cpu->cpus[0])
-        json_object_object_add (o, "cpus", json_object_new_string (cpu->cpus));
-      if (cpu->mems && cpu->mems[0])
-        json_object_object_add (o, "mems", json_object_new_string (cpu->mems));
-    }
-  size_t len;
-  const char *text = json_object_to_json_string_length (root, JSON_C_TO_STRING_PLAIN, &len);
-  int r = cp_oci_config_parse (text, len, cfg, err);
-  json_object_put (root);
-  return r < 0 ? cp_error_wrap (err, "container %s", c->id) : 0;
+  struct cp_oci_values v = {
+    .cgroups_path = l && l->cgroups_path && l->cgroups_path[0] ? l->cgroups_path : NULL,
+    .cpus = cpu ? cpu->cpus : NULL,
+    .mems = cpu ? cpu->mems : NULL,
+    .quota = cpu && cpu->quota ? &cpu->quota->value : NULL,
+    .period = cpu && cpu->period ? &cpu->period->value : NULL,
+  };
+  if (cp_oci_config_from_values (&v, cfg, err) < 0)
+    return cp_error_wrap (err, "container %s", c->id);
+  return 0;
 }
 
 Nri__Pkg__Api__V1alpha1__LinuxResources *

@@ -1204,6 +1204,54 @@ test_isolate_from_map (void **state)
   cp_annotations_free (&a);
 }
 
+/* The NRI plugin's values read as config.json's fields are: the same config as the
+   JSON text with those values, and the same refusals naming the field. */
+static void
+test_config_from_values (void **state)
+{
+  (void) state;
+  int64_t quota = 150000;
+  uint64_t period = 100000, huge = (uint64_t) INT64_MAX + 1;
+  struct cp_oci_values v = { .cgroups_path = "//kubepods/./pod1/ctr/", .cpus = " 0-3, 8 ", .mems = "0", .quota = &quota,
+                             .period = &period };
+  struct cp_oci_config got, want;
+  cp_error_t err = NULL;
+  const char *text = "{\"linux\": {\"cgroupsPath\": \"//kubepods/./pod1/ctr/\", \"resources\": {\"cpu\": "
+                     "{\"cpus\": \" 0-3, 8 \", \"mems\": \"0\", \"quota\": 150000, \"period\": 100000}}}}";
+  assert_int_equal (cp_oci_config_from_values (&v, &got, &err), 0);
+  assert_int_equal (cp_oci_config_parse (text, strlen (text), &want, &err), 0);
+  assert_string_equal (got.cgroupfs_path, want.cgroupfs_path);
+  assert_string_equal (got.cgroups_path, want.cgroups_path);
+  assert_true (hwloc_bitmap_isequal (got.cpus, want.cpus) && hwloc_bitmap_isequal (got.mems, want.mems));
+  assert_true (got.quota == want.quota && got.period == want.period);
+  cp_oci_config_free (&got);
+  cp_oci_config_free (&want);
+
+  struct cp_oci_values empty = { .cpus = "", .mems = "  " };
+  assert_int_equal (cp_oci_config_from_values (&empty, &got, &err), 0);
+  assert_null (got.cpus);
+  assert_null (got.mems);
+  assert_null (got.cgroups_path);
+  cp_oci_config_free (&got);
+
+  struct cp_oci_values bad_cpus = { .cpus = "0-" };
+  assert_int_equal (cp_oci_config_from_values (&bad_cpus, &got, &err), -1);
+  assert_non_null (strstr (cp_error_message (err), "linux.resources.cpu.cpus"));
+  cp_error_free (&err);
+  struct cp_oci_values bad_period = { .period = &huge };
+  assert_int_equal (cp_oci_config_from_values (&bad_period, &got, &err), -1);
+  assert_non_null (strstr (cp_error_message (err), "linux.resources.cpu.period"));
+  cp_error_free (&err);
+  char *long_path = cp_xmalloc0 (CP_OCI_PATH_MAX + 2);
+  memset (long_path, 'a', CP_OCI_PATH_MAX + 1);
+  long_path[0] = '/';
+  struct cp_oci_values bad_path = { .cgroups_path = long_path };
+  assert_int_equal (cp_oci_config_from_values (&bad_path, &got, &err), -1);
+  assert_non_null (strstr (cp_error_message (err), "linux.cgroupsPath"));
+  cp_error_free (&err);
+  free (long_path);
+}
+
 int
 main (void)
 {
@@ -1226,6 +1274,7 @@ main (void)
     cmocka_unit_test (test_isolate_from_map),
     cmocka_unit_test (test_annotations_wants_and_sandbox),
     cmocka_unit_test (test_annotations_display_name),
+    cmocka_unit_test (test_config_from_values),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
