@@ -236,21 +236,27 @@ cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
   return r == 0 ? 0 : reply (call, &none.base, err);
 }
 
+/* The cgroup C's config names, below its mount (NULL: none named, or unreadable). */
+static char *
+cgroup_named (const nri_container *c)
+{
+  struct cp_oci_config cfg = { 0 };
+  cleanup_error cp_error_t ignored = NULL;
+  char *mount = NULL, *cgroup = NULL;
+  if (cp_nri_config_of (c, &cfg, &ignored) == 0 && cfg.cgroups_path)
+    cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored);
+  cp_oci_config_free (&cfg);
+  free (mount);
+  return cgroup;
+}
+
 /* The placed CPUs and nodes of C, as cpulists (*CPUS NULL: not placed by P, in the
    cgroup C names when it names one). */
 static int
 placed_of (const struct cp_nri_plugin *p, const nri_container *c, char **cpus, char **mems, cp_error_t *err)
 {
   *cpus = *mems = NULL;
-  struct cp_oci_config cfg = { 0 };
-  cleanup_error cp_error_t ignored = NULL;
-  if (cp_nri_config_of (c, &cfg, &ignored) < 0)
-    cfg = (struct cp_oci_config) { 0 }; /* no cgroup to compare: by id and owner */
-  cleanup_free char *mount = NULL;
-  cleanup_free char *cgroup = NULL;
-  if (cfg.cgroups_path && cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored) < 0)
-    cgroup = NULL;
-  cp_oci_config_free (&cfg);
+  cleanup_free char *cgroup = cgroup_named (c); /* NULL: by id and owner */
   cleanup_bitmap hwloc_bitmap_t set = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t nodes = cp_bitmap_new ();
   int r = cp_placer_owned_of (p->hc, &p->owner, c->id, cgroup, set, nodes, err);
@@ -318,20 +324,6 @@ cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *cgrou
     cp_log (CP_LOG_WARNING, "release of %s: %s", id, cp_error_message (e));
   else if (result == CP_RELEASE_DONE)
     cp_log (CP_LOG_INFO, "released %s (%s)", id, why);
-}
-
-/* The cgroup C's config names, below its mount (NULL: none named, or unreadable). */
-static char *
-cgroup_named (const nri_container *c)
-{
-  struct cp_oci_config cfg = { 0 };
-  cleanup_error cp_error_t ignored = NULL;
-  char *mount = NULL, *cgroup = NULL;
-  if (cp_nri_config_of (c, &cfg, &ignored) == 0 && cfg.cgroups_path)
-    cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored);
-  cp_oci_config_free (&cfg);
-  free (mount);
-  return cgroup;
 }
 
 /* The hook's poststop: the entry of C, if it is ours and C's (the cgroup its config

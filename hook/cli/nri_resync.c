@@ -127,7 +127,7 @@ cmp_ctr (const void *a, const void *b)
 {
   const nri_container *x = *(nri_container *const *) a, *y = *(nri_container *const *) b;
   int r = strcmp (x->id, y->id);
-  return r ? r : (x < y ? -1 : x > y); /* stable enough: the first of two is kept below */
+  return r ? r : (x < y ? -1 : x > y); /* one of two of an id is kept below */
 }
 
 static void
@@ -170,25 +170,17 @@ listing_make (nri_container **ctrs, size_t n, struct listing *out)
                             "twice counted once", invalid, twice);
 }
 
+static int
+cmp_id_ctr (const void *key, const void *elem)
+{
+  return strcmp (key, (*(nri_container *const *) elem)->id);
+}
+
 static const nri_container *
 listed (const struct listing *ls, const char *id)
 {
-  nri_container key = NRI__PKG__API__V1ALPHA1__CONTAINER__INIT;
-  key.id = (char *) id;
-  nri_container *kp = &key;
-  size_t lo = 0, hi = ls->n;
-  while (lo < hi)
-    {
-      size_t mid = lo + (hi - lo) / 2;
-      int r = strcmp (ls->sorted[mid]->id, kp->id);
-      if (r == 0)
-        return ls->sorted[mid];
-      if (r < 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-  return NULL;
+  nri_container **hit = bsearch (id, ls->sorted, ls->n, sizeof *ls->sorted, cmp_id_ctr);
+  return hit ? *hit : NULL;
 }
 
 static void
