@@ -1,6 +1,7 @@
-# The NRI tests' shared steps (tests/cri/nri.sh and routes.sh), sourced after lib.sh and
-# after D, CTRD, NRISOCK and BIN are set: containerd with NRI on its private socket, the
-# plugin on it, and the plugin's ledger read.
+# The NRI tests' shared steps (tests/cri/nri.sh, routes.sh, nri-promises.sh), sourced after
+# lib.sh; they use D, CTRD, NRISOCK, BIN, PODS and PLUGIN_PID when called: containerd with
+# NRI on its private socket, the plugin on it and stopped, the plugin's ledger read, the
+# cleanup at exit.
 
 start_containerd () {
   (PATH=$CTRD/usr/bin:$PATH exec "$CTRD/usr/bin/containerd" --config "$D/config.toml") >>"$D/containerd.log" 2>&1 &
@@ -41,3 +42,31 @@ start_plugin () {
 
 ledger () { cat "$D/cpstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
 held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .cpus] | join(",")'; }
+
+# stop_plugin: the dialled plugin ended (continued first, if a test stopped it).
+stop_plugin () {
+  [ -n "$PLUGIN_PID" ] || return 0
+  kill -CONT "$PLUGIN_PID" 2>/dev/null
+  kill "$PLUGIN_PID" 2>/dev/null
+  wait "$PLUGIN_PID" 2>/dev/null
+  PLUGIN_PID=""
+}
+
+# nri_cleanup: at exit, the pods in PODS and their containers removed, the plugin and
+# containerd stopped, a pre-launched plugin (its command line names our config, it
+# outlives containerd only briefly) killed, what containerd leaves removed, and D unless
+# CACHEPIN_CRI_KEEP is set.
+nri_cleanup () {
+  local p c pid
+  for p in "${PODS[@]}"; do
+    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
+    cri stop-pod "$p" >/dev/null 2>&1
+    cri rm-pod "$p" >/dev/null 2>&1
+  done
+  stop_plugin
+  stop_containerd
+  for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
+  cri_leftovers
+  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
+}
+

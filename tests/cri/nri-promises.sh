@@ -35,6 +35,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=nri-lib.sh
+. "$HERE/nri-lib.sh"
 cri_args nri-promises "$@"
 cri_prereqs
 cri_fetch sid containerd=2.1.9+ds1-5
@@ -44,27 +46,7 @@ NRISOCK=$D/nri.sock
 PLUGIN_PID=""
 PODS=()
 
-stop_plugin () {
-  [ -n "$PLUGIN_PID" ] || return 0
-  kill -CONT "$PLUGIN_PID" 2>/dev/null
-  kill "$PLUGIN_PID" 2>/dev/null
-  wait "$PLUGIN_PID" 2>/dev/null
-  PLUGIN_PID=""
-}
-cleanup () {
-  local p c pid
-  for p in "${PODS[@]}"; do
-    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
-    cri stop-pod "$p" >/dev/null 2>&1
-    cri rm-pod "$p" >/dev/null 2>&1
-  done
-  stop_plugin
-  stop_containerd
-  for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
-  cri_leftovers
-  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
-}
-trap cleanup EXIT
+trap nri_cleanup EXIT
 trap 'exit 1' INT TERM
 
 configure () {
@@ -77,8 +59,6 @@ configure () {
   plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
 }
 
-# shellcheck source=nri-lib.sh
-. "$HERE/nri-lib.sh"
 entries () { ledger | jq '.entries | length'; }
 ino_of () { ledger | jq --arg id "$1" '[.entries[] | select(.id == $id) | .cgroup_ino // 0] | .[0] // 0'; }
 spec_cpus () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.cpus // empty'; }

@@ -40,6 +40,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=nri-lib.sh
+. "$HERE/nri-lib.sh"
 cri_args nri "$@"
 cri_prereqs
 cri_fetch sid containerd=2.1.9+ds1-5
@@ -51,27 +53,7 @@ PLUGIN_PID=""
 PODS=()
 
 
-stop_plugin () {
-  [ -n "$PLUGIN_PID" ] || return 0
-  kill "$PLUGIN_PID" 2>/dev/null
-  wait "$PLUGIN_PID" 2>/dev/null
-  PLUGIN_PID=""
-}
-cleanup () {
-  local p c pid
-  for p in "${PODS[@]}"; do
-    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
-    cri stop-pod "$p" >/dev/null 2>&1
-    cri rm-pod "$p" >/dev/null 2>&1
-  done
-  stop_plugin
-  stop_containerd
-  # A pre-launched plugin (its command line names our config) outlives containerd only briefly.
-  for pid in $(grep -l -s -F -- "$D/cachepin.json" /proc/[0-9]*/cmdline | cut -d/ -f3); do kill "$pid" 2>/dev/null; done
-  cri_leftovers
-  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
-}
-trap cleanup EXIT
+trap nri_cleanup EXIT
 trap 'exit 1' INT TERM
 
 apply_status () { local want=$1; shift; "$BIN" apply "$@" --config "$D/cachepin.json" >/dev/null 2>&1; [ $? = "$want" ]; }
@@ -90,8 +72,6 @@ configure () {
   plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
 }
 
-# shellcheck source=nri-lib.sh
-. "$HERE/nri-lib.sh"
 entries () { ledger | jq '.entries | length'; }
 spec_cpus () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.cpus // empty'; }
 spec_quota () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.quota // empty'; }

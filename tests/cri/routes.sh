@@ -31,6 +31,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=nri-lib.sh
+. "$HERE/nri-lib.sh"
 cri_args routes "$@"
 cri_prereqs
 cri_fetch sid containerd=2.1.9+ds1-5
@@ -40,24 +42,9 @@ NRISOCK=$D/nri.sock
 PLUGIN_PID="" RUNC_ID=""
 PODS=()
 
-stop_plugin () {
-  [ -n "$PLUGIN_PID" ] || return 0
-  kill "$PLUGIN_PID" 2>/dev/null
-  wait "$PLUGIN_PID" 2>/dev/null
-  PLUGIN_PID=""
-}
 cleanup () {
-  local p c
   [ -z "$RUNC_ID" ] || "$RUNC" delete -f "$RUNC_ID" >/dev/null 2>&1
-  for p in "${PODS[@]}"; do
-    for c in $(cri pod-containers "$p" 2>/dev/null); do cri stop "$c" >/dev/null 2>&1; cri rm "$c" >/dev/null 2>&1; done
-    cri stop-pod "$p" >/dev/null 2>&1
-    cri rm-pod "$p" >/dev/null 2>&1
-  done
-  stop_plugin
-  stop_containerd
-  cri_leftovers
-  if [ -n "${CACHEPIN_CRI_KEEP:-}" ]; then echo "kept $D"; else rm -rf "$D"; fi
+  nri_cleanup
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
@@ -88,8 +75,6 @@ configure () {
 TOML
 }
 
-# shellcheck source=nri-lib.sh
-. "$HERE/nri-lib.sh"
 nentries () { ledger | jq --arg id "$1" '[.entries[] | select(.id == $id)] | length'; }
 entry_pid () { ledger | jq -r --arg id "$1" '.entries[] | select(.id == $id) | .pid // 0'; }
 entries () { ledger | jq '.entries | length'; }
