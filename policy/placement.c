@@ -163,6 +163,9 @@ struct view
   unsigned *cap;            /* per domain of `level`: CPUs this request could get there */
   unsigned *pe0_cap;        /* per domain: cores free as a whole (PE0s on offer) */
   bool *in_set;             /* per domain: the domains fill() may take from */
+  unsigned *sharers;        /* per CPU (OS index, up to n_sharers): how many shared
+                               placements have it; NULL until domain_load() needs it */
+  unsigned n_sharers;
 };
 
 static void
@@ -177,6 +180,7 @@ view_clear (struct view *v)
   free (v->cap);
   free (v->pe0_cap);
   free (v->in_set);
+  free (v->sharers);
 }
 #define cleanup_view __attribute__ ((cleanup (view_clear)))
 
@@ -630,22 +634,47 @@ fits_alone (struct view *v, unsigned d, unsigned need)
   return fills_exactly (v, &d, 1, need);
 }
 
-/* Load of a domain for shared mode, as a fraction: CPUs held there plus the
-   CPUs of shared placements that overlap it, over its allowed CPUs. */
+/* How many of the shared placements have each allowed CPU, counted once per view:
+   a domain's load is then a sum over its CPUs, not a pass over every placement
+   (a node with a thousand shared containers asks it of every domain). */
 static void
-domain_load (const struct view *v, unsigned d, unsigned long *num, unsigned long *den)
+count_sharers (struct view *v)
+{
+  int last = hwloc_bitmap_last (v->allowed);
+  v->n_sharers = last < 0 ? 0 : (unsigned) last + 1;
+  v->sharers = cp_xcalloc (v->n_sharers + 1, sizeof *v->sharers);
+  for (size_t i = 0; v->usage && i < v->usage->n_shared; i++)
+    {
+      int cpu;
+      hwloc_bitmap_foreach_begin (cpu, v->usage->shared[i])
+      {
+        if ((unsigned) cpu >= v->n_sharers)
+          break;
+        v->sharers[cpu]++;
+      }
+      hwloc_bitmap_foreach_end ();
+    }
+}
+
+/* Load of a domain for shared mode, as a fraction: CPUs held there plus the
+   CPUs of shared placements that overlap it (each counted once per placement),
+   over its allowed CPUs. */
+static void
+domain_load (struct view *v, unsigned d, unsigned long *num, unsigned long *den)
 {
   const struct cp_domain *dom = &v->topo->domains[v->level][d];
+  if (v->sharers == NULL)
+    count_sharers (v);
   cleanup_bitmap hwloc_bitmap_t tmp = cp_bitmap_new ();
   hwloc_bitmap_and (tmp, dom->cpus, v->held);
   unsigned long load = (unsigned long) hwloc_bitmap_weight (tmp);
-  for (size_t i = 0; v->usage && i < v->usage->n_shared; i++)
-    {
-      hwloc_bitmap_and (tmp, dom->cpus, v->usage->shared[i]);
-      hwloc_bitmap_and (tmp, tmp, v->allowed);
-      load += (unsigned long) hwloc_bitmap_weight (tmp);
-    }
   hwloc_bitmap_and (tmp, dom->cpus, v->allowed);
+  int cpu;
+  hwloc_bitmap_foreach_begin (cpu, tmp)
+  {
+    load += v->sharers[cpu]; /* within allowed: below n_sharers */
+  }
+  hwloc_bitmap_foreach_end ();
   *num = load;
   *den = (unsigned long) hwloc_bitmap_weight (tmp);
 }

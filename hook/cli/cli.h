@@ -214,6 +214,29 @@ int cp_cli_place (const struct cp_hostconfig *hc, enum cp_journal_front front, c
                   const struct cp_container_request *creq, cp_cli_judge_fn judge, struct cp_plan **plan_out,
                   cp_error_t *err);
 
+/* Many placements at once (the NRI plugin's Synchronize), through the engine's
+   batch (placer.h: targets whose cgroup is named and not made yet): open, each
+   placed as cp_cli_place() places (a failure judged by JUDGE; 0, 1 or < 0 as
+   there), then committed once, the ledger first and then the journal's records of
+   the placements; nothing of them is recorded when the ledger's commit fails
+   (the caller then tells nobody of them).  Close unlocks, dropping what was not
+   committed. */
+struct cp_cli_batch;
+int cp_cli_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front, struct cp_cli_batch **out,
+                       cp_error_t *err);
+int cp_cli_batch_place (struct cp_cli_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
+                        cp_cli_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err);
+int cp_cli_batch_commit (struct cp_cli_batch *cb, cp_error_t *err);
+/* /proc/self/cgroup and mountinfo as the batch read them at open (cgroup.h). */
+const struct cp_cgroup_snapshot *cp_cli_batch_mounts (const struct cp_cli_batch *cb);
+void cp_cli_batch_close (struct cp_cli_batch *cb);
+static inline void
+cp_cli_batch_closep (struct cp_cli_batch **cb)
+{
+  cp_cli_batch_close (*cb);
+}
+#define cleanup_cli_batch __attribute__ ((cleanup (cp_cli_batch_closep)))
+
 /* A long-running front end (`cachepin nri`) places one container after another in
    one process: the sandbox a run enters before its decision would stay for the
    next ones, so cp_cli_place() and cp_cli_release() enter none after this is

@@ -477,3 +477,92 @@ cp_cli_release (const struct cp_hostconfig *hc, enum cp_journal_front front, con
   record_released (hc, front, rel, *result);
   return 0;
 }
+
+/* ------------------------------------------------------------------ a batch */
+
+struct cp_cli_batch
+{
+  const struct cp_hostconfig *hc;
+  enum cp_journal_front front;
+  struct cp_placer_batch *b;
+  struct cp_cgroup_snapshot mounts; /* read once, for every target's cgroup path */
+  struct cp_journal_list placed;  /* recorded once the ledger is committed */
+};
+
+const struct cp_cgroup_snapshot *
+cp_cli_batch_mounts (const struct cp_cli_batch *cb)
+{
+  return &cb->mounts;
+}
+
+int
+cp_cli_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front, struct cp_cli_batch **out,
+                   cp_error_t *err)
+{
+  journal_begin (front);
+  struct cp_cli_batch *cb = cp_xcalloc (1, sizeof *cb);
+  *cb = (struct cp_cli_batch) { .hc = hc, .front = front };
+  if (cp_cgroup_snapshot_read (&cb->mounts, err) < 0 || cp_placer_batch_open (hc, &cb->b, err) < 0)
+    {
+      cp_cgroup_snapshot_clear (&cb->mounts);
+      free (cb);
+      return -1;
+    }
+  *out = cb;
+  return 0;
+}
+
+int
+cp_cli_batch_place (struct cp_cli_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
+                    cp_cli_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err)
+{
+  if (cp_placer_batch_decide (cb->b, target, creq, plan_out, err) < 0)
+    return place_failed (cb->hc, cb->front, target, creq, judge, err);
+  struct cp_journal_record r = {
+    .front = cb->front,
+    .kind = CP_JOURNAL_PLACED,
+    .id = (char *) target->id,
+    .name = (char *) target->name,
+    .cgroup = (char *) target->cgroup_path,
+    .cpus = (*plan_out)->cpus,
+    .mems = (*plan_out)->mems,
+    .reason = (*plan_out)->reason,
+  };
+  cp_journal_record_clean (&r, cp_journal_list_push (&cb->placed));
+  return 0;
+}
+
+int
+cp_cli_batch_commit (struct cp_cli_batch *cb, cp_error_t *err)
+{
+  if (cp_placer_batch_commit (cb->b, err) < 0)
+    return -1;
+  if (cb->placed.n == 0 || journal.sandboxed || journal.warned)
+    return 0;
+  cleanup_journal struct cp_journal *j = NULL;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_journal_open (cb->hc->state_dir, CP_JOURNAL_LOCK_TIMEOUT_MS, &j, &e) < 0)
+    {
+      journal_warn ("batch", e);
+      return 0;
+    }
+  add_pending (j);
+  for (size_t i = 0; i < cb->placed.n; i++)
+    cp_journal_add (j, &cb->placed.records[i]);
+  journal.queued = true;
+  commit_queued (j, "batch");
+  return 0;
+}
+
+void
+cp_cli_batch_close (struct cp_cli_batch *cb)
+{
+  if (cb == NULL)
+    return;
+  cp_placer_batch_close (cb->b);
+  cp_cgroup_snapshot_clear (&cb->mounts);
+  for (size_t i = 0; i < cb->placed.n; i++)
+    cp_journal_record_clear (&cb->placed.records[i]);
+  free (cb->placed.records);
+  free (cb);
+}

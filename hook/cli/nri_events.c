@@ -149,29 +149,32 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
 }
 
 int
-cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, char **mount, char **cgroup, cp_error_t *why)
+cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, const struct cp_cgroup_snapshot *mounts, char **mount,
+                  char **cgroup, cp_error_t *why)
 {
   const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
   if (path == NULL)
     return cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
                             cfg->cgroups_path ? cfg->cgroups_path : "");
-  return cp_cgroup_locate_path (path, mount, cgroup, why);
+  return cp_cgroup_locate_path_in (mounts, path, mount, cgroup, why);
 }
 
 int
-cp_nri_place (const struct cp_nri_plugin *p, const char *id, const struct cp_oci_config *cfg,
-              struct cp_container_request *creq, struct cp_plan **plan, cp_error_t *why)
+cp_nri_place (const struct cp_nri_plugin *p, struct cp_cli_batch *batch, const char *id,
+              const struct cp_oci_config *cfg, struct cp_container_request *creq, struct cp_plan **plan,
+              cp_error_t *why)
 {
   const struct cp_hostconfig *hc = p->hc;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (cp_nri_cgroup_of (id, cfg, &mount, &cgroup, why) == 0)
+  if (cp_nri_cgroup_of (id, cfg, batch ? cp_cli_batch_mounts (batch) : NULL, &mount, &cgroup, why) == 0)
     {
       if (cp_nri_core_sched_admit (hc, id, creq, why) < 0)
         return -1;
       struct cp_target target
           = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup, .runtime = p->owner.runtime };
-      int r = cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
+      int r = batch ? cp_cli_batch_place (batch, &target, creq, cp_admission_host_failure, plan, why)
+                    : cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
     }
   return cp_admission_host_failure (hc, creq->req.strict, id, why) < 0 ? -1 : 1;
@@ -217,7 +220,7 @@ cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
   else
     {
       cleanup_plan struct cp_plan *plan = NULL;
-      r = cp_nri_place (p, c->id, &cfg, &creq, &plan, &why);
+      r = cp_nri_place (p, NULL, c->id, &cfg, &creq, &plan, &why);
       if (r == 0)
         {
           cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
@@ -244,7 +247,7 @@ cgroup_named (const nri_container *c)
   cleanup_error cp_error_t ignored = NULL;
   char *mount = NULL, *cgroup = NULL;
   if (cp_nri_config_of (c, &cfg, &ignored) == 0 && cfg.cgroups_path)
-    cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &ignored);
+    cp_nri_cgroup_of (c->id, &cfg, NULL, &mount, &cgroup, &ignored);
   cp_oci_config_free (&cfg);
   free (mount);
   return cgroup;

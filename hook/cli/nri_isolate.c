@@ -112,7 +112,7 @@ cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alp
   cleanup_error cp_error_t why = NULL;
   int r = cp_nri_config_of (c, &cfg, &why);
   if (r == 0)
-    r = cp_nri_cgroup_of (c->id, &cfg, &mount, &cgroup, &why);
+    r = cp_nri_cgroup_of (c->id, &cfg, NULL, &mount, &cgroup, &why);
   cp_oci_config_free (&cfg);
   pid_t pid = (pid_t) c->pid;
   if (r == 0 && helper.fd >= 0)

@@ -63,7 +63,7 @@ place_again (struct cp_nri_plugin *p, const nri_container *c, const struct cp_oc
     return 0; /* the same count: nothing to do */
   unsigned before = (unsigned) hwloc_bitmap_weight (now);
   cleanup_plan struct cp_plan *plan = NULL;
-  int r = cp_nri_place (p, c->id, cfg, creq, &plan, why);
+  int r = cp_nri_place (p, NULL, c->id, cfg, creq, &plan, why);
   if (r == 0)
     {
       *cpus = cp_cpulist_format (plan->cpus);

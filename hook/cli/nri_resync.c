@@ -27,8 +27,8 @@
  * has none (the plugin was away at its StartContainer, or placed it just now in 2)
  * gets it on the pid the runtime lists: its init's thread group, not the processes
  * it started before.
- * Everything goes through the engine's steps (placer.h), as the events do: the
- * ledger changes only under its lock, after reconcile, with the placement's checks.
+ * Everything goes through the engine's steps (placer.h), as the events do; the
+ * placements of 2 in one batch (one lock, one commit, told once committed).
  * The runtime waits for the answer at most 2 s: the work stops after
  * CP_NRI_RESYNC_BUDGET_MS (each step's wait for the ledger's lock cut to what is
  * left of it) and what is left is logged (a release left is done by the next
@@ -41,6 +41,7 @@
 
 #include "nri_plugin.h"
 #include "nri_rpc.h"
+#include "cli.h"
 #include "bitmap.h"
 #include "cpulist.h"
 #include "ledger.h"
@@ -232,12 +233,21 @@ add_update (struct cp_nri_updates *out, const char *id, hwloc_const_bitmap_t cpu
   out->n++;
 }
 
-/* Step 2: C, running, unplaced: placed in its cgroup if it asks (and, in pass 0,
-   only if it is strict; in pass 1 only if not), its update added to OUT.  It runs
-   already: nothing fails it now, a refusal is logged. */
+/* A placement made at resync, told once its batch is committed. */
+struct missed
+{
+  const nri_pod *pod;
+  const nri_container *c;
+  struct cp_plan *plan;
+  const char *cpus_source;
+};
+
+/* Step 2: C, running, unplaced: placed in BATCH if it asks (and, in pass 0, only
+   if it is strict; in pass 1 only if not), kept in *M.  It runs already: nothing
+   fails it now, a refusal is logged. */
 static void
-place_missed (const struct cp_nri_plugin *p, int pass, const nri_pod *pod, const nri_container *c,
-              struct cp_nri_updates *out)
+place_missed (const struct cp_nri_plugin *p, struct cp_cli_batch *batch, int pass, const nri_pod *pod,
+              const nri_container *c, struct missed *m)
 {
   const struct cp_hostconfig *hc = p->hc;
   struct cp_annotations ann = { 0 };
@@ -269,22 +279,39 @@ place_missed (const struct cp_nri_plugin *p, int pass, const nri_pod *pod, const
       if (creq.req.strict != (pass == 0))
         r = 1; /* the other pass's */
       else
-        r = cp_nri_place (p, c->id, &cfg, &creq, &plan, &why);
+        r = cp_nri_place (p, batch, c->id, &cfg, &creq, &plan, &why);
     }
   if (r < 0)
     cp_log (CP_LOG_WARNING, "resync: %s left unplaced: %s", c->id, cp_error_message (why));
   else if (r == 0)
-    {
-      add_update (out, c->id, plan->cpus, plan->mems);
-      cp_log (CP_LOG_INFO, "placed %s (pod %s) at resync: cpus %s mems %s (cpus from %s); %s", c->id,
-              pod && pod->name ? pod->name : "?", out->p[out->n - 1]->linux->resources->cpu->cpus,
-              out->p[out->n - 1]->linux->resources->cpu->mems ? out->p[out->n - 1]->linux->resources->cpu->mems : "",
-              creq.cpus_source, plan->reason);
-      cp_nri_core_sched_start (hc, pod, c); /* it runs: its pid is known */
-      cp_nri_isolate_start (hc, pod, c);
-    }
+    *m = (struct missed) { .pod = pod, .c = c, .plan = cp_steal_pointer (&plan), .cpus_source = creq.cpus_source };
   cp_oci_config_free (&cfg);
   cp_annotations_free (&ann);
+}
+
+/* The placements of M, committed: each an update in OUT, said, and what it asked of
+   the kernel made (it runs: its pid is known). */
+static void
+tell_placed (const struct cp_nri_plugin *p, struct missed *m, size_t n, struct cp_nri_updates *out)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      add_update (out, m[i].c->id, m[i].plan->cpus, m[i].plan->mems);
+      const Nri__Pkg__Api__V1alpha1__LinuxCPU *cpu = out->p[out->n - 1]->linux->resources->cpu;
+      cp_log (CP_LOG_INFO, "placed %s (pod %s) at resync: cpus %s mems %s (cpus from %s); %s", m[i].c->id,
+              m[i].pod && m[i].pod->name ? m[i].pod->name : "?", cpu->cpus, cpu->mems ? cpu->mems : "",
+              m[i].cpus_source, m[i].plan->reason);
+      cp_nri_core_sched_start (p->hc, m[i].pod, m[i].c);
+      cp_nri_isolate_start (p->hc, m[i].pod, m[i].c);
+    }
+}
+
+static void
+missed_free (struct missed *m, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    cp_plan_free (m[i].plan);
+  free (m);
 }
 
 static long
@@ -363,6 +390,57 @@ settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct 
     }
 }
 
+/* Step 2 for every listed container without an entry, in one batch (cli.h: one
+   lock, one commit, told only once committed).  Strict containers first: when CPUs
+   are short, those that asked never to run split get them. */
+static void
+place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const struct listing *ls, nri_pod **pods,
+           size_t n_pods, const struct timespec *t0, long budget_ms, struct left *left, struct cp_nri_updates *out)
+{
+  struct cp_hostconfig step;
+  struct cp_nri_plugin sp;
+  const struct cp_nri_plugin *p = step_plugin (p0, &sp, &step, budget_ms - ms_since (t0));
+  struct missed *m = cp_xcalloc (ls->n + 1, sizeof *m);
+  size_t n = 0;
+  struct cp_cli_batch *batch = NULL;
+  cleanup_error cp_error_t why = NULL;
+  bool open = false; /* the lock taken once, when there is something to place */
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < ls->n; i++)
+      {
+        const nri_container *c = ls->list[i];
+        if (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
+          continue;
+        if (has_entry (v, c->id))
+          continue;
+        if (!open && ms_since (t0) < budget_ms)
+          {
+            open = true;
+            if (cp_cli_batch_open (p->hc, CP_JOURNAL_NRI, &batch, &why) < 0)
+              cp_log (CP_LOG_WARNING, "resync: nothing placed, the ledger could not be opened: %s",
+                      cp_error_message (why));
+          }
+        if (batch == NULL || ms_since (t0) >= budget_ms)
+          left->place += pass == 1; /* may not ask: said as "to look at" */
+        else
+          {
+            place_missed (p, batch, pass, find_pod (pods, n_pods, c->pod_sandbox_id), c, &m[n]);
+            n += m[n].plan != NULL;
+          }
+      }
+  if (batch && n && cp_cli_batch_commit (batch, &why) < 0)
+    {
+      cp_log (CP_LOG_WARNING, "resync: %zu placements not made: %s", n, cp_error_message (why));
+      left->place += (unsigned) n;
+      missed_free (m, n);
+      m = NULL;
+      n = 0;
+    }
+  cp_cli_batch_close (batch); /* before tell_placed(), which takes the lock again */
+  tell_placed (p0, m, n, out);
+  missed_free (m, n);
+}
+
 void
 cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nri_container **ctrs, size_t n_ctrs,
                long budget_ms, struct cp_nri_updates *out)
@@ -388,22 +466,7 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
     if (v.e[i].owned)
       settle (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), &v.e[i], &ls, pods, n_pods,
               ms_since (&t0) >= budget_ms, &left, out);
-  /* Strict containers first: when CPUs are short, those that asked never to run
-     split get them. */
-  for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < ls.n; i++)
-      {
-        const nri_container *c = ls.list[i];
-        if (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
-          continue;
-        if (has_entry (&v, c->id))
-          continue;
-        if (ms_since (&t0) >= budget_ms)
-          left.place += pass == 1; /* may not ask: said as "to look at" */
-        else
-          place_missed (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), pass,
-                        find_pod (pods, n_pods, c->pod_sandbox_id), c, out);
-      }
+  place_all (p0, &v, &ls, pods, n_pods, &t0, budget_ms, &left, out);
   if (left.release || left.adopt || left.place)
     cp_log (CP_LOG_WARNING,
             "resync: stopped after %ld ms (the runtime waits 2 s): left %u releases (at the next Synchronize), "
@@ -411,130 +474,4 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
             budget_ms, left.release, left.adopt, left.place);
   listing_free (&ls);
   view_free (&v);
-}
-
-void
-cp_nri_updates_free (struct cp_nri_updates *u)
-{
-  for (size_t i = 0; i < u->n_strings; i++)
-    free (u->strings[i]);
-  free (u->strings);
-  free (u->p);
-  free (u->u);
-  *u = (struct cp_nri_updates) { 0 };
-}
-
-void
-cp_nri_sync_clear (struct cp_nri_sync *s)
-{
-  for (size_t i = 0; i < s->n; i++)
-    cp_buf_free (&s->parts[i]);
-  free (s->parts);
-  *s = (struct cp_nri_sync) { 0 };
-}
-
-/* REQ kept with the parts before it; -1 when that passes the bounds (nothing kept). */
-static int
-keep_part (struct cp_nri_sync *s, const sync_req *req)
-{
-  size_t len = protobuf_c_message_get_packed_size (&req->base);
-  if (s->n + 1 > CP_NRI_SYNC_MAX_PARTS || len > CP_NRI_SYNC_MAX_BYTES - s->bytes)
-    return -1;
-  s->parts = realloc (s->parts, (s->n + 1) * sizeof *s->parts);
-  if (s->parts == NULL)
-    abort ();
-  struct cp_buf *b = &s->parts[s->n++];
-  *b = (struct cp_buf) { 0 };
-  b->p = cp_xmalloc0 (len + 1);
-  b->len = b->cap = protobuf_c_message_pack (&req->base, b->p);
-  s->bytes += b->len;
-  return 0;
-}
-
-/* Every part's pods and containers, in the order sent; PARTS[i] owns what they
-   point at. */
-struct whole
-{
-  sync_req **parts;
-  nri_pod **pods;
-  nri_container **ctrs;
-  size_t n_parts, n_pods, n_ctrs;
-};
-
-static void
-whole_free (struct whole *w)
-{
-  for (size_t i = 0; i < w->n_parts; i++)
-    if (w->parts[i])
-      protobuf_c_message_free_unpacked (&w->parts[i]->base, NULL);
-  free (w->parts);
-  free (w->pods);
-  free (w->ctrs);
-}
-
-static void
-gather (const struct cp_nri_sync *s, struct whole *w)
-{
-  *w = (struct whole) { .parts = cp_xcalloc (s->n + 1, sizeof *w->parts) };
-  size_t pods = 0, ctrs = 0;
-  for (size_t i = 0; i < s->n; i++)
-    {
-      /* Packed by us from what was decoded: it decodes again. */
-      w->parts[i] = nri__pkg__api__v1alpha1__synchronize_request__unpack (NULL, s->parts[i].len, s->parts[i].p);
-      if (w->parts[i] == NULL)
-        abort ();
-      w->n_parts++;
-      pods += w->parts[i]->n_pods;
-      ctrs += w->parts[i]->n_containers;
-    }
-  w->pods = cp_xcalloc (pods + 1, sizeof *w->pods);
-  w->ctrs = cp_xcalloc (ctrs + 1, sizeof *w->ctrs);
-  for (size_t i = 0; i < w->n_parts; i++)
-    {
-      for (size_t j = 0; j < w->parts[i]->n_pods; j++)
-        w->pods[w->n_pods++] = w->parts[i]->pods[j];
-      for (size_t j = 0; j < w->parts[i]->n_containers; j++)
-        w->ctrs[w->n_ctrs++] = w->parts[i]->containers[j];
-    }
-}
-
-int
-cp_nri_synchronize (struct cp_nri_plugin *p, const sync_req *req, struct cp_nri_call *call, cp_error_t *err)
-{
-  struct cp_nri_sync *s = &p->sync;
-  Nri__Pkg__Api__V1alpha1__SynchronizeResponse resp = NRI__PKG__API__V1ALPHA1__SYNCHRONIZE_RESPONSE__INIT;
-  if (keep_part (s, req) < 0)
-    {
-      cleanup_free char *line = cp_xasprintf (
-          "cachepin: Synchronize past %d parts or %u MiB without its last part (%zu parts, %zu bytes so far): "
-          "refused, the connection is closed",
-          CP_NRI_SYNC_MAX_PARTS, CP_NRI_SYNC_MAX_BYTES >> 20, s->n, s->bytes);
-      cp_log (CP_LOG_ERROR, "nri: %s", line + strlen ("cachepin: "));
-      cp_nri_sync_clear (s);
-      if (cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_RESOURCE_EXHAUSTED, line, NULL, call->out,
-                                  err)
-          < 0)
-        return -1;
-      return CP_NRI_SYNC_TOO_LONG;
-    }
-  if (req->more)
-    {
-      cp_log (CP_LOG_DEBUG, "nri: synchronization part %zu: %zu pods, %zu containers, more to come", s->n,
-              req->n_pods, req->n_containers);
-      resp.more = true; /* the runtime sends the rest only when we say we take it */
-      return cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
-    }
-  struct whole w;
-  gather (s, &w);
-  cp_log (CP_LOG_INFO, "nri: synchronized: %zu pods, %zu containers (%zu %s)", w.n_pods, w.n_ctrs, w.n_parts,
-          w.n_parts == 1 ? "part" : "parts");
-  struct cp_nri_updates u;
-  cp_nri_resync (p, w.pods, w.n_pods, w.ctrs, w.n_ctrs, CP_NRI_RESYNC_BUDGET_MS, &u);
-  resp.update = u.p;
-  resp.n_update = u.n;
-  int r = cp_rpc_response_encode (CP_MUX_CONN_PLUGIN, call->stream, CP_RPC_OK, NULL, &resp.base, call->out, err);
-  cp_nri_updates_free (&u);
-  whole_free (&w);
-  cp_nri_sync_clear (s);
-  return r;
 }

@@ -150,8 +150,8 @@ cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_
 /* cp_placer_decide_in(), with TOO_MANY (when not NULL) the refusal of a
    request for more CPUs than CPUS holds, naming what set the limit, in place of
    cp_place()'s, which knows only the count. */
-static int
-decide (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
+int
+cp_placer_decide_with (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
         const struct cp_target *t, const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
         const char *too_many, struct cp_isolate *iso, struct cp_plan **plan_out, cp_error_t *err)
 {
@@ -190,15 +190,15 @@ cp_placer_decide_in (struct cp_ledger *l, const struct cp_topo *topo, hwloc_cons
                   hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
                   hwloc_const_bitmap_t kept_mems, struct cp_plan **plan_out, cp_error_t *err)
 {
-  return decide (l, topo, cpus, mems, t, creq, kept_mems, NULL, NULL, plan_out, err);
+  return cp_placer_decide_with (l, topo, cpus, mems, t, creq, kept_mems, NULL, NULL, plan_out, err);
 }
 
 /* The kernel's cache-aware scheduling switch, before the sandbox (schedctl.h).
  * A probe that fails is logged and the switch left alone: the kernel features
  * never stand in the way of a placement, except that a strict container asking
  * for one is refused when it cannot have it (cp_schedctl_check_request()). */
-static void
-open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
+void
+cp_placer_schedctl_open (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
 {
   cleanup_error cp_error_t e = NULL;
   if (cp_schedctl_open (hc, sc, &e) < 0)
@@ -212,8 +212,8 @@ open_schedctl (const struct cp_hostconfig *hc, struct cp_schedctl *sc)
 
 /* The switch where the ledger's final entries want it; a failure is only logged
  * (the placement stands, and the next run tries again). */
-static void
-sync_schedctl (struct cp_schedctl *sc, struct cp_ledger *l)
+void
+cp_placer_schedctl_sync (struct cp_schedctl *sc, struct cp_ledger *l)
 {
   cleanup_error cp_error_t e = NULL;
   if (cp_schedctl_sync (sc, l, &e) < 0)
@@ -229,7 +229,7 @@ take_back (struct cp_ledger *l, const struct cp_target *t, struct cp_schedctl *s
   cp_ledger_remove (l, t->id);
   cp_ledger_commit (l, &ignored);
   cp_error_free (&ignored);
-  sync_schedctl (sc, l);
+  cp_placer_schedctl_sync (sc, l);
 }
 
 /* One run of the engine on the ledger, through its steps: a placement
@@ -323,7 +323,7 @@ cp_placer_open (const struct cp_hostconfig *hc, const struct cp_target *target,
     return -1;
   if (creq->mems_keep && read_kept_mems (p, err) < 0)
     return -1;
-  open_schedctl (hc, &p->sc);
+  cp_placer_schedctl_open (hc, &p->sc);
   if (cp_schedctl_check_request (&p->sc, t->id, creq->sched_cache, creq->req.strict, err) < 0
       || cp_isolate_open (hc, t, creq, &p->iso, err) < 0)
     return -1;
@@ -360,10 +360,10 @@ cp_placer_state_dirfd (const struct cp_placer *p)
 int
 cp_placer_decide (struct cp_placer *p, cp_error_t *err)
 {
-  if (decide (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->iso, &p->plan,
+  if (cp_placer_decide_with (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->iso, &p->plan,
               err) == 0)
     return 0;
-  sync_schedctl (&p->sc, p->l); /* reconcile may have dropped the last container asking */
+  cp_placer_schedctl_sync (&p->sc, p->l); /* reconcile may have dropped the last container asking */
   return -1;
 }
 
@@ -400,7 +400,7 @@ cp_placer_apply (struct cp_placer *p, cp_error_t *err)
       take_back (p->l, t, &p->sc);
       return -1;
     }
-  sync_schedctl (&p->sc, p->l);
+  cp_placer_schedctl_sync (&p->sc, p->l);
   return 0;
 }
 
@@ -459,7 +459,7 @@ cp_placer_open_release (const struct cp_hostconfig *hc, const struct cp_release 
 {
   cleanup_placer struct cp_placer *p = placer_new (hc);
   p->rel = rel;
-  open_schedctl (hc, &p->sc);
+  cp_placer_schedctl_open (hc, &p->sc);
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_RELEASE, .cgroup = rel->widen, .kubelet_state = hc->kubelet_state };
   cp_managers_attach (NULL, &mctx, &p->mgrs);
   if (cp_placer_open_ledger_in (hc, CP_RECONCILE_CAS_ASKERS, &p->l, err) < 0)
@@ -499,6 +499,6 @@ cp_placer_release_commit (struct cp_placer *p, enum cp_release_result *result, c
     cp_ledger_remove (l, rel->id);
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", p->hc->state_dir);
-  sync_schedctl (&p->sc, l);
+  cp_placer_schedctl_sync (&p->sc, l);
   return 0;
 }

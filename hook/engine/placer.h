@@ -171,6 +171,31 @@ int cp_placer_record_core_sched (const struct cp_hostconfig *hc, const char *id,
  * lock.  1: isolated; 0: not (said, or nothing to do); -1: ERR. */
 int cp_placer_isolate_started (const struct cp_hostconfig *hc, const struct cp_target *t, cp_error_t *err);
 
+/* ---- A batch: many placements under one lock, committed once ---------------------
+ *
+ * For a long-running front end with many targets at once (the NRI plugin's
+ * Synchronize), each a target whose cgroup is named and not made yet (no pid, no
+ * cgroup: nothing is written but the ledger): cp_placer_batch_open() loads the
+ * topology and locks and reconciles the ledger; cp_placer_batch_decide() decides
+ * one as cp_placer_open() and cp_placer_decide() would (its limits, the kernel
+ * switch's and isolation's checks, the choice against every entry, the batch's own
+ * included), recorded in memory only; cp_placer_batch_commit() writes them all
+ * once (none when it fails) and brings the kernel switch where the entries want
+ * it; cp_placer_batch_close() unlocks, dropping what was not committed.  The front
+ * end tells nobody of a decision before its commit succeeded. */
+struct cp_placer_batch;
+int cp_placer_batch_open (const struct cp_hostconfig *hc, struct cp_placer_batch **out, cp_error_t *err);
+int cp_placer_batch_decide (struct cp_placer_batch *b, const struct cp_target *t,
+                            const struct cp_container_request *creq, struct cp_plan **plan_out, cp_error_t *err);
+int cp_placer_batch_commit (struct cp_placer_batch *b, cp_error_t *err);
+void cp_placer_batch_close (struct cp_placer_batch *b);
+static inline void
+cp_placer_batch_closep (struct cp_placer_batch **b)
+{
+  cp_placer_batch_close (*b);
+}
+#define cleanup_placer_batch __attribute__ ((cleanup (cp_placer_batch_closep)))
+
 /* ---- A preview: what a placement would get now, placing nothing -------------------
  *
  * `cachepin plan` on this host and `cachepin apply --dry-run`: the steps of

@@ -189,6 +189,41 @@ cp_cgroup_from_path (const char *path, struct cp_cgroup **out, cp_error_t *err)
 }
 
 int
+cp_cgroup_snapshot_read (struct cp_cgroup_snapshot *m, cp_error_t *err)
+{
+  *m = (struct cp_cgroup_snapshot) { 0 };
+  if (read_proc ("/proc/self/cgroup", CP_CGROUP_PROC_CGROUP_MAX, &m->self, err) < 0
+      || read_mountinfo (&m->mountinfo, err) < 0)
+    {
+      cp_cgroup_snapshot_clear (m);
+      return -1;
+    }
+  return 0;
+}
+
+void
+cp_cgroup_snapshot_clear (struct cp_cgroup_snapshot *m)
+{
+  free (m->self);
+  free (m->mountinfo);
+  *m = (struct cp_cgroup_snapshot) { 0 };
+}
+
+int
+cp_cgroup_locate_path_in (const struct cp_cgroup_snapshot *m, const char *path, char **mount, char **cgroup,
+                          cp_error_t *err)
+{
+  if (m == NULL)
+    return cp_cgroup_locate_path (path, mount, cgroup, err);
+  cleanup_where struct cp_cgroup_where w = { 0 };
+  if (cp_cgroup_resolve_from_text (m->mountinfo, m->self, "cpuset", path, &w, err) < 0)
+    return -1;
+  *mount = cp_steal_pointer (&w.mount);
+  *cgroup = cp_steal_pointer (&w.path);
+  return 0;
+}
+
+int
 cp_cgroup_locate_path (const char *path, char **mount, char **cgroup, cp_error_t *err)
 {
   cleanup_where struct cp_cgroup_where w = { 0 };

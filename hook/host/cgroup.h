@@ -114,6 +114,20 @@ bool cp_cgroup_path_within (const char *path, const char *want);
  * caller frees both).  The same refusals for what PATH is. */
 int cp_cgroup_locate_path (const char *path, char **mount, char **cgroup, cp_error_t *err);
 
+/* This process's /proc/self/cgroup and mountinfo read once, for many
+ * cp_cgroup_locate_path_in() in a row (a batch of placements: read per path, the
+ * two files are most of the work); M NULL there: read now, as
+ * cp_cgroup_locate_path(). */
+struct cp_cgroup_snapshot
+{
+  char *self;
+  char *mountinfo;
+};
+int cp_cgroup_snapshot_read (struct cp_cgroup_snapshot *m, cp_error_t *err);
+void cp_cgroup_snapshot_clear (struct cp_cgroup_snapshot *m);
+int cp_cgroup_locate_path_in (const struct cp_cgroup_snapshot *m, const char *path, char **mount, char **cgroup,
+                              cp_error_t *err);
+
 void cp_cgroup_free (struct cp_cgroup *cg);
 
 #define cleanup_cgroup __attribute__ ((cleanup (cp_cgroup_freep)))

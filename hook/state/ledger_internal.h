@@ -26,6 +26,7 @@ struct cp_ledger
   char *recovered; /* why ledger.json was set aside, or NULL */
   struct cp_file_ident ident;          /* ledger.json's, as the entries were read or committed (the cache's) */
   bool ident_known; /* ident is what ledger.json is now */
+  bool deferred;    /* cp_ledger_defer_commits(): commits wait for the batch's end */
 };
 
 /* ledger_cache.c (cp_ledger_cache_keep()): under the lock. */

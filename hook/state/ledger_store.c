@@ -446,12 +446,18 @@ keep_prev (struct cp_ledger *l)
           "more than its last commit", l->dir, CP_LEDGER_PREV_FILE, strerror (errno));
 }
 
+void
+cp_ledger_defer_commits (struct cp_ledger *l, bool deferred)
+{
+  l->deferred = deferred;
+}
+
 int
 cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
 {
   if (l->dirfd < 0)
     return cp_fail_runtime (err, "commit: the ledger has no state directory");
-  if (!l->dirty)
+  if (!l->dirty || l->deferred)
     return 0;
   l->ident_known = false; /* until the new file is in place */
   cleanup_free char *text = cp_ledger_serialize (l);

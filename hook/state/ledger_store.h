@@ -100,6 +100,12 @@ int cp_ledger_dirfd (const struct cp_ledger *l);
  * leaves either the old or the new ledger.json. */
 int cp_ledger_commit (struct cp_ledger *l, cp_error_t *err);
 
+/* With DEFERRED, cp_ledger_commit() writes nothing and the changes wait (dirty)
+ * for a commit after this is called again without: a batch of decisions made
+ * under one lock (the NRI plugin's Synchronize) is written once, all or none,
+ * before anyone is told of any of them. */
+void cp_ledger_defer_commits (struct cp_ledger *l, bool deferred);
+
 /* The parsed ledger kept between calls, for a long-running process (the NRI
  * plugin; ledger_cache.c).  With ON, a ledger closed unchanged since its read or
  * its last commit hands its entries to the cache, with the identity of the

@@ -302,6 +302,72 @@ test_decide_without_cgroup (void **state)
   assert_string_equal (before, after);
 }
 
+/* ledger.json as the state directory holds it now ("" when there is none). */
+static char *
+ledger_text (const struct fixture *fx)
+{
+  cleanup_free char *path = cp_xasprintf ("%s/ledger.json", fx->state);
+  FILE *f = fopen (path, "r");
+  if (f == NULL)
+    return cp_xstrdup ("");
+  char *buf = cp_xcalloc (1, 1 << 20);
+  size_t n = fread (buf, 1, (1 << 20) - 1, f);
+  buf[n] = '\0';
+  fclose (f);
+  return buf;
+}
+
+/* A batch (placer.h: the NRI plugin's Synchronize): each decision sees the ones
+   before it (exclusive CPUs never twice), nothing reaches ledger.json before the
+   commit, everything after it, and what was decided after the last commit is
+   dropped with the lock. */
+static void
+test_batch_commits_once (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
+  creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  cp_error_t err = NULL;
+  struct cp_placer_batch *b = NULL;
+  if (cp_placer_batch_open (&fx->hc, &b, &err) < 0)
+    fail_msg ("open: %s", cp_error_message (err));
+  cleanup_bitmap hwloc_bitmap_t seen = cp_bitmap_new ();
+  const char *ids[] = { "b-one", "b-late" }; /* the fixture's host has 2 CPUs */
+  for (size_t i = 0; i < 2; i++)
+    {
+      cleanup_free char *path = cp_xasprintf ("/pod/%s", ids[i]);
+      struct cp_target t = { .id = ids[i], .cgroup_mount = fx->cgroot, .cgroup_path = path };
+      struct cp_plan *plan = NULL;
+      if (cp_placer_batch_decide (b, &t, &creq, &plan, &err) < 0)
+        fail_msg ("decide %s: %s", ids[i], cp_error_message (err));
+      assert_int_equal (hwloc_bitmap_weight (plan->cpus), 1);
+      assert_false (hwloc_bitmap_intersects (seen, plan->cpus)); /* held by an earlier one of the batch */
+      hwloc_bitmap_or (seen, seen, plan->cpus);
+      cp_plan_free (plan);
+      if (i > 0)
+        continue;
+      cleanup_free char *before = ledger_text (fx);
+      assert_null (strstr (before, "b-one"));
+      if (cp_placer_batch_commit (b, &err) < 0)
+        fail_msg ("commit: %s", cp_error_message (err));
+      cleanup_free char *after = ledger_text (fx);
+      assert_non_null (strstr (after, "b-one"));
+    }
+  /* The host is full now for the batch, b-late's CPU held though not committed. */
+  struct cp_target third = { .id = "b-three", .cgroup_mount = fx->cgroot, .cgroup_path = "/pod/b-three" };
+  struct cp_plan *none = NULL;
+  tu_check_error ("full", cp_placer_batch_decide (b, &third, &creq, &none, &err), &err,
+                  "cannot place 1 CPU (smt=pe0-first, mode=exclusive): only 0 usable CPUs are free");
+  /* A target with a cgroup made (or a pid) is not a batch's. */
+  struct cp_target made = { .id = "b-pid", .cgroup_mount = fx->cgroot, .cgroup_path = "/pod/b-pid", .pid = 1 };
+  tu_check_error ("not a batch's", cp_placer_batch_decide (b, &made, &creq, &none, &err), &err,
+                  "b-pid: a batch places targets whose cgroup is named and not made yet");
+  cp_placer_batch_close (b);
+  cleanup_free char *closed = ledger_text (fx);
+  assert_null (strstr (closed, "b-late"));
+  assert_non_null (strstr (closed, "b-one"));
+}
+
 /* Decide TARGET (an id, a cgroup under the fixture's root) for one CPU: 0 and
    *PLAN, or < 0 and *ERR. */
 static int
@@ -598,6 +664,7 @@ main (void)
     cmocka_unit_test (test_admit_pid_cgroup),
     cmocka_unit_test (test_admit_refuses_init),
     cmocka_unit_test_setup_teardown (test_decide_without_cgroup, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_batch_commits_once, setup, teardown),
     cmocka_unit_test_setup_teardown (test_recheck_window, setup, teardown),
     cmocka_unit_test_setup_teardown (test_recheck_window_release, setup, teardown),
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
