@@ -207,7 +207,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   cleanup_free char *id = apply_id (cg);
   struct cp_target target = {
     .id = id,
-    .name = cp_cli_set_name (a->name ? a->name : cg->path),
+    .name = cp_front_set_name (a->name ? a->name : cg->path),
     .cgroup = cg,
     .cgroup_mount = cg->mount,
     .cgroup_path = cg->path,
@@ -220,7 +220,7 @@ run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err
   if (a->c.json && cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
   cleanup_plan struct cp_plan *plan = NULL;
-  if (cp_cli_place (hc, CP_JOURNAL_APPLY, &target, &creq, NULL, &plan, err) < 0)
+  if (cp_front_place (hc, CP_JOURNAL_APPLY, &target, &creq, NULL, &plan, err) < 0)
     return -1;
   cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
   cleanup_free char *mems = cp_cpulist_format (plan->mems);
@@ -255,7 +255,7 @@ release_gone (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *
   cleanup_free char *id = apply_id_at (mount, path);
   struct cp_release rel = { .id = id };
   enum cp_release_result result;
-  if (cp_cli_release (hc, CP_JOURNAL_RELEASE, &rel, &result, err) < 0)
+  if (cp_front_release (hc, CP_JOURNAL_RELEASE, &rel, &result, err) < 0)
     return -1;
   if (result == CP_RELEASE_NONE)
     return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply` (and no longer exists)", mount,
@@ -280,7 +280,7 @@ run_release (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *e
   cleanup_free char *id = apply_id (cg);
   struct cp_release rel = { .id = id, .widen = cg };
   enum cp_release_result result;
-  if (cp_cli_release (hc, CP_JOURNAL_RELEASE, &rel, &result, err) < 0)
+  if (cp_front_release (hc, CP_JOURNAL_RELEASE, &rel, &result, err) < 0)
     return -1;
   if (result == CP_RELEASE_NONE)
     return cp_fail_input (err, "--cgroup: %s%s was not placed by `cachepin apply`", cg->mount, cg->path);

@@ -151,7 +151,7 @@ place (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const stru
     .core_sched = in.core_sched,
   };
   cleanup_plan struct cp_plan *plan = NULL;
-  r = cp_cli_place (hc, CP_JOURNAL_HOOK, &target, &creq, cp_admission_host_failure, &plan, err);
+  r = cp_front_place (hc, CP_JOURNAL_HOOK, &target, &creq, cp_admission_host_failure, &plan, err);
   if (r != 0)
     return r < 0 ? -1 : 0; /* unplaced (1): logged and recorded by the policy */
   log_plan (st->id, plan, &creq);
@@ -185,7 +185,7 @@ release (const struct cp_hostconfig *hc, const struct cp_oci_state *st, const st
     }
   struct cp_release rel = { .id = st->id, .pid = st->pid, .cgroup = release_cgroup (cfg) };
   enum cp_release_result result;
-  if (cp_cli_release (hc, CP_JOURNAL_HOOK, &rel, &result, err) < 0)
+  if (cp_front_release (hc, CP_JOURNAL_HOOK, &rel, &result, err) < 0)
     {
       /* Nothing to fail at poststop: the next run's reconcile frees the CPUs. */
       cp_log (CP_LOG_WARNING, "release of %s: %s", st->id, cp_error_message (*err));
@@ -312,7 +312,7 @@ run_hook (const struct hook_args *a, struct cp_hostconfig *hc, struct cp_oci_sta
     return 0; /* not ours: nothing else judged, nothing written */
   /* Its name, where the engine gave one, for the ledger and the journal. */
   cleanup_free char *raw_name = cp_annotations_display_name (ann);
-  const char *name = cp_cli_set_name (raw_name);
+  const char *name = cp_front_set_name (raw_name);
 
   /* It asks: from here on its state must be right. */
   enum hook_stage stage = a->stage;
@@ -355,7 +355,7 @@ cp_cmd_hook (int argc, char **argv, cp_error_t *err)
   struct cp_oci_config cfg = { 0 };
   /* Every decision of the failure policy goes to the journal, with the state
      directory of HC once it is loaded. */
-  cp_cli_journal_admissions (&hc, CP_JOURNAL_HOOK);
+  cp_front_journal_admissions (&hc, CP_JOURNAL_HOOK);
   int ret = run_hook (&a, &hc, &st, &cfg, err);
   cp_oci_config_free (&cfg);
   cp_oci_state_free (&st);

@@ -1,5 +1,5 @@
 /* cachepin: what the engine's steps see besides the decision a front end asked
- * for, told to whoever keeps it for people (the CLI's journal, hook/cli/frontend.c).
+ * for, told to whoever keeps it for people (the front ends' journal, hook/engine/front.c).
  *
  * The engine logs each of these (architecture.md: it logs the decisions) and
  * writes no journal of its own: a front end knows whether it can write one (its

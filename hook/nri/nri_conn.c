@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nri_conn.h"
@@ -44,6 +45,55 @@ cp_nri_conn_close (struct cp_nri_conn *c)
     close (c->fd);
   c->fd = -1;
   cp_nri_wire_clear (&c->wire);
+}
+
+/* Milliseconds left until DEADLINE (CLOCK_MONOTONIC), at least 0. */
+static int
+ms_left (const struct timespec *deadline)
+{
+  struct timespec now;
+  clock_gettime (CLOCK_MONOTONIC, &now);
+  long long ms = (deadline->tv_sec - now.tv_sec) * 1000LL + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+  return ms < 0 ? 0 : ms > 1000000000 ? 1000000000 : (int) ms;
+}
+
+#define CP_NRI_MAX_SIDES 8
+
+int
+cp_nri_side_wait (const struct cp_nri_side *side, size_t n, int fd, int timeout_ms, cp_error_t *err)
+{
+  if (n > CP_NRI_MAX_SIDES)
+    n = CP_NRI_MAX_SIDES;
+  struct timespec deadline;
+  clock_gettime (CLOCK_MONOTONIC, &deadline);
+  deadline.tv_sec += timeout_ms / 1000;
+  deadline.tv_nsec += (timeout_ms % 1000) * 1000000L;
+  if (deadline.tv_nsec >= 1000000000L)
+    {
+      deadline.tv_sec++;
+      deadline.tv_nsec -= 1000000000L;
+    }
+  for (;;)
+    {
+      struct pollfd pfd[1 + CP_NRI_MAX_SIDES];
+      pfd[0] = (struct pollfd) { .fd = fd, .events = POLLIN };
+      for (size_t i = 0; i < n; i++)
+        pfd[1 + i] = (struct pollfd) { .fd = side[i].fd, .events = POLLIN };
+      int r = poll (pfd, 1 + n, timeout_ms < 0 ? -1 : ms_left (&deadline));
+      if (r < 0 && errno == EINTR)
+        return CP_NRI_INTERRUPTED;
+      if (r < 0)
+        return cp_fail_errno (err, errno, "NRI socket: poll");
+      if (r == 0)
+        return CP_NRI_TIMED_OUT;
+      /* The runtime first: a side endpoint never makes it wait longer than one
+         READY's run. */
+      if (fd >= 0 && pfd[0].revents)
+        return 1;
+      for (size_t i = 0; i < n; i++)
+        if (pfd[1 + i].revents)
+          side[i].ready (side[i].ctx, side[i].fd);
+    }
 }
 
 static bool
@@ -118,14 +168,9 @@ cp_nri_conn_recv (struct cp_nri_conn *c, int timeout_ms, uint32_t *conn, struct 
       int r = buffered (c, conn, msg, err);
       if (r != 0)
         return r;
-      struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
-      r = poll (&pfd, 1, timeout_ms);
-      if (r < 0 && errno == EINTR)
-        return CP_NRI_INTERRUPTED;
-      if (r < 0)
-        return cp_fail_errno (err, errno, "NRI socket: poll");
-      if (r == 0)
-        return CP_NRI_TIMED_OUT;
+      r = cp_nri_side_wait (c->side, c->n_side, c->fd, timeout_ms, err);
+      if (r != 1)
+        return r;
       uint8_t buf[65536];
       ssize_t n = read (c->fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR)

@@ -4,12 +4,31 @@
 #define CP_NRI_CONN_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
 #include "nri_wire.h"
 
 #define CP_NRI_DEFAULT_SOCKET "/var/run/nri/nri.sock"
+
+/* Another endpoint of the plugin's process (a metrics listener, a kubelet plugin's
+ * socket), served by the plugin's one loop: FD is polled with the runtime's socket
+ * whenever the loop waits (for the runtime's next call, or to dial it again), and
+ * READY (CTX, FD) runs when FD is readable: between two of the runtime's calls,
+ * never inside one, so that nothing it does delays an answer by more than its own
+ * run.  READY must not block. */
+struct cp_nri_side
+{
+  int fd;
+  void (*ready) (void *ctx, int fd);
+  void *ctx;
+};
+
+/* Wait up to TIMEOUT_MS (-1: for ever) for FD (-1: none) to be readable, running
+   the READY of each of SIDE (N) that becomes readable meanwhile: 1 when FD is
+   readable, CP_NRI_TIMED_OUT, CP_NRI_INTERRUPTED (a signal), < 0 (*ERR). */
+int cp_nri_side_wait (const struct cp_nri_side *side, size_t n, int fd, int timeout_ms, cp_error_t *err);
 
 struct cp_nri_conn
 {
@@ -18,6 +37,8 @@ struct cp_nri_conn
   uint32_t next_stream; /* our client calls' stream ids: odd, growing (ttrpc) */
   const volatile sig_atomic_t *cancel; /* when set and it becomes non-zero, a blocked write
                                           gives up at the next signal (ECANCELED) */
+  const struct cp_nri_side *side;      /* served while a read waits (may be NULL) */
+  size_t n_side;
 };
 
 /* Connect to the runtime's NRI socket PATH. */

@@ -321,8 +321,10 @@ redial (const struct cp_nri_stub *s, struct cp_nri_conn *c)
   long wait_ms = CP_NRI_BACKOFF_FIRST_MS;
   while (!*s->stopping)
     {
-      struct timespec ts = { .tv_sec = wait_ms / 1000, .tv_nsec = (wait_ms % 1000) * 1000000 };
-      nanosleep (&ts, NULL); /* a signal cuts it short: checked above */
+      /* The other endpoints are served meanwhile; a signal cuts it short (checked
+         below), and so does a failed poll (the next try comes sooner, no harm). */
+      cleanup_error cp_error_t w = NULL;
+      cp_nri_side_wait (s->side, s->n_side, -1, (int) wait_ms, &w);
       if (*s->stopping)
         break;
       cleanup_error cp_error_t e = NULL;
@@ -359,7 +361,7 @@ connect_first (const struct cp_nri_stub *s, struct cp_nri_conn *c, cp_error_t *e
 int
 cp_nri_stub_run (const struct cp_nri_stub *s, cp_error_t *err)
 {
-  struct cp_nri_conn c = { .fd = -1, .cancel = s->stopping };
+  struct cp_nri_conn c = { .fd = -1, .cancel = s->stopping, .side = s->side, .n_side = s->n_side };
   if (connect_first (s, &c, err) < 0)
     return -1;
   if (s->connected && s->connected (s->ctx, err) < 0)

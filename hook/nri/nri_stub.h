@@ -77,6 +77,10 @@ struct cp_nri_stub
   /* A connection ended (may be NULL): what the plugin keeps per connection dropped. */
   void (*ended) (void *ctx);
   void (*log) (enum cp_nri_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+  /* The process's other endpoints, served by this loop while it waits for the
+     runtime or to dial it again (nri_conn.h; may be none). */
+  const struct cp_nri_side *side;
+  size_t n_side;
 };
 
 /* Serve the runtime until SIGTERM (*STOPPING): 0; the pre-launched form until its

@@ -6,7 +6,7 @@
  * ledger.json kept as ledger.json.prev, renamed),
  * plus "done" (the call returned: the hook would write the cgroup next).  A
  * child runs the hook's own calls, cp_placer_open_ledger() + cp_placer_decide_in()
- * or cp_cli_release() (the release's steps, the sandbox entered between them, as
+ * or cp_front_release() (the release's steps, the sandbox entered between them, as
  * the hook runs them), and raise(SIGKILL)s itself at the chosen step.  Then:
  *   - ledger.json is byte for byte the old file (killed before the rename) or the
  *     new one (after it), which the child saved when it wrote ledger.json.tmp;
@@ -63,7 +63,7 @@ enum path
 {
   PATH_FIRST,   /* the first placement ever: no ledger.json yet */
   PATH_PLACE,   /* a placement into a ledger with live and dead entries */
-  PATH_RELEASE, /* cp_cli_release() of a live entry */
+  PATH_RELEASE, /* cp_front_release() of a live entry */
   PATH_REFUSE,  /* a refused re-placement: decide keeps the earlier entry */
   PATH_COUNT,
 };
@@ -235,7 +235,7 @@ run_child (const struct scenario *sc, enum path path)
   switch (path)
     {
     case PATH_RELEASE:
-      ret = cp_cli_release (&sc->hc, CP_JOURNAL_HOOK, &(struct cp_release){ .id = "c5" }, &result, &err);
+      ret = cp_front_release (&sc->hc, CP_JOURNAL_HOOK, &(struct cp_release){ .id = "c5" }, &result, &err);
       if (ret == 0 && result != CP_RELEASE_DONE)
         _exit (4);
       break;

@@ -28,11 +28,11 @@
  * Same-id clashes (issue 18): a container run under another runtime state root
  * with the id of a live one (runc --root R2 run web while R1's web runs) is a
  * hook with that id from another cgroup and another process.  Its placement must
- * be refused (CP_ERR_RUNTIME) and its release, through cp_cli_release() with
+ * be refused (CP_ERR_RUNTIME) and its release, through cp_front_release() with
  * its own identity (its pid as a crafted state gives it, its cgroup as
  * config.json's cgroupsPath does, or both), must keep the live container's
  * entry: the model check after the round finds that entry as it was placed.  A
- * share of the real releases go through cp_cli_release() with the owner's
+ * share of the real releases go through cp_front_release() with the owner's
  * identity too, and must release.  (Those are timed whole, sandbox included.)
  *
  * With replace-lock, a process removes ledger.lock in a loop while the hooks run
@@ -82,7 +82,7 @@ static const char *const job_names[]
     = { [JOB_PLACE] = "place", [JOB_RELEASE] = "release", [JOB_CLASH_PLACE] = "same-id clash: place",
         [JOB_CLASH_RELEASE] = "same-id clash: release" };
 
-/* Who a release through cp_cli_release() says it is (JOB_RELEASE: the owner,
+/* Who a release through cp_front_release() says it is (JOB_RELEASE: the owner,
    JOB_CLASH_RELEASE: the clashing container).  BY_ID: the ledger call alone. */
 enum release_ident
 {
@@ -194,7 +194,7 @@ refusal_is_real (const struct cp_ledger *l, const struct cp_topo *topo, const st
   return room < r->cpus;
 }
 
-/* A release through cp_cli_release(), saying who it is as S->ident asks. */
+/* A release through cp_front_release(), saying who it is as S->ident asks. */
 static void
 run_release (struct slot *s, const struct cp_hostconfig *hc)
 {
@@ -207,7 +207,7 @@ run_release (struct slot *s, const struct cp_hostconfig *hc)
   enum cp_release_result result;
   enum cp_release_result want = s->kind == JOB_RELEASE ? CP_RELEASE_DONE : CP_RELEASE_NOT_ITS;
   long long t0 = st_now_us ();
-  int r = cp_cli_release (hc, CP_JOURNAL_HOOK, &rel, &result, &err);
+  int r = cp_front_release (hc, CP_JOURNAL_HOOK, &rel, &result, &err);
   s->wait_us = st_now_us () - t0;
   if (r < 0)
     slot_fail (s, "release", &err);

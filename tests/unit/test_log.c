@@ -1,4 +1,4 @@
-/* Where the log goes (hook/host/log.c): a process whose stderr is the journal's
+/* Where the log goes (policy/base/log.c): a process whose stderr is the journal's
  * stream, as systemd names it in $JOURNAL_STREAM (device:inode of fd 2), writes every
  * line once, to stderr, with its priority prefix, the syslog-only lines too; with
  * $JOURNAL_STREAM naming another file (fd 2 redirected), or absent, stderr lines are

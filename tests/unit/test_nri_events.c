@@ -1,4 +1,4 @@
-/* `cachepin nri`'s handlers (hook/cli/nri_events.c) on NRI messages built here, with
+/* `cachepin nri`'s handlers (hook/agent/nri_events.c) on NRI messages built here, with
    a state directory of the test's and the host's topology: what CreateContainer,
    UpdateContainer and StopContainer answer (decoded from the frames they write, as
    containerd reads them) and what the ledger then holds.  The container's cgroup is
@@ -18,6 +18,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "nri_plugin.h"
+#include "started.h"
 #include "nri_rpc.h"
 #include "sched.h"
 #include "topo.h"
@@ -43,7 +44,7 @@ setup (void **state)
                                         .owner = { .origin = CP_ORIGIN_NRI, .runtime = "/run/test-nri/nri.sock" },
                                         .request_timeout_ms = 2000 };
   cp_log_set_level (CP_LOG_ERROR);
-  cp_cli_stay_unsandboxed (); /* the test goes on after a placement */
+  cp_front_stay_unsandboxed (); /* the test goes on after a placement */
   *state = fx;
   return 0;
 }
@@ -340,7 +341,7 @@ test_core_sched_unavailable (void **state)
 {
   struct fixture *fx = *state;
   struct cp_sched_core none = { .avail = CP_SCHED_CORE_NO_CONFIG, .errnum = EINVAL, .smt_active = -1 };
-  cp_nri_core_sched_pin (&none);
+  cp_started_core_sched_pin (&none);
   struct msg m;
   build (&m, "loose", NULL, "1", NULL);
   add_ctr_kv (&m, "cachepin.io/core-sched", "true");
@@ -379,7 +380,7 @@ test_core_sched_at_start (void **state)
   cp_error_t err = NULL;
   assert_int_equal (cp_sched_core_probe ("/", &real, &err), 0);
   struct cp_sched_core there = { .avail = CP_SCHED_CORE_SUPPORTED, .smt_active = 1 };
-  cp_nri_core_sched_pin (&there);
+  cp_started_core_sched_pin (&there);
   struct msg m;
   build (&m, "cookie", NULL, "1", NULL);
   add_ctr_kv (&m, "cachepin.io/core-sched", "true");

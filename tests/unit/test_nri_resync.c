@@ -1,4 +1,4 @@
-/* `cachepin nri`'s Synchronize (hook/cli/nri_resync.c) on messages built here, with
+/* `cachepin nri`'s Synchronize (hook/agent/nri_resync.c) on messages built here, with
    a state directory of the test's and the host's topology: a split synchronization
    is answered with no updates until its last part, and only then rebuilds; the
    plugin's entries are told from the hook's and `apply`'s by the ownership rule;
@@ -47,7 +47,7 @@ setup (void **state)
                                         .owner = { .origin = CP_ORIGIN_NRI, .runtime = RUNTIME },
                                         .request_timeout_ms = 2000 };
   cp_log_set_level (CP_LOG_ERROR);
-  cp_cli_stay_unsandboxed ();
+  cp_front_stay_unsandboxed ();
   *state = fx;
   return 0;
 }

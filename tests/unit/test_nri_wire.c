@@ -5,8 +5,10 @@
 #include "testutil.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
+#include "nri_conn.h"
 #include "nri_rpc.h"
 #include "nri_wire.h"
 #include "status.pb-c.h"
@@ -284,6 +286,55 @@ test_response_round_trip (void **state)
   cp_buf_free (&out);
 }
 
+/* The loop's other endpoints (nri_conn.h, struct cp_nri_side): served while the
+   loop waits for the runtime, never in its way: with both readable, the runtime's
+   socket is answered first and the side endpoint waits for the next wait. */
+struct side_seen
+{
+  int calls;
+};
+
+static void
+side_ready (void *ctx, int fd)
+{
+  struct side_seen *seen = ctx;
+  char c;
+  assert_int_equal (read (fd, &c, 1), 1);
+  seen->calls++;
+}
+
+static void
+test_side_endpoints (void **state)
+{
+  (void) state;
+  int runtime[2], side[2];
+  assert_int_equal (pipe (runtime), 0);
+  assert_int_equal (pipe (side), 0);
+  struct side_seen seen = { 0 };
+  struct cp_nri_side sides[] = { { .fd = side[0], .ready = side_ready, .ctx = &seen } };
+  cp_error_t err = NULL;
+  /* Nothing readable: the wait times out, nothing served. */
+  assert_int_equal (cp_nri_side_wait (sides, 1, runtime[0], 20, &err), CP_NRI_TIMED_OUT);
+  assert_int_equal (seen.calls, 0);
+  /* The side endpoint readable: served, and the wait goes on until its end. */
+  assert_int_equal (write (side[1], "x", 1), 1);
+  assert_int_equal (cp_nri_side_wait (sides, 1, runtime[0], 50, &err), CP_NRI_TIMED_OUT);
+  assert_int_equal (seen.calls, 1);
+  /* Both readable: the runtime first, the side endpoint left for the next wait. */
+  assert_int_equal (write (side[1], "y", 1), 1);
+  assert_int_equal (write (runtime[1], "r", 1), 1);
+  assert_int_equal (cp_nri_side_wait (sides, 1, runtime[0], -1, &err), 1);
+  assert_int_equal (seen.calls, 1);
+  /* No runtime socket (the wait between two dials): the side endpoint served. */
+  assert_int_equal (cp_nri_side_wait (sides, 1, -1, 50, &err), CP_NRI_TIMED_OUT);
+  assert_int_equal (seen.calls, 2);
+  for (int i = 0; i < 2; i++)
+    {
+      close (runtime[i]);
+      close (side[i]);
+    }
+}
+
 int
 main (void)
 {
@@ -296,6 +347,7 @@ main (void)
     cmocka_unit_test (test_encode_frames),
     cmocka_unit_test (test_request_decode),
     cmocka_unit_test (test_response_round_trip),
+    cmocka_unit_test (test_side_endpoints),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

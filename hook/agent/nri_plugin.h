@@ -1,5 +1,6 @@
-/* cachepin: `cachepin nri`'s handlers of the runtime's calls (nri_events.c), for
- * the loop that reads them (cmd_nri.c). */
+/* cachepin: the NRI agent's state and its handlers of the runtime's calls
+ * (nri_events.c, nri_resync.c, nri_start.c, ...), for the loop that reads them
+ * (nri_agent.c). */
 #ifndef CP_NRI_PLUGIN_H
 #define CP_NRI_PLUGIN_H
 
@@ -9,10 +10,10 @@
 
 #include "api.pb-c.h"
 #include "annotations.h"
-#include "cgroup.h"
 #include "config.h"
+#include "daemon.h"
+#include "locate.h"
 #include "placer.h"
-#include "hostconfig.h"
 #include "nri_stub.h"
 #include "nri_wire.h"
 #include "owner.h"
@@ -33,8 +34,7 @@ struct cp_nri_plugin
   struct cp_owner owner;   /* CP_ORIGIN_NRI, and the runtime it serves: its entries (owner.h) */
   long request_timeout_ms; /* the runtime's, from Configure (2000 until it says) */
   struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
-  dev_t state_dev;         /* the state directory the plugin started with (its sandbox's) */
-  ino_t state_ino;
+  struct cp_daemon_state state; /* the state directory it started with (its sandbox's) */
 };
 
 /* Each answers CALL (a reply, or an error status whose message containerd shows)
@@ -70,8 +70,8 @@ int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci
    CFG names and P's runtime, and not written (the runtime applies the answer); in
    BATCH when not NULL (cli.h: committed by its owner, who answers only after), else
    on its own; 0 placed (*PLAN), 1 unplaced (logged), -1 failed (*WHY). */
-struct cp_cli_batch;
-int cp_nri_place (const struct cp_nri_plugin *p, struct cp_cli_batch *batch, const char *id,
+struct cp_front_batch;
+int cp_nri_place (const struct cp_nri_plugin *p, struct cp_front_batch *batch, const char *id,
                   const struct cp_oci_config *cfg, struct cp_container_request *creq, struct cp_plan **plan,
                   cp_error_t *why);
 
@@ -131,28 +131,12 @@ int cp_nri_resize (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__PodSa
                    const Nri__Pkg__Api__V1alpha1__Container *c, const Nri__Pkg__Api__V1alpha1__LinuxResources *res,
                    const char *placed, char **cpus, char **mems, cp_error_t *why);
 
-/* ---- core scheduling (nri_start.c) ------------------------------------------------ */
-
-/* At start-up, before the sandbox: core scheduling probed as the hook probes it, and
-   where it is there and HC sandboxes the plugin, the helper that makes the cookies
-   (sched_core_helper.h) started.  Logged; never fails. */
-void cp_nri_core_sched_init (const struct cp_hostconfig *hc);
-void cp_nri_core_sched_stop (void);
-
-/* Tests: the probe's result pinned (the prctl itself stays real). */
-struct cp_sched_core;
-void cp_nri_core_sched_pin (const struct cp_sched_core *probe);
-
-/* CreateContainer's part for container ID asking CREQ: 0 (not asked; or wanted,
-   made at start; or unavailable and not strict, said once), -1 (unavailable and
-   strict: *WHY, the hook's line, through the failure policy). */
-int cp_nri_core_sched_admit (const struct cp_hostconfig *hc, const char *id, const struct cp_container_request *creq,
-                             cp_error_t *why);
+/* ---- what is made once a container runs (nri_start.c, nri_isolate.c; started.h) ---- */
 
 /* C (of POD, may be NULL) has a process (C->pid): the cookie made for it when it
    asks, core scheduling is there and the plugin's entry of it has none yet, then
    recorded (core_sched: true).  Logged, never a failure. */
-void cp_nri_core_sched_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
+void cp_nri_core_sched_start (const struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
                               const Nri__Pkg__Api__V1alpha1__Container *c);
 
 /* What C (of POD, may be NULL) asks for of what is made once it has a process, its
@@ -164,16 +148,6 @@ struct cp_nri_asks
 };
 struct cp_nri_asks cp_nri_asks_of (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alpha1__PodSandbox *pod,
                                    const Nri__Pkg__Api__V1alpha1__Container *c);
-
-/* ---- isolation (nri_isolate.c) ------------------------------------------------------ */
-
-/* At start-up, before the sandbox: whether this host makes cgroup v2 partitions
-   (cp_partition_supported_host()), and where it does and HC sandboxes the plugin,
-   the helper that writes them (partition_helper.h) started and partition.c's files
-   routed through it.  CreateContainer then grants an isolated request (or says why
-   not, cp_isolate_later()), and runs repair partitions.  Logged; never fails. */
-void cp_nri_isolate_init (const struct cp_hostconfig *hc);
-void cp_nri_isolate_stop (void);
 
 /* C (of POD, may be NULL) has a process (C->pid): when it asks cachepin.io/isolate,
    its partition made on its entry's CPUs (cp_placer_isolate_started()), the helper

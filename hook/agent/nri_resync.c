@@ -41,78 +41,16 @@
 
 #include "nri_plugin.h"
 #include "nri_rpc.h"
-#include "cli.h"
+#include "front.h"
 #include "bitmap.h"
 #include "cpulist.h"
-#include "ledger.h"
+#include "entries.h"
 #include "log.h"
 #include "util.h"
 
 typedef Nri__Pkg__Api__V1alpha1__Container nri_container;
 typedef Nri__Pkg__Api__V1alpha1__PodSandbox nri_pod;
 typedef Nri__Pkg__Api__V1alpha1__SynchronizeRequest sync_req;
-
-/* The ledger as the resync needs it: every id, sorted, and of the plugin's own
-   entries what the settle rule reads. */
-struct entry_view
-{
-  struct cp_ledger_entry e; /* id, runtime, pid, cgroup_ino, cpus, mems, cgroup: copies */
-  bool owned;
-};
-
-struct ledger_view
-{
-  struct entry_view *e;
-  size_t n;
-};
-
-static void
-view_free (struct ledger_view *v)
-{
-  for (size_t i = 0; i < v->n; i++)
-    cp_ledger_entry_clear (&v->e[i].e);
-  free (v->e);
-  *v = (struct ledger_view) { 0 };
-}
-
-static int
-cmp_view (const void *a, const void *b)
-{
-  return strcmp (((const struct entry_view *) a)->e.id, ((const struct entry_view *) b)->e.id);
-}
-
-/* Read under the lock (reconciled: the gone ones are dropped), then unlocked: each
-   step below takes it again, as an event would. */
-static int
-view_read (const struct cp_nri_plugin *p, const struct cp_hostconfig *hc, struct ledger_view *v, cp_error_t *err)
-{
-  struct cp_ledger *l = NULL;
-  if (cp_placer_open_ledger (hc, &l, err) < 0)
-    return -1;
-  v->n = cp_ledger_count (l);
-  v->e = cp_xcalloc (v->n + 1, sizeof *v->e);
-  for (size_t i = 0; i < v->n; i++)
-    {
-      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      v->e[i] = (struct entry_view) {
-        .e = { .id = cp_xstrdup (e->id), .runtime = e->runtime ? cp_xstrdup (e->runtime) : NULL,
-               .cgroup = cp_xstrdup (e->cgroup), .pid = e->pid, .cgroup_ino = e->cgroup_ino,
-               .cpus = cp_bitmap_dup (e->cpus), .mems = cp_bitmap_dup (e->mems), .core_sched = e->core_sched,
-               .isolated = e->isolated },
-        .owned = cp_owner_owns (&p->owner, e),
-      };
-    }
-  cp_ledger_close (l);
-  qsort (v->e, v->n, sizeof *v->e, cmp_view);
-  return 0;
-}
-
-static bool
-has_entry (const struct ledger_view *v, const char *id)
-{
-  struct entry_view key = { .e = { .id = (char *) id } };
-  return v->n && bsearch (&key, v->e, v->n, sizeof *v->e, cmp_view) != NULL;
-}
 
 /* The runtime's containers, each id once, valid ids only, sorted by id for the
    lookups (the runtime's order kept in LIST for the placements). */
@@ -246,7 +184,7 @@ struct missed
    if it is strict; in pass 1 only if not), kept in *M.  It runs already: nothing
    fails it now, a refusal is logged. */
 static void
-place_missed (const struct cp_nri_plugin *p, struct cp_cli_batch *batch, int pass, const nri_pod *pod,
+place_missed (const struct cp_nri_plugin *p, struct cp_front_batch *batch, int pass, const nri_pod *pod,
               const nri_container *c, struct missed *m)
 {
   const struct cp_hostconfig *hc = p->hc;
@@ -301,7 +239,7 @@ tell_placed (const struct cp_nri_plugin *p, struct missed *m, size_t n, struct c
       cp_log (CP_LOG_INFO, "placed %s (pod %s) at resync: cpus %s mems %s (cpus from %s); %s", m[i].c->id,
               m[i].pod && m[i].pod->name ? m[i].pod->name : "?", cpu->cpus, cpu->mems ? cpu->mems : "",
               m[i].cpus_source, m[i].plan->reason);
-      cp_nri_core_sched_start (p->hc, m[i].pod, m[i].c);
+      cp_nri_core_sched_start (p, m[i].pod, m[i].c);
       cp_nri_isolate_start (p->hc, m[i].pod, m[i].c);
     }
 }
@@ -343,7 +281,7 @@ step_plugin (const struct cp_nri_plugin *p, struct cp_nri_plugin *sp, struct cp_
 
 /* Step 1 for the plugin's entry V (LATE: no time left, only counted). */
 static void
-settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct listing *ls, nri_pod **pods,
+settle (const struct cp_nri_plugin *p, const struct cp_entry_view *v, const struct listing *ls, nri_pod **pods,
         size_t n_pods, bool late, struct left *left, struct cp_nri_updates *out)
 {
   const nri_container *c = listed (ls, v->e.id);
@@ -355,7 +293,7 @@ settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct 
   if (seen == CP_SEEN_RUNNING && !late && what != CP_SETTLE_UNAPPLIED)
     {
       if (!v->e.core_sched)
-        cp_nri_core_sched_start (p->hc, pod, c); /* asked, not made */
+        cp_nri_core_sched_start (p, pod, c); /* asked, not made */
       if (!v->e.isolated)
         cp_nri_isolate_start (p->hc, pod, c); /* asked, not made */
     }
@@ -394,7 +332,7 @@ settle (const struct cp_nri_plugin *p, const struct entry_view *v, const struct 
    lock, one commit, told only once committed).  Strict containers first: when CPUs
    are short, those that asked never to run split get them. */
 static void
-place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const struct listing *ls, nri_pod **pods,
+place_all (const struct cp_nri_plugin *p0, const struct cp_entries *v, const struct listing *ls, nri_pod **pods,
            size_t n_pods, const struct timespec *t0, long budget_ms, struct left *left, struct cp_nri_updates *out)
 {
   struct cp_hostconfig step;
@@ -402,7 +340,7 @@ place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const st
   const struct cp_nri_plugin *p = step_plugin (p0, &sp, &step, budget_ms - ms_since (t0));
   struct missed *m = cp_xcalloc (ls->n + 1, sizeof *m);
   size_t n = 0;
-  struct cp_cli_batch *batch = NULL;
+  struct cp_front_batch *batch = NULL;
   cleanup_error cp_error_t why = NULL;
   bool open = false; /* the lock taken once, when there is something to place */
   for (int pass = 0; pass < 2; pass++)
@@ -411,12 +349,12 @@ place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const st
         const nri_container *c = ls->list[i];
         if (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
           continue;
-        if (has_entry (v, c->id))
+        if (cp_entries_find (v, c->id))
           continue;
         if (!open && ms_since (t0) < budget_ms)
           {
             open = true;
-            if (cp_cli_batch_open (p->hc, CP_JOURNAL_NRI, &batch, &why) < 0)
+            if (cp_front_batch_open (p->hc, CP_JOURNAL_NRI, &batch, &why) < 0)
               cp_log (CP_LOG_WARNING, "resync: nothing placed, the ledger could not be opened: %s",
                       cp_error_message (why));
           }
@@ -428,7 +366,7 @@ place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const st
             n += m[n].plan != NULL;
           }
       }
-  if (batch && n && cp_cli_batch_commit (batch, &why) < 0)
+  if (batch && n && cp_front_batch_commit (batch, &why) < 0)
     {
       cp_log (CP_LOG_WARNING, "resync: %zu placements not made: %s", n, cp_error_message (why));
       left->place += (unsigned) n;
@@ -436,7 +374,7 @@ place_all (const struct cp_nri_plugin *p0, const struct ledger_view *v, const st
       m = NULL;
       n = 0;
     }
-  cp_cli_batch_close (batch); /* before tell_placed(), which takes the lock again */
+  cp_front_batch_close (batch); /* before tell_placed(), which takes the lock again */
   tell_placed (p0, m, n, out);
   missed_free (m, n);
 }
@@ -452,9 +390,9 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
                                    .strings = cp_xcalloc (3 * n_ctrs + 1, sizeof *out->strings) };
   struct timespec t0;
   clock_gettime (CLOCK_MONOTONIC, &t0);
-  struct ledger_view v = { 0 };
+  struct cp_entries v = { 0 };
   cleanup_error cp_error_t why = NULL;
-  if (view_read (p0, step_plugin (p0, &sp, &step, budget_ms)->hc, &v, &why) < 0)
+  if (cp_entries_read (step_plugin (p0, &sp, &step, budget_ms)->hc, &p0->owner, &v, &why) < 0)
     {
       cp_log (CP_LOG_WARNING, "resync: nothing rebuilt, the ledger could not be read: %s", cp_error_message (why));
       return;
@@ -463,8 +401,8 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
   listing_make (ctrs, n_ctrs, &ls);
   struct left left = { 0 };
   for (size_t i = 0; i < v.n; i++)
-    if (v.e[i].owned)
-      settle (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), &v.e[i], &ls, pods, n_pods,
+    if (v.v[i].owned)
+      settle (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), &v.v[i], &ls, pods, n_pods,
               ms_since (&t0) >= budget_ms, &left, out);
   place_all (p0, &v, &ls, pods, n_pods, &t0, budget_ms, &left, out);
   if (left.release || left.adopt || left.place)
@@ -473,5 +411,5 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
             "%u cgroups to record, %u unplaced containers to look at (at the next Synchronize)",
             budget_ms, left.release, left.adopt, left.place);
   listing_free (&ls);
-  view_free (&v);
+  cp_entries_clear (&v);
 }

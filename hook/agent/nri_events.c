@@ -18,12 +18,13 @@
 #include "nri_rpc.h"
 #include "admission.h"
 #include "annotations.h"
-#include "cgroup.h"
-#include "cli.h"
+#include "front.h"
 #include "config.h"
 #include "bitmap.h"
 #include "cpulist.h"
-#include "ledger.h"
+#include "entries.h"
+#include "started.h"
+#include "locate.h"
 #include "log.h"
 #include "placer.h"
 #include "state.h"
@@ -152,29 +153,25 @@ int
 cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, const struct cp_cgroup_snapshot *mounts, char **mount,
                   char **cgroup, cp_error_t *why)
 {
-  const char *path = cfg->cgroupfs_path ? cfg->cgroupfs_path : cfg->systemd_path;
-  if (path == NULL)
-    return cp_fail_runtime (why, "container %s: its linux.cgroupsPath (`%s`) names no cgroup to record", id,
-                            cfg->cgroups_path ? cfg->cgroups_path : "");
-  return cp_cgroup_locate_path_in (mounts, path, mount, cgroup, why);
+  return cp_locate_cgroup (id, cfg, mounts, mount, cgroup, why);
 }
 
 int
-cp_nri_place (const struct cp_nri_plugin *p, struct cp_cli_batch *batch, const char *id,
+cp_nri_place (const struct cp_nri_plugin *p, struct cp_front_batch *batch, const char *id,
               const struct cp_oci_config *cfg, struct cp_container_request *creq, struct cp_plan **plan,
               cp_error_t *why)
 {
   const struct cp_hostconfig *hc = p->hc;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (cp_nri_cgroup_of (id, cfg, batch ? cp_cli_batch_mounts (batch) : NULL, &mount, &cgroup, why) == 0)
+  if (cp_nri_cgroup_of (id, cfg, batch ? cp_front_batch_mounts (batch) : NULL, &mount, &cgroup, why) == 0)
     {
-      if (cp_nri_core_sched_admit (hc, id, creq, why) < 0)
+      if (cp_started_core_sched_admit (hc, id, creq, why) < 0)
         return -1;
       struct cp_target target
           = { .id = id, .cgroup_mount = mount, .cgroup_path = cgroup, .runtime = p->owner.runtime };
-      int r = batch ? cp_cli_batch_place (batch, &target, creq, cp_admission_host_failure, plan, why)
-                    : cp_cli_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
+      int r = batch ? cp_front_batch_place (batch, &target, creq, cp_admission_host_failure, plan, why)
+                    : cp_front_place (hc, CP_JOURNAL_NRI, &target, creq, cp_admission_host_failure, plan, why);
       return r < 0 ? -1 : r;
     }
   return cp_admission_host_failure (hc, creq->req.strict, id, why) < 0 ? -1 : 1;
@@ -323,7 +320,7 @@ cp_nri_release (const struct cp_nri_plugin *p, const char *id, const char *cgrou
   struct cp_release rel = { .id = id, .cgroup = cgroup, .owner = &p->owner };
   enum cp_release_result result;
   cleanup_error cp_error_t e = NULL;
-  if (cp_cli_release (p->hc, CP_JOURNAL_NRI, &rel, &result, &e) < 0)
+  if (cp_front_release (p->hc, CP_JOURNAL_NRI, &rel, &result, &e) < 0)
     cp_log (CP_LOG_WARNING, "release of %s: %s", id, cp_error_message (e));
   else if (result == CP_RELEASE_DONE)
     cp_log (CP_LOG_INFO, "released %s (%s)", id, why);
@@ -360,12 +357,8 @@ cp_nri_cgroup_open (const nri_container *c, struct cp_cgroup **cg, cp_error_t *e
 {
   struct cp_oci_config cfg = { 0 };
   int r = cp_nri_config_of (c, &cfg, err);
-  const char *path = cfg.cgroupfs_path ? cfg.cgroupfs_path : cfg.systemd_path;
-  if (r == 0 && path == NULL)
-    r = cp_fail_runtime (err, "container %s: its linux.cgroupsPath (`%s`) names no cgroup", c->id,
-                         cfg.cgroups_path ? cfg.cgroups_path : "");
-  if (r == 0 && cp_cgroup_from_path (path, cg, err) < 0)
-    r = cp_error_wrap (err, "container %s", c->id);
+  if (r == 0)
+    r = cp_locate_cgroup_open (c->id, &cfg, cg, err);
   cp_oci_config_free (&cfg);
   return r;
 }
@@ -411,21 +404,22 @@ cp_nri_spec_cpus (const nri_container *c, hwloc_bitmap_t cpus)
 static void
 settle_started (const struct cp_nri_plugin *p, const nri_container *c)
 {
-  struct cp_ledger *l = NULL;
   cleanup_error cp_error_t why = NULL;
-  if (cp_placer_open_ledger (p->hc, &l, &why) < 0)
+  struct cp_entry_view v;
+  int found = cp_entries_read_one (p->hc, &p->owner, c->id, &v, &why);
+  if (found < 0)
     {
       cp_log (CP_LOG_WARNING, "start of %s: its entry not settled, the ledger could not be read: %s", c->id,
               cp_error_message (why));
       return;
     }
-  const struct cp_ledger_entry *e = cp_ledger_find (l, c->id);
   cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
   bool said = cp_nri_spec_cpus (c, spec);
-  enum cp_settle what = e ? cp_owner_settle (&p->owner, e, CP_SEEN_RUNNING, said ? spec : NULL) : CP_SETTLE_KEEP;
-  cleanup_free char *held = e ? cp_cpulist_format (e->cpus) : NULL;
+  enum cp_settle what = found ? cp_owner_settle (&p->owner, &v.e, CP_SEEN_RUNNING, said ? spec : NULL) : CP_SETTLE_KEEP;
+  cleanup_free char *held = found ? cp_cpulist_format (v.e.cpus) : NULL;
   cleanup_free char *got = hwloc_bitmap_iszero (spec) ? cp_xstrdup ("(its parent's)") : cp_cpulist_format (spec);
-  cp_ledger_close (l);
+  if (found)
+    cp_entry_view_clear (&v);
   cp_log (CP_LOG_DEBUG, "nri: %s started: its spec's cpuset %s, %s", c->id, said ? got : "not said",
           what == CP_SETTLE_ADOPT ? "on its placement" : what == CP_SETTLE_UNAPPLIED ? "not on its placement" : "not ours");
   if (what == CP_SETTLE_UNAPPLIED)
@@ -466,7 +460,7 @@ cp_nri_container_event (struct cp_nri_plugin *p, int event, const nri_pod *pod, 
         return 0;
       if (c->pid != 0)
         settle_started (p, c);
-      cp_nri_core_sched_start (p->hc, pod, c);
+      cp_nri_core_sched_start (p, pod, c);
       cp_nri_isolate_start (p->hc, pod, c);
       return 0;
     default:
@@ -475,7 +469,7 @@ cp_nri_container_event (struct cp_nri_plugin *p, int event, const nri_pod *pod, 
 }
 
 /* v0.8's delivery of the events that v0.12 gives methods of their own
-   (cmd_nri.c's table): an event we do not serve is answered all the same. */
+   (nri_agent.c's table): an event we do not serve is answered all the same. */
 int
 cp_nri_state_change (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__StateChangeEvent *ev,
                      struct cp_nri_call *call, cp_error_t *err)

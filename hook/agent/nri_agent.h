@@ -1,0 +1,30 @@
+/* cachepin: the NRI agent, `cachepin nri`'s long-running process (nri_agent.c). */
+#ifndef CP_NRI_AGENT_H
+#define CP_NRI_AGENT_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "nri_conn.h"
+#include "placer.h"
+
+/* What the command line says (the front end checked the name and index). */
+struct cp_nri_agent_options
+{
+  const char *socket;   /* the runtime's NRI socket; NULL: the default (or the
+                           pre-launched descriptor's runtime) */
+  const char *name;     /* what it registers as */
+  const char *idx;      /* its two-digit index */
+  /* Other endpoints of the same process, served by the same loop between the
+     runtime's calls (nri_conn.h); none yet but tests. */
+  const struct cp_nri_side *side;
+  size_t n_side;
+};
+
+/* Serve the runtime until SIGTERM or SIGINT (0), or a failure that ends the run
+   (< 0, *ERR: another agent serves that runtime and state directory, the sandbox
+   cannot be entered, the state directory cannot be repaired inside it).  HC is
+   the host config, its lock wait cut to fit the runtime's request timeout. */
+int cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc, cp_error_t *err);
+
+#endif
