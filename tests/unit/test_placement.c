@@ -664,7 +664,7 @@ test_mems (void **state)
 /* A package without a NUMA node of its own (offline node 0): mems fall back to
    the allowed nodes. */
 static void
-test_mems_fallback_offline_node (void **state)
+test_captured_mems_fallback_offline_node (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-offline-cpu0-node0.xml");
@@ -691,7 +691,7 @@ test_mems_fallback_offline_node (void **state)
 
 /* Hybrid: the fastest cores first inside the chosen domain. */
 static void
-test_hybrid_order (void **state)
+test_captured_hybrid_order (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-nvidia-dgx-gb10.xml");
@@ -711,7 +711,7 @@ test_hybrid_order (void **state)
    well formed there (an E-core makes it up); with the E-cores held it is the host's
    capacity that fails, not the request. */
 static void
-test_hybrid_cores (void **state)
+test_captured_hybrid_cores (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-Intel-RaptorLake-Corei7-1370P.xml");
@@ -756,9 +756,9 @@ main (void)
     cmocka_unit_test (test_allowed_and_occupied),
     cmocka_unit_test (test_determinism),
     cmocka_unit_test (test_mems),
-    cmocka_unit_test (test_mems_fallback_offline_node),
-    cmocka_unit_test (test_hybrid_order),
-    cmocka_unit_test (test_hybrid_cores),
+    cmocka_unit_test (test_captured_mems_fallback_offline_node),
+    cmocka_unit_test (test_captured_hybrid_order),
+    cmocka_unit_test (test_captured_hybrid_cores),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }
