@@ -346,6 +346,11 @@ cp_hostconfig_load (const char *path, struct cp_hostconfig *out, cp_error_t *err
           cp_hostconfig_init (out);
           return 0;
         }
+      /* A file named on purpose (--config) that is not there is the caller's mistake,
+         as a malformed one is: invalid input, exit 2 (man cachepin, EXIT STATUS), not a
+         system failure.  A file there but unreadable stays one (run as root). */
+      if (cp_error_errno (read_err) == ENOENT)
+        return cp_error_set (err, CP_ERR_INPUT, ENOENT, "open %s", name);
       if (err)
         {
           cp_error_free (err);

@@ -210,6 +210,7 @@ test_load (void **state)
   cleanup_free char *missing = cp_xasprintf ("open %s: No such file or directory", path);
   tu_check_error ("explicit missing path", cp_hostconfig_load (path, &hc, &err), &err, missing);
   assert_int_equal (cp_error_errno (err), ENOENT);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT); /* exit 2, as a malformed one */
   assert_null (hc.state_dir);
 
   static const char deny[] = "{\"on_error\":\"deny\",\"lock_timeout_ms\":250}\n";

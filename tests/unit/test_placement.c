@@ -454,6 +454,15 @@ test_strict (void **state)
   msg = tu_place_fail (t, NULL, "0-5,8-13,16-21,24-29", &r, CP_ERR_UNSATISFIABLE);
   tu_assert_contains (msg, "most any has free is 2");
   free (msg);
+  /* strict on a host with too few free CPUs anywhere: the line names that limit,
+     as the non-strict one does, not the L3 nor strictness */
+  msg = tu_place_fail (t, NULL, "0-30", &r, CP_ERR_UNSATISFIABLE);
+  assert_string_equal (msg, "cannot place 3 CPUs (smt=any, mode=exclusive): only 1 usable CPU is free");
+  free (msg);
+  r.strict = false;
+  char *loose = tu_place_fail (t, NULL, "0-30", &r, CP_ERR_UNSATISFIABLE);
+  assert_string_equal (loose, "cannot place 3 CPUs (smt=any, mode=exclusive): only 1 usable CPU is free");
+  free (loose);
 }
 
 static void
