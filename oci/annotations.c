@@ -7,6 +7,7 @@
 
 #include "util.h"
 #include "json.h"
+#include "text.h"
 
 static bool
 is_ours (const char *key)
@@ -256,10 +257,17 @@ parse_key (const char *key, enum option *which, const char **container, cp_error
   if (err == NULL)
     return -1;
   cleanup_free char *list = option_list ();
+  /* A likely typo gets the key it meant, its container part kept, as the CLI's
+     options do (cp_text_closest()). */
+  cleanup_free char *word = cp_xstrndup (base, base_len);
+  const char *near = cp_text_closest (word, option_names, OPT_COUNT);
+  cleanup_free char *hint = near ? cp_xasprintf ("did you mean " CP_ANNOTATION_PREFIX "%s%s? ", near,
+                                                 infix ? infix : "")
+                                 : cp_xstrdup ("");
   return cp_fail_input (err,
-                        "annotation %s: unknown key (expected " CP_ANNOTATION_PREFIX
+                        "annotation %s: unknown key (%sexpected " CP_ANNOTATION_PREFIX
                         "%s, optionally followed by " CP_ANNOTATION_CONTAINER_INFIX "<name>)",
-                        key, list);
+                        key, hint, list);
 }
 
 /* Does annotation AN apply to the container named NAME (NULL: unnamed)?  1 with

@@ -845,6 +845,15 @@ choose_domains (struct view *v, unsigned need, struct choice *out, cp_error_t *e
 
   const struct cp_request *req = v->req;
   const char *label = cp_topo_level_label (v->topo, v->level);
+  unsigned long total = 0;
+  for (unsigned d = 0; d < v->topo->n_domains[v->level]; d++)
+    total += v->cap[d];
+  /* Too few free CPUs anywhere: that is the limit, strict or not.  Blaming the one
+     L3 (or strictness) would send the user after the wrong cause. */
+  if (total < need)
+    return cp_fail_unsatisfiable (err, "cannot place %u %s (smt=%s, mode=%s): only %lu usable %s free", need,
+                                  CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), total,
+                                  cp_plural (total, "CPU is", "CPUs are"));
   unsigned big = largest_domain (v);
   if (req->strict || v->level == CP_LEVEL_MACHINE)
     return cp_fail_unsatisfiable (err,
@@ -853,19 +862,12 @@ choose_domains (struct view *v, unsigned need, struct choice *out, cp_error_t *e
                                   req->strict ? " and the request is strict" : "");
   if (choose_spill (v, need, out))
     return 0;
-
-  unsigned long total = 0;
-  for (unsigned d = 0; d < v->topo->n_domains[v->level]; d++)
-    total += v->cap[d];
-  if (total >= need) /* smt=cores: enough threads, but no exact set of whole cores */
-    return cp_fail_unsatisfiable (err,
-                                  "cannot place %u %s (smt=%s, mode=%s): no set of wholly free cores has exactly "
-                                  "%u %s (%lu %s free in whole cores)",
-                                  need, CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), need, CPUS (need),
-                                  total, cp_plural (total, "CPU is", "CPUs are"));
-  return cp_fail_unsatisfiable (err, "cannot place %u %s (smt=%s, mode=%s): only %lu usable %s free", need,
-                                CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), total,
-                                cp_plural (total, "CPU is", "CPUs are"));
+  /* smt=cores: enough threads, but no exact set of whole cores */
+  return cp_fail_unsatisfiable (err,
+                                "cannot place %u %s (smt=%s, mode=%s): no set of wholly free cores has exactly "
+                                "%u %s (%lu %s free in whole cores)",
+                                need, CPUS (need), cp_smt_name (req->smt), cp_mode_name (req->mode), need, CPUS (need),
+                                total, cp_plural (total, "CPU is", "CPUs are"));
 }
 
 /* ---- the plan ------------------------------------------------------------------------- */

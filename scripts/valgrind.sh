@@ -18,13 +18,13 @@ cd "$(dirname "$0")/.."
 filter=${1:-^unit\\.}
 command -v valgrind >/dev/null || { echo "scripts/valgrind.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 
-# unit.test_scale: 3000 placements and ledger commits on 384-CPU topologies: 5 s
+# unit.test_scale(.captured): 3000 placements and ledger commits on 384-CPU topologies: 5 s
 #   natively, over 6 minutes under valgrind (clean when last run:
 #   VALGRIND_SKIP='^$' bash scripts/valgrind.sh test_scale), and nothing the other
 #   tests do not already run under valgrind; it runs under ASan in sanitize.sh.
 # unit.layers*: `cmake -P` over the sources, no program of ours to check (and the
 #   two that prove the check fails pass by the message CTest matches, not by exit 0).
-skip=${VALGRIND_SKIP:-^unit\\.(test_scale|layers.*)$}
+skip=${VALGRIND_SKIP:-^unit\\.(test_scale(\\.captured)?|layers.*)$}
 
 cmake -S . -B build-valgrind -DCACHEPIN_WERROR=ON >/dev/null
 cmake --build build-valgrind -j"$(nproc)" >build-valgrind/build.log 2>&1 \

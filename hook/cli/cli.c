@@ -68,6 +68,20 @@ closest_option (const struct cp_cli_spec *spec, const char *word)
 }
 
 int
+cp_cli_flag_value_error (const struct cp_cli_spec *spec, const char *word, const char *value, cp_error_t *err)
+{
+  if (word == NULL || strncmp (word, "--", 2) != 0)
+    return 0;
+  size_t len = strcspn (word + 2, "=");
+  for (const struct option *o = spec->options; o->name; o++)
+    if (o->has_arg == no_argument && strlen (o->name) == len && strncmp (o->name, word + 2, len) == 0)
+      return cp_fail_input (err, "--%s takes no value, got `%.64s`: give `--%s` alone to turn it on, leave it out "
+                                 "for off (see `cachepin %s --help`)",
+                            o->name, value, o->name, spec->name);
+  return 0;
+}
+
+int
 cp_cli_option_error (int opt, char **argv, const struct cp_cli_spec *spec, cp_error_t *err)
 {
   const char *cmd = spec->name;
@@ -82,6 +96,9 @@ cp_cli_option_error (int opt, char **argv, const struct cp_cli_spec *spec, cp_er
       return cp_fail_input (err, "-%c: unknown option (see `cachepin %s --help`)", (unsigned char) optopt, cmd);
     }
   const char *word = argv[optind - 1];
+  const char *eq = strchr (word, '=');
+  if (eq && cp_cli_flag_value_error (spec, word, eq + 1, err) < 0) /* "--strict=yes" */
+    return -1;
   const char *near = closest_option (spec, word);
   if (near)
     return cp_fail_input (err, "%s: unknown option (did you mean `--%s`? see `cachepin %s --help`)", word, near, cmd);

@@ -82,6 +82,12 @@ struct cp_cli_spec
    for the help hint. */
 int cp_cli_option_error (int opt, char **argv, const struct cp_cli_spec *spec, cp_error_t *err);
 
+/* When WORD is one of SPEC's options that take no value ("--strict", or
+   "--strict=yes"), the input error for VALUE given to it, naming the option and
+   what it takes (-1); otherwise 0 and nothing set: `--strict yes` is not an
+   "unexpected argument" to a newcomer. */
+int cp_cli_flag_value_error (const struct cp_cli_spec *spec, const char *word, const char *value, cp_error_t *err);
+
 /* Parse ARGV as SPEC says: --config, --json and --help into *COMMON, the rest
    through SPEC->option into ARGS; a value missing, an unknown option or an
    operand nobody takes is an input error naming it.  Returns 1 when the

@@ -183,6 +183,9 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
         .isolate = isolate,
       };
       cp_cli_print_plan_human (pv.topo, &creq->req, plan, &view);
+      /* The plan alone reads like a placement made: say it was not. */
+      printf ("\ndry run: nothing was written (no cgroup file, ledger or journal); without --dry-run, apply "
+              "places the cgroup\n");
     }
   cp_preview_clear (&pv);
   return ret;

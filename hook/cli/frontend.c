@@ -13,8 +13,8 @@
 
 /* One option or operand: the shared ones, else the subcommand's. */
 static int
-take_option (const struct cp_cli_spec *spec, int opt, char **argv, struct cp_cli_common *common, void *args,
-             cp_error_t *err)
+take_option (const struct cp_cli_spec *spec, int opt, char **argv, const char *prev, struct cp_cli_common *common,
+             void *args, cp_error_t *err)
 {
   switch (opt)
     {
@@ -36,6 +36,8 @@ take_option (const struct cp_cli_spec *spec, int opt, char **argv, struct cp_cli
   int r = spec->option ? spec->option (opt, optarg, args, err) : 0;
   if (r != 0)
     return r;
+  if (opt == 1 && cp_cli_flag_value_error (spec, prev, optarg, err) < 0) /* PREV: the word before it */
+    return -1;
   if (opt == 1)
     return cp_fail_input (err, "`%.64s`: unexpected argument (see `cachepin %s --help`)", optarg, spec->name);
   return cp_cli_option_error (opt, argv, spec, err);
@@ -52,13 +54,13 @@ cp_cli_begin (const struct cp_cli_spec *spec, int argc, char **argv, struct cp_c
      operand (`hook createRuntime --config F`, as hook files in the wild write
      it), whatever POSIXLY_CORRECT says. */
   while ((opt = getopt_long (argc, argv, spec->shortopts, spec->options, NULL)) != -1)
-    if (take_option (spec, opt, argv, common, args, err) < 0)
+    if (take_option (spec, opt, argv, optind >= 2 ? argv[optind - 2] : NULL, common, args, err) < 0)
       return -1;
   /* After "--" (or the first operand with "+"), the rest are operands. */
   for (; optind < argc; optind++)
     {
       optarg = argv[optind];
-      if (take_option (spec, 1, argv, common, args, err) < 0)
+      if (take_option (spec, 1, argv, argv[optind - 1], common, args, err) < 0)
         return -1;
     }
   if (!common->help)

@@ -68,7 +68,7 @@ print_sets (const struct cp_view *v, const char *label, json_object *arr, const 
       fprintf (m, " %s%" PRId64 ":%s", prefix, num (o, key), S (o, "cpus"));
     }
   if (fclose (m) == 0)
-    cp_view_line (v, 13, "%s", buf);
+    cp_view_items (v, 13, buf);
   free (buf);
 }
 

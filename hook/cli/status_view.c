@@ -30,26 +30,19 @@ offset_of_column (const char *s, size_t col)
   return i;
 }
 
-/* One line on V, from FMT: in the default view wrapped at CP_VIEW_COLS after a
-   space or a comma (a word longer than a line is cut where it must), each
-   continuation indented by INDENT columns. */
-void
-cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...)
+/* S on V: in the default view wrapped at CP_VIEW_COLS after a space or (COMMAS) a
+   comma (a word longer than a line is cut where it must), each continuation
+   indented by INDENT columns. */
+static void
+wrap (const struct cp_view *v, size_t indent, bool commas, const char *s)
 {
-  cleanup_free char *s = NULL;
-  va_list ap;
-  va_start (ap, fmt);
-  int r = vasprintf (&s, fmt, ap);
-  va_end (ap);
-  if (r < 0)
-    return;
   const char *p = s;
   size_t room = CP_VIEW_COLS;
   while (!v->wide && cp_view_columns (p, SIZE_MAX) > room)
     {
       size_t limit = offset_of_column (p, room), cut = 0;
       for (size_t i = 1; i <= limit; i++)
-        if ((p[i - 1] == ' ' || p[i - 1] == ',') && i > indent + 1)
+        if ((p[i - 1] == ' ' || (commas && p[i - 1] == ',')) && i > indent + 1)
           cut = i;
       if (cut == 0)
         cut = limit;
@@ -63,6 +56,24 @@ cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...)
       room = CP_VIEW_COLS - indent;
     }
   fprintf (v->out, "%s\n", p);
+}
+
+void
+cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...)
+{
+  cleanup_free char *s = NULL;
+  va_list ap;
+  va_start (ap, fmt);
+  int r = vasprintf (&s, fmt, ap);
+  va_end (ap);
+  if (r >= 0)
+    wrap (v, indent, true, s);
+}
+
+void
+cp_view_items (const struct cp_view *v, size_t indent, const char *s)
+{
+  wrap (v, indent, false, s);
 }
 
 /* S fitted in COLS columns into BUF: as it is when it fits, else with an

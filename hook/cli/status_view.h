@@ -97,6 +97,11 @@ size_t cp_view_columns (const char *s, size_t bytes);
 void cp_view_line (const struct cp_view *v, size_t indent, const char *fmt, ...)
     __attribute__ ((format (printf, 3, 4)));
 
+/* The line S, a list of items separated by spaces ("#7:56-63,248-255 #8:..."),
+   as cp_view_line() writes it but wrapped after a space only, so that an item is
+   never split over two lines (one L3's CPU list read as two). */
+void cp_view_items (const struct cp_view *v, size_t indent, const char *s);
+
 /* S fitted in COLS columns into BUF: as it is when it fits, else with an
    ellipsis in the MIDDLE (paths: both ends tell) or at the end. */
 const char *cp_view_fit (const char *s, size_t cols, bool middle, char *buf, size_t size);

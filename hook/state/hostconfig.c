@@ -9,6 +9,7 @@
 #include "io.h"
 #include "json.h"
 #include "cpulist.h"
+#include "text.h"
 #include "util.h"
 #include "ledger.h"
 
@@ -88,7 +89,12 @@ parse_defaults (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
     {
       bool is_strict = strcmp (key, "strict") == 0;
       if (!is_strict && strcmp (key, "align") != 0 && strcmp (key, "smt") != 0 && strcmp (key, "mode") != 0)
-        return cp_fail_input (err, "defaults: unknown key \"%.128s\" (expected align, smt, mode or strict)", key);
+        {
+          static const char *const keys[] = { "align", "smt", "mode", "strict" };
+          const char *near = cp_text_closest (key, keys, CP_ARRAY_SIZE (keys));
+          return cp_fail_input (err, "defaults: unknown key \"%.128s\" (%s%s%sexpected align, smt, mode or strict)",
+                                key, near ? "did you mean \"" : "", near ? near : "", near ? "\"? " : "");
+        }
       if (is_strict && json_object_is_type (value, json_type_boolean))
         {
           req->strict = json_object_get_boolean (value);
@@ -297,6 +303,20 @@ static const struct
   { "kubelet_state", parse_kubelet_state },
 };
 
+/* An unknown top-level KEY, with the known one it is likely a typo of, as the
+   CLI's options get (cp_text_closest()). */
+static int
+unknown_key (const char *key, cp_error_t *err)
+{
+  const char *names[CP_ARRAY_SIZE (fields)];
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fields); i++)
+    names[i] = fields[i].key;
+  const char *near = cp_text_closest (key, names, CP_ARRAY_SIZE (names));
+  if (near)
+    return cp_fail_input (err, "unknown key \"%.128s\" (did you mean \"%s\"?)", key, near);
+  return cp_fail_input (err, "unknown key \"%.128s\"", key);
+}
+
 static int
 parse_fields (json_object *root, struct cp_hostconfig *hc, cp_error_t *err)
 {
@@ -306,7 +326,7 @@ parse_fields (json_object *root, struct cp_hostconfig *hc, cp_error_t *err)
       while (i < CP_ARRAY_SIZE (fields) && strcmp (key, fields[i].key) != 0)
         i++;
       if (i == CP_ARRAY_SIZE (fields))
-        return cp_fail_input (err, "unknown key \"%.128s\"", key);
+        return unknown_key (key, err);
       if (fields[i].parse (v, hc, err) < 0)
         return -1;
     }
@@ -346,6 +366,11 @@ cp_hostconfig_load (const char *path, struct cp_hostconfig *out, cp_error_t *err
           cp_hostconfig_init (out);
           return 0;
         }
+      /* A file named on purpose (--config) that is not there is the caller's mistake,
+         as a malformed one is: invalid input, exit 2 (man cachepin, EXIT STATUS), not a
+         system failure.  A file there but unreadable stays one (run as root). */
+      if (cp_error_errno (read_err) == ENOENT)
+        return cp_error_set (err, CP_ERR_INPUT, ENOENT, "open %s", name);
       if (err)
         {
           cp_error_free (err);

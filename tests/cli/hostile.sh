@@ -305,7 +305,7 @@ if $ROOT; then
   PARENT_WORD=CPUs; [ "$PARENT_N" = 1 ] && PARENT_WORD=CPU
 fi
 T "cpus 64 (more than the host)"         0 "cachepin: warning: container hostile starts unplaced: cpus: 64 is more than the ${PARENT_N:-} ${PARENT_WORD:-} the parent cgroup ${PARENT_CG:-} allows (${PARENT_FILE:-}: ${PARENT_CPUS:-})" root in_cpus '64'
-T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
+T "unknown cachepin.io key"              2 'cachepin hook: annotation cachepin.io/cpuset: unknown key (did you mean cachepin.io/cpus? expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpuset": "0-3"}'
 T "unknown key of 2000 bytes"            2 'cachepin hook: state: annotations: key `cachepin.io/xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...` longer than 1024 bytes' - in_huge_key
 T "5000 foreign annotations, none ours"  0 '' - in_many_annotations
 T "5000 foreign annotations, bad smt"    2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_many_annotations '"cachepin.io/smt": "pe1"'
@@ -324,7 +324,7 @@ T "bare state, bad pid, config ours"     2 'cachepin hook: state: pid: expected 
 T "bare state, bundle relative"          0 'cachepin: warning: container hostile left alone: its state has no annotations and state: bundle: expected an absolute path, got "b"' - in_state 'del(.annotations) | .bundle = "b"'
 T "900 KB foreign value, bad smt"        2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe1` (expected pe0-first|pe0|cores|any)' - in_huge_foreign
 T "smt with an escape sequence"          2 'cachepin hook: annotation cachepin.io/smt: invalid value `pe0?[31m` (expected pe0-first|pe0|cores|any)' - in_ann '{"cachepin.io/smt": "pe0\u001b[31m"}'
-T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
+T "per-container unknown key"            2 'cachepin hook: annotation cachepin.io/cpu.container.x: unknown key (did you mean cachepin.io/cpus.container.x? expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)' - in_ann '{"cachepin.io/cpu.container.x": "1"}'
 # a key given twice: one of ours is an ambiguous request where it applies, refused as an
 # invalid value is; anyone else's is not ours to judge; the annotations member twice is
 # refused whatever it asks (which one counts is what no reader can know)
@@ -383,6 +383,7 @@ T "lock_timeout_ms 99999999999"          0 'cachepin: error: container hostile s
 T "lock_timeout_ms \"5\""                0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got "5"' - host_config '{"lock_timeout_ms": "5"}'
 T "lock_timeout_ms 1.5"                  0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: lock_timeout_ms: expected an integer from 1 to 60000, got 1.5' - host_config '{"lock_timeout_ms": 1.5}'
 T "host config unknown key"              0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: unknown key "sandbox_off"' - host_config '{"sandbox_off": true}'
+T "host config key mistyped"            0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: unknown key "on-error" (did you mean "on_error"?)' - host_config '{"on-error": "deny"}'
 T "host config sandbox a string"         0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: sandbox: expected true or false, got "false"' - host_config '{"sandbox": "false"}'
 T "host config a FIFO"                   0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: not a regular file' - host_config_fifo
 T "host config over 1 MiB"               0 'cachepin: error: container hostile starts unplaced: @D@/alt/cfg.json: larger than 1048576 bytes' - host_config_big

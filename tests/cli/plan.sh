@@ -78,6 +78,16 @@ expect_usage_error "missing value (--cpus)" "--cpus" plan --topology "$SYN" --cp
 expect_usage_error "missing value (--topology)" "--topology" plan --cpus 2 --topology
 expect_usage_error "stray argument" "extra" plan --topology "$SYN" --cpus 2 extra
 expect_usage_error "unknown command" "frobnicate" frobnicate
+# a flag given a value: the option named, and what it takes (not "unexpected argument")
+expect_usage_error "--strict yes" "--strict takes no value, got \`yes\`: give \`--strict\` alone to turn it on" \
+  plan --topology "$SYN" --cpus 2 --strict yes
+expect_usage_error "--strict=yes" "--strict takes no value, got \`yes\`" plan --topology "$SYN" --cpus 2 --strict=yes
+# configuration errors exit 2 (man cachepin, EXIT STATUS): a --config file that is not
+# there as a malformed one
+echo '{' >"$TMP/malformed.json"
+expect_usage_error "--config malformed" "$TMP/malformed.json" plan --topology "$SYN" --cpus 2 --config "$TMP/malformed.json"
+expect_usage_error "--config missing" "$TMP/none.json: No such file or directory" \
+  plan --topology "$SYN" --cpus 2 --config "$TMP/none.json"
 
 # ---- good input on a synthetic topology --------------------------------------------------
 run plan --topology "$SYN" --cpus 3 --smt pe0 --json
@@ -104,6 +114,17 @@ if [ "$rc" -eq 3 ] && [ "$(wc -l <"$TMP/err")" -eq 1 ] && [ ! -s "$TMP/out" ]; t
   ok "strict 10 on 8-CPU L3s -> exit 3: $(cat "$TMP/err")"
 else
   bad "strict unsatisfiable: exit $rc, $(cat "$TMP/out" "$TMP/err")"
+fi
+# a host too full for the request anywhere: strict or not, the line gives that limit
+# (only 2 CPUs free), not the L3's room nor strictness
+run plan --topology "$SYN" --cpus 3 --smt any --occupied 0-29
+loose=$(cat "$TMP/err")
+run plan --topology "$SYN" --cpus 3 --smt any --occupied 0-29 --strict
+if [ "$rc" -eq 3 ] && [ "$(cat "$TMP/err")" = "$loose" ] \
+   && [ "$loose" = "cachepin plan: cannot place 3 CPUs (smt=any, mode=exclusive): only 2 usable CPUs are free" ]; then
+  ok "strict 3 on a host with 2 free -> exit 3, the non-strict line: $(cat "$TMP/err")"
+else
+  bad "strict on a full host: exit $rc, \`$(cat "$TMP/err")\`, the non-strict line \`$loose\`"
 fi
 
 # smt=cores takes whole cores: on SMT2 an odd count can never be met, whatever is

@@ -56,6 +56,8 @@ apply a --cpus 1 --dry-run
 check "dry-run: exit" "$RC" 0
 contains "dry-run: prints the plan" "$D/out" "cpus:    $P0"
 contains "dry-run: names what the parent allows" "$D/out" "the parent cgroup and the config allow CPUs $USE"
+contains "dry-run: says that nothing was written (apply --help: writes nothing)" "$D/out" \
+  "dry run: nothing was written (no cgroup file, ledger or journal)"
 check "dry-run: cgroup files and state directory unchanged" "$(snapshot a | sha256sum)" "$BEFORE"
 check "dry-run: the state directory is still absent" "$([ -e "$D/state" ] && echo present || echo absent)" absent
 

@@ -327,6 +327,17 @@ if command -v lstopo-no-graphics >/dev/null; then
     # Wrapped, not cut: every L3 is still named, and the last one's CPUs.
     check "384: every L3 named" "$(grep -o '#[0-9]*:' "$D/text" | sort -u | wc -l)" 24
     grep -q "$(q '.topology.llcs[23].cpus')" "$D/text" && ok "384: the last L3's CPUs are shown" || ko "384: no $(q '.topology.llcs[23].cpus')"
+    # ... and each L3's CPU list whole on one line, never split after a comma (two
+    # L3s read where there is one); the NUMA nodes' too
+    split=""
+    for i in $(seq 0 23); do
+      grep -qE -- "(^| )#$i:$(q ".topology.llcs[$i].cpus")( |\$)" "$D/text" || split+=" L3#$i"
+    done
+    for i in $(seq 0 3); do
+      grep -qE -- "(^| )#$(q ".topology.numa_nodes[$i].os_index"):$(q ".topology.numa_nodes[$i].cpus")( |\$)" "$D/text" \
+        || split+=" NUMA#$i"
+    done
+    check "384: every L3's and node's CPU list on one line" "${split:-none split}" "none split"
   else
     ko "the synthetic topology in the config: $(q .topology.error)"
   fi

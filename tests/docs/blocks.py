@@ -22,11 +22,20 @@ a marker, an HTML comment on the line just before its fence (invisible once rend
 needs: root, podman, cpuset (a cpuset hierarchy), runc. files: captured topologies,
 copied from $CACHEPIN_TOPOLOGIES into the working directory before the file's blocks.
 A command block without a marker fails the test: a new example has to say whether it runs.
+Needs and files are each block's own: a block this host cannot run is skipped, named, and
+the file's other blocks still run (a block that uses what a skipped one made needs what
+that one needs).
 
 Subcommands:
   blocks.py list FILE...           one line per command block: FILE:LINE KIND ARGS
-  blocks.py script OUTDIR FILE     OUTDIR/script.sh: FILE's runnable blocks as one driver
-                                   (prints the needs and files of the blocks it holds)
+  blocks.py script OUTDIR FILE SELECT HAVE [TOPOLOGIES]
+                                   OUTDIR/script.sh: FILE's runnable blocks as one driver.
+                                   SELECT: `plain`, the blocks with no needs and no files
+                                   (they run anywhere), or `host`, the others. HAVE: the
+                                   needs this host meets, comma-separated. TOPOLOGIES:
+                                   where files are looked for. Prints `copy PATH` for each
+                                   file its blocks use and `skip FILE:LINE: no WHAT` for
+                                   each selected block it left out.
   blocks.py match EXPECTED ACTUAL  exit 0 when ACTUAL matches EXPECTED ("..." lines)
 """
 import os
@@ -35,6 +44,7 @@ import shlex
 import sys
 
 COMMAND_INFOS = {"sh", "bash", "shell", "console"}
+NEEDS = {"root", "podman", "runc", "cpuset"}  # run-blocks.sh's have() knows each
 MARKER = re.compile(r"^\s*<!--\s*test:\s*(.*?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w+-]*)\s*$")
 
@@ -77,6 +87,9 @@ class Block:
         bad = set(self.args) - {"needs", "files", "exit"}
         if bad:
             return f"{self.where}: unknown marker argument(s) {sorted(bad)}"
+        bad = {n for n in self.args.get("needs", "").split(",") if n} - NEEDS
+        if bad:
+            return f"{self.where}: unknown need(s) {sorted(bad)} ({', '.join(sorted(NEEDS))})"
         if "exit" in self.args and (self.kind != "output" or not self.args["exit"].isdigit()):
             return f"{self.where}: exit=N is for output blocks, N a number"
         if self.kind == "output" and not (self.lines and self.lines[0].startswith("$ ")):
@@ -149,17 +162,45 @@ def cmd_list(paths):
     return 1 if errors else 0
 
 
-def cmd_script(outdir, path):
-    """The driver: each block in order, the ERR trap naming the block and the command."""
+def find_file(topologies, name):
+    """NAME under the folder TOPOLOGIES (recursively), or None."""
+    if not topologies or not os.path.isdir(topologies):
+        return None
+    for root, _, names in os.walk(topologies):
+        if name in names:
+            return os.path.join(root, name)
+    return None
+
+
+def missing(block, have, topologies, copies):
+    """What BLOCK needs that this host lacks, as words; its files' paths go to COPIES."""
+    lack = [n for n in block.args.get("needs", "").split(",") if n and n not in have]
+    for name in (x for x in block.args.get("files", "").split(",") if x):
+        found = find_file(topologies, name)
+        if found:
+            copies.add(found)
+        else:
+            lack.append(f"{name} (CACHEPIN_TOPOLOGIES)")
+    return lack
+
+
+def cmd_script(outdir, path, select, have, topologies):
+    """The driver: each selected block in order, the ERR trap naming the block and the command."""
     out = ["# made by tests/docs/blocks.py from " + path,
            "set -eE -o pipefail",
            "trap 'rc=$?; echo \"docs.blocks: FAIL $__blk: \\`$BASH_COMMAND\\` exited $rc\" >&2; exit 1' ERR"]
-    needs, files, n, cleanup = set(), set(), 0, []
+    copies, skips, n, cleanup = set(), [], 0, []
     for b in parse(path):
         if b.check() or b.kind not in ("run", "output", "cleanup"):
             continue
-        needs.update(x for x in b.args.get("needs", "").split(",") if x)
-        files.update(x for x in b.args.get("files", "").split(",") if x)
+        if bool(b.args.get("needs") or b.args.get("files")) != (select == "host"):
+            continue
+        block_copies = set()
+        lack = missing(b, have, topologies, block_copies)
+        if lack:
+            skips.append(f"skip {b.where}: no {' '.join(lack)}")
+            continue
+        copies |= block_copies
         if b.kind == "cleanup":
             cleanup += [f"echo \"== {b.where} (cleanup)\""] + b.lines
             continue
@@ -182,15 +223,19 @@ def cmd_script(outdir, path):
     out.append("__blk=end; echo \"== $__blk\"")
     with open(os.path.join(outdir, "script.sh"), "w") as f:
         f.write("\n".join(out) + "\n")
-    print("needs=" + ",".join(sorted(needs)) + " files=" + ",".join(sorted(files)))
+    for c in sorted(copies):
+        print("copy " + c)
+    for x in skips:
+        print(x)
     return 0
 
 
 def main(argv):
     if len(argv) >= 2 and argv[1] == "list":
         return cmd_list(argv[2:])
-    if len(argv) == 4 and argv[1] == "script":
-        return cmd_script(argv[2], argv[3])
+    if len(argv) in (6, 7) and argv[1] == "script" and argv[4] in ("plain", "host"):
+        have = {x for x in argv[5].split(",") if x}
+        return cmd_script(argv[2], argv[3], argv[4], have, argv[6] if len(argv) == 7 else "")
     if len(argv) == 4 and argv[1] == "match":
         with open(argv[2]) as e, open(argv[3]) as a:
             exp, act = e.read().split("\n"), a.read().split("\n")

@@ -1,38 +1,46 @@
 #!/usr/bin/env bash
 # docs.blocks: run the command blocks of README.md and docs/*.md against the built binary,
 # so that the examples cannot drift from the code (issue 21, item 5).
-#   run-blocks.sh PATH-TO-cachepin [FILE.md...]   (default: README.md docs/*.md)
-# Each command block carries a marker saying whether it runs here (tests/docs/blocks.py
-# describes them); an unmarked one fails. The runnable blocks of one file run in order in
-# one bash (set -eE -o pipefail), as a newcomer would type them, in a temporary working
-# directory, with:
+#   run-blocks.sh PATH-TO-cachepin plain|host [FILE.md...]   (default: README.md docs/*.md)
+# Each command block carries a marker saying whether it runs here and what it needs
+# (tests/docs/blocks.py describes them); an unmarked one fails. `plain` runs the blocks
+# that need nothing of the host (docs.blocks: they run on any clone, as any user), `host`
+# the ones that need root, podman, runc, a cpuset hierarchy or a captured topology
+# (docs.blocks.host). The selected blocks of one file run in order in one bash
+# (set -eE -o pipefail), as a newcomer would type them, in a temporary working directory,
+# with:
 #   - PATH: a `cachepin` that execs the built binary and adds `--config T/config.json` to
 #     each command that takes one and was not given one, so the host config and the ledger
 #     (state_dir T/state) are the test's own, never /etc/cachepin or /run/cachepin;
 #   - podman: CONTAINERS_CONF naming T/hooks.d (the shipped hook files with the built
-#     binary and that config), and, when this host grants fewer open files or processes
-#     than podman asks for and runc cannot raise the limit (no CAP_SYS_RESOURCE), default_ulimits as
-#     docs/troubleshooting.md says (said on the output when it is so).
+#     binary and that config), nothing else: a podman command runs as the docs write it
+#     (their --ulimit options included).
 # Blocks that need root, podman, runc or a cpuset hierarchy touch host-global things (real
-# cgroups, podman's store, /tmp/bb): run this under `flock /tmp/cachepin-global.lock`.
-# A block whose needs this host lacks is skipped, said by name; any skip makes the exit 77
-# (unless something failed: 1).
+# cgroups, podman's store, /tmp/bb): run `host` under `flock /tmp/cachepin-global.lock`.
+# A block whose needs this host lacks is skipped, said by name, and the other blocks still
+# run; any skip makes the exit 77 (unless something failed: 1).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-BIN=$(realpath "${1:?usage: run-blocks.sh PATH-TO-cachepin [FILE.md...]}")
-shift
+BIN=$(realpath "${1:?usage: run-blocks.sh PATH-TO-cachepin plain|host [FILE.md...]}")
+SELECT=${2:-}
+case "$SELECT" in plain|host) ;; *) echo "usage: run-blocks.sh PATH-TO-cachepin plain|host [FILE.md...]" >&2; exit 2 ;; esac
+shift 2
 if [ $# -eq 0 ]; then set -- "$SRC/README.md" "$SRC"/docs/*.md; fi
 FILES=()   # relative to the source tree when inside it, as the messages name them
 for f in "$@"; do f=$(realpath "$f"); FILES+=("${f#"$SRC"/}"); done
 
 T=$(mktemp -d /tmp/cachepin-docs.XXXXXX)
 # What the podman examples leave behind, as they would for a reader: removed again when
-# this run made them (the image and the directory of the docs' local busybox).
+# this run made them (the image and the directory of the docs' local busybox). Only the
+# host blocks make them: a plain run leaves them alone (a host run may be using them).
 DOCS_IMAGE=localhost/busybox DOCS_DIR=/tmp/bb
-image_was=0 dir_was=0
-command -v podman >/dev/null && [ "$(id -u)" = 0 ] && podman image exists "$DOCS_IMAGE" 2>/dev/null && image_was=1
-[ -e "$DOCS_DIR" ] && dir_was=1
+image_was=1 dir_was=1
+if [ "$SELECT" = host ]; then
+  image_was=0 dir_was=0
+  command -v podman >/dev/null && [ "$(id -u)" = 0 ] && podman image exists "$DOCS_IMAGE" 2>/dev/null && image_was=1
+  [ -e "$DOCS_DIR" ] && dir_was=1
+fi
 cleanup () {
   [ "$image_was" = 1 ] || [ "$(id -u)" != 0 ] || { command -v podman >/dev/null && podman rmi -f "$DOCS_IMAGE" >/dev/null 2>&1; }
   [ "$dir_was" = 1 ] || rm -rf "$DOCS_DIR"
@@ -63,56 +71,37 @@ for stage in createRuntime poststop; do
     '.hook.path = $p | .hook.args = ["cachepin", "hook", "--config", $c, $s]' \
     "$SRC/deploy/hooks.d/cachepin-$name.json.in" > "$T/hooks.d/cachepin-$name.json"
 done
-# podman (root) asks for RLIMIT_NOFILE and RLIMIT_NPROC 1048576; runc cannot raise a hard
-# limit to it without CAP_SYS_RESOURCE (capability 24): "error setting rlimit type 7".
-capeff=$(awk '/^CapEff:/ {print $2}' /proc/self/status)
-low_rlimits=0
-if [ $(( (0x$capeff >> 24) & 1 )) = 0 ]; then
-  for hard in "$(ulimit -Hn)" "$(ulimit -Hu)"; do
-    [ "$hard" = unlimited ] || [ "$hard" -ge 1048576 ] || low_rlimits=1
-  done
-fi
-{
-  if [ "$low_rlimits" = 1 ]; then
-    printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-  fi
-  printf '[engine]\nhooks_dir = ["%s"]\n' "$T/hooks.d"
-} > "$T/containers.conf"
-[ "$low_rlimits" = 0 ] || echo "docs.blocks: this host: no CAP_SYS_RESOURCE and hard limits of $(ulimit -Hn) files," \
-  "$(ulimit -Hu) processes: containers.conf gets default_ulimits (docs/troubleshooting.md)"
+printf '[engine]\nhooks_dir = ["%s"]\n' "$T/hooks.d" > "$T/containers.conf"
 export CONTAINERS_CONF="$T/containers.conf"
 
-have () { # have NEED: this host has it
+have () { # have NEED: this host has it (blocks.py's NEEDS)
   case "$1" in
     root) [ "$(id -u)" = 0 ] ;;
     podman|runc) command -v "$1" >/dev/null ;;
     cpuset) grep -q ' - cgroup cgroup .*cpuset' /proc/self/mountinfo \
               || grep -qw cpuset /sys/fs/cgroup/cgroup.controllers 2>/dev/null ;;
-    *) echo "docs.blocks: unknown need \`$1\`" >&2; return 1 ;;
+    *) return 1 ;;
   esac
 }
-find_fixture () { # a captured topology by name, under $CACHEPIN_TOPOLOGIES
-  [ -n "${CACHEPIN_TOPOLOGIES:-}" ] && [ -d "$CACHEPIN_TOPOLOGIES" ] || return 1
-  find "$CACHEPIN_TOPOLOGIES" -name "$1" -type f -print -quit | grep .
-}
+HAVE=""
+for n in root podman runc cpuset; do have "$n" && HAVE+="$n,"; done
 
 echo "== the command blocks, and whether they run here"
 (cd "$SRC" && python3 "$HERE/blocks.py" list "${FILES[@]}") || { echo "docs.blocks: FAIL: unmarked or malformed blocks above"; exit 1; }
 
 FAILED=() SKIPPED=() RAN=0
 for rel in "${FILES[@]}"; do
-  out="$T/blocks/${rel//\//_}"
-  mkdir -p "$out" "$T/work/${rel//\//_}"
-  info=$(cd "$SRC" && python3 "$HERE/blocks.py" script "$out" "$rel") || { FAILED+=("$rel: blocks.py"); continue; }
-  needs=${info#needs=}; needs=${needs%% files=*}
-  files=${info##* files=}
+  out="$T/blocks/${rel//\//_}" work="$T/work/${rel//\//_}"
+  mkdir -p "$out" "$work"
+  info=$(cd "$SRC" && python3 "$HERE/blocks.py" script "$out" "$rel" "$SELECT" "$HAVE" "${CACHEPIN_TOPOLOGIES:-}") \
+    || { FAILED+=("$rel: blocks.py"); continue; }
+  while read -r what arg; do
+    case "$what" in
+      copy) cp "$arg" "$work/" ;;
+      skip) SKIPPED+=("$arg"); echo "== skipped: $arg" ;;
+    esac
+  done <<<"$info"
   grep -q '(run)"$\|^__expect \|(cleanup)"$' "$out/script.sh" || continue   # nothing runs here
-  why=""
-  for n in ${needs//,/ }; do have "$n" || why+=" $n"; done
-  for x in ${files//,/ }; do
-    p=$(find_fixture "$x") && cp "$p" "$T/work/${rel//\//_}/" || why+=" $x (CACHEPIN_TOPOLOGIES)"
-  done
-  if [ -n "$why" ]; then SKIPPED+=("$rel: no$why"); echo "== $rel: skipped: no$why"; continue; fi
   # __expect DIR/N EXIT: run N.cmd in this shell's state, compare with N.exp.
   cat > "$out/prelude.sh" <<'EOF'
 __expect () {
@@ -129,14 +118,14 @@ __expect () {
 }
 EOF
   echo "== $rel"
-  if (cd "$T/work/${rel//\//_}" && __blocks="$HERE/blocks.py" bash -c ". '$out/prelude.sh'; . '$out/script.sh'" </dev/null); then
+  if (cd "$work" && __blocks="$HERE/blocks.py" bash -c ". '$out/prelude.sh'; . '$out/script.sh'" </dev/null); then
     RAN=$((RAN + 1))
   else
     FAILED+=("$rel")
   fi
 done
 
-echo "== files whose blocks ran: $RAN; failed: ${#FAILED[@]}; skipped: ${#SKIPPED[@]}"
+echo "== files whose $SELECT blocks ran: $RAN; failed: ${#FAILED[@]}; blocks skipped: ${#SKIPPED[@]}"
 for x in "${FAILED[@]}"; do echo "FAIL $x"; done
 for x in "${SKIPPED[@]}"; do echo "SKIP $x"; done
 [ ${#FAILED[@]} -eq 0 ] || exit 1

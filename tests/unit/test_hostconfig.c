@@ -173,7 +173,10 @@ static const struct
   { "topology relative", "{\"topology\":\"epyc.xml\"}",
     NAME ": topology: expected \"host\", an absolute path or \"sysfs:\" and one, got \"epyc.xml\"" },
   { "topology not a string", "{\"topology\":{}}", NAME ": topology: expected a string, got {}" },
-  { "unknown key", "{\"on-error\":\"deny\"}", NAME ": unknown key \"on-error\"" },
+  { "unknown key", "{\"on-error\":\"deny\"}", NAME ": unknown key \"on-error\" (did you mean \"on_error\"?)" },
+  { "unknown key, nothing near", "{\"sandbox_off\":true}", NAME ": unknown key \"sandbox_off\"" },
+  { "defaults unknown key near one", "{\"defaults\":{\"alin\":\"llc\"}}",
+    NAME ": defaults: unknown key \"alin\" (did you mean \"align\"? expected align, smt, mode or strict)" },
   { "duplicate key", "{\"on_error\":\"deny\",\"on_error\":\"allow\"}", NAME ": duplicate key \"on_error\"" },
   { "invalid JSON", "{\"on_error\":\"deny\",}", NAME ": invalid JSON at byte 19: unexpected character" },
   { "comment", "{\"on_error\":\"deny\"} // deny", NAME ": invalid JSON at byte 20: unexpected character" },
@@ -210,6 +213,7 @@ test_load (void **state)
   cleanup_free char *missing = cp_xasprintf ("open %s: No such file or directory", path);
   tu_check_error ("explicit missing path", cp_hostconfig_load (path, &hc, &err), &err, missing);
   assert_int_equal (cp_error_errno (err), ENOENT);
+  assert_int_equal (cp_error_kind (err), CP_ERR_INPUT); /* exit 2, as a malformed one */
   assert_null (hc.state_dir);
 
   static const char deny[] = "{\"on_error\":\"deny\",\"lock_timeout_ms\":250}\n";

@@ -729,12 +729,15 @@ static const struct request_case request_cases[] = {
     .config = ANN (NAME_APP ",\"cachepin.io/cpus.container.app\":\"four\""),
     .error = "annotation cachepin.io/cpus.container.app: invalid value `four`: expected a number from 1 to 8192" },
   { .name = "unknown key", .config = ANN ("\"cachepin.io/cpu\":\"4\""),
-    .error = "annotation cachepin.io/cpu: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, "
+    .error = "annotation cachepin.io/cpu: unknown key (did you mean cachepin.io/cpus? expected "
+             "cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)" },
+  { .name = "unknown key, nothing near", .config = ANN ("\"cachepin.io/numa\":\"0\""),
+    .error = "annotation cachepin.io/numa: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, "
              "optionally followed by .container.<name>)" },
   { .name = "unknown key for another container",
     .config = ANN (NAME_APP ",\"cachepin.io/cpus\":\"1\",\"cachepin.io/alig.container.db\":\"llc\""),
-    .error = "annotation cachepin.io/alig.container.db: unknown key (expected cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, "
-             "optionally followed by .container.<name>)" },
+    .error = "annotation cachepin.io/alig.container.db: unknown key (did you mean cachepin.io/align.container.db? expected "
+             "cachepin.io/cpus|align|smt|mode|strict|mems|sched-cache|core-sched|isolate, optionally followed by .container.<name>)" },
   { .name = "isolate, exclusive by default", .config = ANN ("\"cachepin.io/cpus\":\"2\",\"cachepin.io/isolate\":\"true\""),
     .cpus = 2, .source = "annotation", .isolate = true },
   { .name = "isolate, exclusive said", .config = ANN ("\"cachepin.io/isolate\":\"true\",\"cachepin.io/mode\":\"exclusive\",\"cachepin.io/cpus\":\"1\""),

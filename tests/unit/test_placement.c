@@ -454,6 +454,15 @@ test_strict (void **state)
   msg = tu_place_fail (t, NULL, "0-5,8-13,16-21,24-29", &r, CP_ERR_UNSATISFIABLE);
   tu_assert_contains (msg, "most any has free is 2");
   free (msg);
+  /* strict on a host with too few free CPUs anywhere: the line names that limit,
+     as the non-strict one does, not the L3 nor strictness */
+  msg = tu_place_fail (t, NULL, "0-30", &r, CP_ERR_UNSATISFIABLE);
+  assert_string_equal (msg, "cannot place 3 CPUs (smt=any, mode=exclusive): only 1 usable CPU is free");
+  free (msg);
+  r.strict = false;
+  char *loose = tu_place_fail (t, NULL, "0-30", &r, CP_ERR_UNSATISFIABLE);
+  assert_string_equal (loose, "cannot place 3 CPUs (smt=any, mode=exclusive): only 1 usable CPU is free");
+  free (loose);
 }
 
 static void
@@ -664,7 +673,7 @@ test_mems (void **state)
 /* A package without a NUMA node of its own (offline node 0): mems fall back to
    the allowed nodes. */
 static void
-test_mems_fallback_offline_node (void **state)
+test_captured_mems_fallback_offline_node (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-offline-cpu0-node0.xml");
@@ -691,7 +700,7 @@ test_mems_fallback_offline_node (void **state)
 
 /* Hybrid: the fastest cores first inside the chosen domain. */
 static void
-test_hybrid_order (void **state)
+test_captured_hybrid_order (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-nvidia-dgx-gb10.xml");
@@ -711,7 +720,7 @@ test_hybrid_order (void **state)
    well formed there (an E-core makes it up); with the E-cores held it is the host's
    capacity that fails, not the request. */
 static void
-test_hybrid_cores (void **state)
+test_captured_hybrid_cores (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-Intel-RaptorLake-Corei7-1370P.xml");
@@ -756,9 +765,9 @@ main (void)
     cmocka_unit_test (test_allowed_and_occupied),
     cmocka_unit_test (test_determinism),
     cmocka_unit_test (test_mems),
-    cmocka_unit_test (test_mems_fallback_offline_node),
-    cmocka_unit_test (test_hybrid_order),
-    cmocka_unit_test (test_hybrid_cores),
+    cmocka_unit_test (test_captured_mems_fallback_offline_node),
+    cmocka_unit_test (test_captured_hybrid_order),
+    cmocka_unit_test (test_captured_hybrid_cores),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

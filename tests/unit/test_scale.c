@@ -208,14 +208,7 @@ static void
 test_captured_9654 (void **state)
 {
   (void) state;
-  const char *dir = getenv ("CACHEPIN_TOPOLOGIES");
-  char path[4096];
-  snprintf (path, sizeof path, "%s/hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml", dir ? dir : "");
-  if (dir == NULL || access (path, R_OK) != 0)
-    {
-      print_message ("skipped: %s not found (../shared/topologies absent)\n", path);
-      tu_skip ();
-    }
+  cleanup_free char *path = tu_topology_file_or_skip ("hwloc/x86-AMD-19h-Zen4-2xEpyc-9654.xml");
   run_sequence (path, 7);
 }
 

@@ -530,7 +530,7 @@ check_cores_against_hwloc (const struct cp_topo *t, hwloc_topology_t topology)
 }
 
 static void
-test_lassen (void **state)
+test_captured_lassen (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("mpibind/coral-lassen.xml");
@@ -573,7 +573,7 @@ test_lassen (void **state)
 }
 
 static void
-test_offline_cpu0_node0 (void **state)
+test_captured_offline_cpu0_node0 (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-offline-cpu0-node0.xml");
@@ -606,7 +606,7 @@ test_offline_cpu0_node0 (void **state)
 }
 
 static void
-test_strix_point_uneven_l3 (void **state)
+test_captured_strix_point_uneven_l3 (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-AMD-1Ah-Zen5StrixPoint-RyzenAI9HX370.xml");
@@ -641,7 +641,7 @@ hw_efficiency (hwloc_topology_t topology, unsigned cpu)
 }
 
 static void
-test_gb10_kinds (void **state)
+test_captured_gb10_kinds (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/linux-nvidia-dgx-gb10.xml");
@@ -668,7 +668,7 @@ test_gb10_kinds (void **state)
 
 /* Both Raptor Lake captures (x86 CPUID and Linux sysfs): P-cores faster than E-cores. */
 static void
-test_raptor_lake_kinds (void **state)
+test_captured_raptor_lake_kinds (void **state)
 {
   (void) state;
   static const char *const files[] = { "hwloc/x86-Intel-RaptorLake-Corei7-1370P.xml",
@@ -696,7 +696,7 @@ test_raptor_lake_kinds (void **state)
 /* Skylake interleaves packages (core 0 = {0,36}, the next {2,38}); the siblings
    must be hwloc's, whatever the numbering. */
 static void
-test_skylake_siblings (void **state)
+test_captured_skylake_siblings (void **state)
 {
   (void) state;
   char *path = tu_topology_file_or_skip ("hwloc/x86-Intel-Skylake-2xXeon6140.xml");
@@ -734,7 +734,7 @@ test_skylake_siblings (void **state)
 
 /* Every captured topology: cores and domains agree with hwloc's objects. */
 static void
-test_all_captured_models (void **state)
+test_captured_all_models (void **state)
 {
   (void) state;
   static const char *const files[] = {
@@ -792,13 +792,13 @@ main (void)
     cmocka_unit_test (test_load_errors),
     cmocka_unit_test (test_xml_errors),
     cmocka_unit_test (test_synthetic_bounds),
-    cmocka_unit_test (test_lassen),
-    cmocka_unit_test (test_offline_cpu0_node0),
-    cmocka_unit_test (test_strix_point_uneven_l3),
-    cmocka_unit_test (test_gb10_kinds),
-    cmocka_unit_test (test_raptor_lake_kinds),
-    cmocka_unit_test (test_skylake_siblings),
-    cmocka_unit_test (test_all_captured_models),
+    cmocka_unit_test (test_captured_lassen),
+    cmocka_unit_test (test_captured_offline_cpu0_node0),
+    cmocka_unit_test (test_captured_strix_point_uneven_l3),
+    cmocka_unit_test (test_captured_gb10_kinds),
+    cmocka_unit_test (test_captured_raptor_lake_kinds),
+    cmocka_unit_test (test_captured_skylake_siblings),
+    cmocka_unit_test (test_captured_all_models),
     cmocka_unit_test (test_filtered_load_same_model),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));

@@ -134,7 +134,7 @@ round_trip_file (const char *path, const struct stat *st, int type, struct FTW *
 }
 
 static void
-test_round_trip_captured (void **state)
+test_captured_round_trip (void **state)
 {
   (void) state;
   const char *dir = tu_topologies_dir ();
@@ -363,7 +363,7 @@ main (void)
 {
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_round_trip_synthetic),
-    cmocka_unit_test (test_round_trip_captured),
+    cmocka_unit_test (test_captured_round_trip),
     cmocka_unit_test (test_truncated),
     cmocka_unit_test (test_bit_flips),
     cmocka_unit_test (test_foreign),

@@ -1,5 +1,5 @@
-/* Data-driven placement checks on every captured topology (*.xml under
- * $CACHEPIN_TOPOLOGIES, recursively).
+/* Data-driven placement checks on a few synthetic shapes and on every captured
+ * topology (*.xml under $CACHEPIN_TOPOLOGIES, recursively: the test_captured_ case).
  *
  * For a grid of requests, occupancies and allowed sets, every plan is checked
  * against invariants computed INDEPENDENTLY of the engine: this file loads each XML
@@ -143,7 +143,12 @@ hw_load (struct hw *h, const char *path, const char *name)
   h->name = name;
   assert_int_equal (hwloc_topology_init (&h->topo), 0);
   hwloc_topology_set_flags (h->topo, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
-  assert_int_equal (hwloc_topology_set_xml (h->topo, path), 0);
+  /* a captured XML file, or an hwloc synthetic description (the shapes below) */
+  struct stat st;
+  if (stat (path, &st) == 0)
+    assert_int_equal (hwloc_topology_set_xml (h->topo, path), 0);
+  else
+    assert_int_equal (hwloc_topology_set_synthetic (h->topo, path), 0);
   assert_int_equal (hwloc_topology_load (h->topo), 0);
   h->online = hwloc_bitmap_dup (hwloc_topology_get_topology_cpuset (h->topo));
   h->allowed = hwloc_bitmap_alloc ();
@@ -836,8 +841,78 @@ cmp_str (const void *a, const void *b)
   return strcmp (*(char *const *) a, *(char *const *) b);
 }
 
+/* Every invariant above, on one topology: SOURCE (a file or a synthetic description)
+   named NAME; its counts added to TOTAL. */
 static void
-test_every_topology (void **state)
+check_topology (const char *source, const char *name, struct stats *total)
+{
+  struct hw h;
+  hw_load (&h, source, name);
+  cleanup_topo struct cp_topo *topo = tu_topo (source);
+  tu_assert_full_load_model (topo, h.topo, name); /* hw_load() loads everything */
+  struct stats st = { 0 };
+
+  hwloc_bitmap_t none = hwloc_bitmap_alloc ();
+  /* every 3rd core held */
+  hwloc_bitmap_t third = hwloc_bitmap_alloc ();
+  for (unsigned c = 0; c < h.n_cores; c += 3)
+    hwloc_bitmap_or (third, third, h.cores[c]);
+  /* allowed without the first thread of every 4th core (and so PE0s move), and
+     on SMT-less machines without every 4th core */
+  hwloc_bitmap_t cut = hwloc_bitmap_dup (h.allowed);
+  for (unsigned c = 0; c < h.n_cores; c += 4)
+    hwloc_bitmap_clr (cut, (unsigned) hwloc_bitmap_first (h.cores[c]));
+
+  run_grid (&h, topo, h.allowed, none, "nothing occupied", &st);
+  run_grid (&h, topo, h.allowed, third, "every 3rd core occupied", &st);
+  run_grid (&h, topo, cut, third, "first thread of every 4th core not allowed, every 3rd core occupied", &st);
+  unsigned llc = largest_llc (&h, h.allowed);
+  for (size_t m = 0; m < CP_ARRAY_SIZE (all_smt); m++)
+    {
+      run_sequence (&h, topo, h.allowed, 3, all_smt[m], CP_LEVEL_LLC, &st);
+      run_sequence (&h, topo, h.allowed, llc > 1 ? llc / 2 + 1 : 1, all_smt[m], CP_LEVEL_LLC, &st);
+      run_sequence (&h, topo, cut, 2, all_smt[m], CP_LEVEL_NUMA, &st);
+    }
+  print_message ("%-55s %5lu cases: %5lu placed (%lu split), %5lu refused\n", name, st.cases, st.placed,
+                 st.spilled, st.refused);
+  total->cases += st.cases;
+  total->placed += st.placed;
+  total->refused += st.refused;
+  total->spilled += st.spilled;
+  hwloc_bitmap_free (none);
+  hwloc_bitmap_free (third);
+  hwloc_bitmap_free (cut);
+  hw_free (&h);
+}
+
+/* The same checks on shapes every clone has (no ../shared): the numberings and
+   levels the engine must not derive by arithmetic (docs/placement.md), as hwloc's
+   synthetic descriptions. */
+static void
+test_synthetic_shapes (void **state)
+{
+  (void) state;
+  static const char *const shapes[] = {
+    /* EPYC-like: L3s of 4 cores, SMT2 numbered N and N+ncores */
+    "package:2 l3cache:2 core:4 pu:2(indexes=core)",
+    /* adjacent siblings, NUMA nodes inside a package, one L2 per two cores */
+    "package:2 numa:2 l3cache:1 l2cache:2 core:2 pu:2",
+    /* SMT4 in one L3 */
+    "package:1 l3cache:1 core:4 pu:4",
+    /* no SMT, no L3: the L2 is the last level */
+    "package:2 l2cache:3 core:2 pu:1",
+    /* no cache at all */
+    "package:2 core:3 pu:2",
+  };
+  struct stats total = { 0 };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (shapes); i++)
+    check_topology (shapes[i], shapes[i], &total);
+  assert_true (total.placed > 0);
+  assert_true (total.refused > 0);
+}
+
+static void
+test_captured_every_topology (void **state)
 {
   (void) state;
   const char *dir = tu_topologies_dir ();
@@ -860,44 +935,7 @@ test_every_topology (void **state)
   clock_t start = clock ();
   for (size_t f = 0; f < n_files; f++)
     {
-      const char *name = files[f] + strlen (dir) + 1;
-      struct hw h;
-      hw_load (&h, files[f], name);
-      cleanup_topo struct cp_topo *topo = tu_topo (files[f]);
-      tu_assert_full_load_model (topo, h.topo, name); /* hw_load() loads everything */
-      struct stats st = { 0 };
-
-      hwloc_bitmap_t none = hwloc_bitmap_alloc ();
-      /* every 3rd core held */
-      hwloc_bitmap_t third = hwloc_bitmap_alloc ();
-      for (unsigned c = 0; c < h.n_cores; c += 3)
-        hwloc_bitmap_or (third, third, h.cores[c]);
-      /* allowed without the first thread of every 4th core (and so PE0s move), and
-         on SMT-less machines without every 4th core */
-      hwloc_bitmap_t cut = hwloc_bitmap_dup (h.allowed);
-      for (unsigned c = 0; c < h.n_cores; c += 4)
-        hwloc_bitmap_clr (cut, (unsigned) hwloc_bitmap_first (h.cores[c]));
-
-      run_grid (&h, topo, h.allowed, none, "nothing occupied", &st);
-      run_grid (&h, topo, h.allowed, third, "every 3rd core occupied", &st);
-      run_grid (&h, topo, cut, third, "first thread of every 4th core not allowed, every 3rd core occupied", &st);
-      unsigned llc = largest_llc (&h, h.allowed);
-      for (size_t m = 0; m < CP_ARRAY_SIZE (all_smt); m++)
-        {
-          run_sequence (&h, topo, h.allowed, 3, all_smt[m], CP_LEVEL_LLC, &st);
-          run_sequence (&h, topo, h.allowed, llc > 1 ? llc / 2 + 1 : 1, all_smt[m], CP_LEVEL_LLC, &st);
-          run_sequence (&h, topo, cut, 2, all_smt[m], CP_LEVEL_NUMA, &st);
-        }
-      print_message ("%-55s %5lu cases: %5lu placed (%lu split), %5lu refused\n", name, st.cases, st.placed,
-                     st.spilled, st.refused);
-      total.cases += st.cases;
-      total.placed += st.placed;
-      total.refused += st.refused;
-      total.spilled += st.spilled;
-      hwloc_bitmap_free (none);
-      hwloc_bitmap_free (third);
-      hwloc_bitmap_free (cut);
-      hw_free (&h);
+      check_topology (files[f], files[f] + strlen (dir) + 1, &total);
       free (files[f]);
     }
   free (files);
@@ -911,7 +949,8 @@ int
 main (void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test (test_every_topology),
+    cmocka_unit_test (test_synthetic_shapes),
+    cmocka_unit_test (test_captured_every_topology),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

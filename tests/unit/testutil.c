@@ -125,9 +125,16 @@ tu_place_fail (const struct cp_topo *topo, const char *allowed, const char *held
   return msg;
 }
 
+/* CACHEPIN_TEST_CAPTURED=skip: this run leaves the captured cases to an entry of
+   their own (testutil.h, TU_CAPTURED). */
+static bool tu_captured_skipped;
+
 const char *
 tu_topologies_dir (void)
 {
+  if (tu_captured_skipped)
+    fail_msg ("this case reads the captured topologies: name it " TU_CAPTURED
+              " so that it runs in the binary's .captured CTest entry (tests/CMakeLists.txt)");
   const char *dir = getenv ("CACHEPIN_TOPOLOGIES");
   struct stat st;
   if (dir == NULL || *dir == '\0' || stat (dir, &st) < 0 || !S_ISDIR (st.st_mode))
@@ -228,11 +235,23 @@ unsigned tu_skipped;
 
 /* CACHEPIN_TEST_ONLY and CACHEPIN_TEST_EXCEPT: cmocka's test and skip filters, set
    before main runs the group (tests/CMakeLists.txt splits a test that may skip on
-   some hosts into a CTest entry of its own with them). */
+   some hosts into a CTest entry of its own with them).  CACHEPIN_TEST_CAPTURED
+   (only, skip) does the same for the cases named TU_CAPTURED; cmocka has one filter
+   of each kind, so an explicit pattern wins (CMake gives one only to a binary with
+   no captured case, and there tu_topologies_dir() still guards). */
 __attribute__ ((constructor)) static void
 tu_filters (void)
 {
   const char *only = getenv ("CACHEPIN_TEST_ONLY"), *except = getenv ("CACHEPIN_TEST_EXCEPT");
+  const char *captured = getenv ("CACHEPIN_TEST_CAPTURED");
+  if (captured && strcmp (captured, "only") == 0 && !(only && *only))
+    only = TU_CAPTURED;
+  if (captured && strcmp (captured, "skip") == 0)
+    {
+      tu_captured_skipped = true;
+      if (!(except && *except))
+        except = TU_CAPTURED;
+    }
   if (only && *only)
     cmocka_set_test_filter (only);
   if (except && *except)

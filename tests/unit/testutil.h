@@ -89,7 +89,17 @@ struct cp_plan *tu_place (const struct cp_topo *topo, const char *allowed, const
 char *tu_place_fail (const struct cp_topo *topo, const char *allowed, const char *held, const struct cp_request *req,
                      enum cp_error_kind kind);
 
-/* The captured topologies folder (env CACHEPIN_TOPOLOGIES) when it exists, else NULL. */
+/* The cases that read the captured topologies (../shared/topologies, not in every
+ * clone) are named test_captured_*: tests/CMakeLists.txt gives them a CTest entry of
+ * their own per binary (unit.NAME.captured, CACHEPIN_TEST_CAPTURED=only), skipped
+ * where the captures are absent, and runs the binary's other cases as unit.NAME
+ * (CACHEPIN_TEST_CAPTURED=skip), which then passes on a fresh clone.  In that entry
+ * a read of the captures fails the test: a case that needs them and is named
+ * otherwise would make the whole entry skip again. */
+#define TU_CAPTURED "test_captured_*"
+
+/* The captured topologies folder (env CACHEPIN_TOPOLOGIES) when it exists, else NULL.
+ * Fails the test under CACHEPIN_TEST_CAPTURED=skip (above). */
 const char *tu_topologies_dir (void);
 
 /* "$CACHEPIN_TOPOLOGIES/REL" when the file exists (caller frees); otherwise prints
