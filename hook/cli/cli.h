@@ -160,6 +160,10 @@ struct cp_cli_plan_view
   const char *isolate;           /* --isolate's verdict (cp_cli_isolate_line()), or NULL */
 };
 
+/* The "format" of `plan --json` and `apply --json` (docs/placement.md): raised
+   when a key changes meaning or goes; new keys do not raise it. */
+#define CP_PLAN_FORMAT 1
+
 /* The plan as JSON (one line) on stdout; INPUTS (taken; NULL: none) as "inputs",
    ISOLATE (taken; NULL: not asked, no key) as "isolate". */
 void cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req, const struct cp_plan *plan,
