@@ -19,7 +19,7 @@ static const char why_usage[] =
   "released when; writes nothing.\n\n"
   "  ID|NAME             a container id, the start of one (podman ps and crictl ps\n"
   "                      print 12 characters), apply:<cgroup>, or a name as the\n"
-  "                      journal records it (namespace/pod/container, apply --name)\n"
+  "                      journal records it (namespace/pod/container, apply's name)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --json              print one JSON object (keys in docs/status.md)\n"
   "  -h, --help          this text\n";
