@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release nri status"
+  local commands="plan hook apply release nri status why"
   local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
@@ -51,6 +51,7 @@ _cachepin ()
     release) words="--cgroup --config --help" ;;
     nri) words="--socket --name --idx --config --help" ;;
     status) words="--json --wide --config --help" ;;
+    why) words="--json --config --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -33,6 +33,7 @@ int cp_cmd_apply (int argc, char **argv, cp_error_t *err);
 int cp_cmd_release (int argc, char **argv, cp_error_t *err);
 int cp_cmd_status (int argc, char **argv, cp_error_t *err);
 int cp_cmd_nri (int argc, char **argv, cp_error_t *err);
+int cp_cmd_why (int argc, char **argv, cp_error_t *err);
 
 /* The status object (cp_status_gather(), status.h) as text on OUT (one screen for
  * a small host): lines of at most 80 columns (short ids and names, the rest
@@ -156,6 +157,10 @@ struct cp_cli_plan_view
   const char *inputs;            /* one line, or NULL */
   const char *isolate;           /* --isolate's verdict (cp_cli_isolate_line()), or NULL */
 };
+
+/* The "format" of `plan --json` and `apply --json` (docs/placement.md): raised
+   when a key changes meaning or goes; new keys do not raise it. */
+#define CP_PLAN_FORMAT 1
 
 /* The plan as JSON (one line) on stdout; INPUTS (taken; NULL: none) as "inputs",
    ISOLATE (taken; NULL: not asked, no key) as "isolate". */

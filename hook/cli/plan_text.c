@@ -35,6 +35,7 @@ cp_cli_print_plan_json (const struct cp_topo *topo, const struct cp_request *req
                         json_object *inputs, json_object *isolate)
 {
   json_object *root = json_object_new_object ();
+  json_object_object_add (root, "format", json_object_new_int (CP_PLAN_FORMAT));
   json_add_cpulist (root, "cpus", plan->cpus);
   json_add_cpulist (root, "mems", plan->mems);
   json_add_cpulist (root, "held", plan->held);

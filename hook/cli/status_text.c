@@ -329,15 +329,20 @@ cut_line (char *line)
   line[n] = '\0';
 }
 
+/* One record in a line: cut at RECENT_COLS in the default view, in full (the
+   whole id too) with --wide. */
 static void
-print_record (FILE *out, json_object *r)
+print_record (const struct cp_view *v, json_object *r)
 {
-  char when[32] = "?", id[4 * CP_STATUS_ID_COLS + 8], line[TEXT_MAX + 256];
+  char when[32] = "?", id[TEXT_MAX], line[2 * TEXT_MAX + 256];
   time_t t = (time_t) num (r, "time");
   struct tm tm;
   if (gmtime_r (&t, &tm))
     strftime (when, sizeof when, "%m-%d %H:%M", &tm);
-  cp_status_short_id (S (r, "id"), NULL, id, sizeof id);
+  if (v->wide)
+    snprintf (id, sizeof id, "%s", S (r, "id"));
+  else
+    cp_status_short_id (S (r, "id"), NULL, id, sizeof id);
   const char *kind = S (r, "kind"), *cpus = S (r, "cpus"), *reason = S (r, "reason");
   /* The front (hook, apply, release) is in --json: the width goes to the reason. */
   /* %-*s pads bytes: an ellipsis is 3 bytes in 1 column. */
@@ -347,8 +352,9 @@ print_record (FILE *out, json_object *r)
     n += snprintf (line + n, sizeof line - n, " cpus %s:", cpus);
   if (n > 0 && (size_t) n < sizeof line)
     snprintf (line + n, sizeof line - n, " %s", *reason ? reason : "-");
-  cut_line (line);
-  fprintf (out, "%s\n", line);
+  if (!v->wide)
+    cut_line (line);
+  fprintf (v->out, "%s\n", line);
 }
 
 static void
@@ -371,7 +377,30 @@ print_recent (const struct cp_view *v, json_object *status)
   fprintf (out, "%-12sthe last %zu %s (UTC, oldest first; in full: status --json)\n", "recent", n - from,
            plural ((int64_t) (n - from), "decision", "decisions"));
   for (size_t i = from; i < n; i++)
-    print_record (out, json_object_array_get_idx (recent, i));
+    print_record (v, json_object_array_get_idx (recent, i));
+}
+
+/* First: the containers that started unplaced, were refused or drifted in the
+   last hour and were not settled since (why.h), one line each. */
+static void
+print_attention (const struct cp_view *v, json_object *status)
+{
+  json_object *attention = get (status, "attention");
+  if (!json_object_is_type (attention, json_type_array))
+    {
+      cp_view_line (v, 14, "%-12sunknown: the journal could not be read (recent, below, says why)", "attention");
+      return;
+    }
+  size_t n = json_object_array_length (attention);
+  if (n == 0)
+    {
+      fprintf (v->out, "%-12snone in the last hour (unplaced, refused, drifted)\n", "attention");
+      return;
+    }
+  fprintf (v->out, "%-12s%zu %s in the last hour; `cachepin why ID` explains each\n", "attention", n,
+           plural ((int64_t) n, "container", "containers"));
+  for (size_t i = 0; i < n; i++)
+    print_record (v, json_object_array_get_idx (attention, i));
 }
 
 void
@@ -379,6 +408,7 @@ cp_status_print_text (json_object *status, bool wide, FILE *out)
 {
   const struct cp_view v = { .out = out, .wide = wide };
   json_object *topo = get (status, "topology");
+  print_attention (&v, status);
   print_cgroup (&v, get (status, "cgroup"));
   print_topology (&v, topo);
   print_ledger (&v, get (status, "ledger"), is_null (topo, "llc_label") ? "LLC" : S (topo, "llc_label"));

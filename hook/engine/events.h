@@ -13,8 +13,12 @@
 
 enum cp_event_kind
 {
-  CP_EVENT_DRIFT,  /* another manager moved a placed entry's cpuset (cpus: where to; empty: back) */
-  CP_EVENT_SWITCH, /* the kernel's cache-aware scheduling switch written */
+  CP_EVENT_DRIFT,    /* another manager moved a placed entry's cpuset (cpus: where to; empty: back) */
+  CP_EVENT_SWITCH,   /* the kernel's cache-aware scheduling switch written */
+  CP_EVENT_RELEASED, /* an entry's CPUs given back (cpus: what it was placed on), by its
+                        front end's release or by a reconcile that found its container
+                        gone: every way an entry leaves the ledger but a placement
+                        replacing it, told once the ledger without it is committed */
 };
 
 struct cp_event
@@ -34,5 +38,12 @@ void cp_events_set_observer (cp_event_fn fn, void *data);
 
 /* Tell the observer, if any. */
 void cp_event_emit (const struct cp_event *ev);
+
+/* Tell the observer of a copy of EV once L is committed (ledger.h's
+ * cp_ledger_on_commit()), never if L closes first: a release is told only when
+ * it happened, once (a run that reconciles and does not commit, such as a read
+ * of the NRI plugin's, leaves the next run to drop the entry, and tell it). */
+struct cp_ledger;
+void cp_event_emit_on_commit (struct cp_ledger *l, const struct cp_event *ev);
 
 #endif

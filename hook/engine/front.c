@@ -215,7 +215,9 @@ record_event (const struct cp_event *ev, void *data)
   (void) data;
   struct cp_journal_record r = {
     .front = journal.front,
-    .kind = ev->kind == CP_EVENT_DRIFT ? CP_JOURNAL_DRIFT : CP_JOURNAL_SWITCH,
+    .kind = ev->kind == CP_EVENT_DRIFT      ? CP_JOURNAL_DRIFT
+            : ev->kind == CP_EVENT_RELEASED ? CP_JOURNAL_RELEASED
+                                            : CP_JOURNAL_SWITCH,
     .id = (char *) ev->id,
     .name = (char *) ev->name,
     .cgroup = (char *) ev->cgroup,
@@ -384,22 +386,6 @@ cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front, con
   return 0;
 }
 
-static void
-record_released (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
-                 enum cp_release_result result)
-{
-  if (result != CP_RELEASE_DONE && result != CP_RELEASE_RECREATED)
-    return; /* nothing of its was held: no decision */
-  struct cp_journal_record r = {
-    .front = front,
-    .kind = CP_JOURNAL_RELEASED,
-    .id = (char *) rel->id,
-    .cgroup = (char *) (rel->widen ? rel->widen->path : rel->cgroup),
-    .reason = (char *) (result == CP_RELEASE_RECREATED ? "its cgroup was made again since: left as it is" : ""),
-  };
-  cp_front_journal (hc->state_dir, &r);
-}
-
 int
 cp_front_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
                 enum cp_release_result *result, cp_error_t *err)
@@ -409,10 +395,9 @@ cp_front_release (const struct cp_hostconfig *hc, enum cp_journal_front front, c
   if (cp_placer_open_release (hc, rel, &p, err) < 0)
     return -1;
   cleanup_run_journal struct cp_journal *j = journal_open (hc, p);
-  if (sandbox_placer (hc, p, err) < 0 || cp_placer_release_commit (p, result, err) < 0)
-    return -1;
-  record_released (hc, front, rel, *result);
-  return 0;
+  /* Its `released` record is the engine's event (events.h), as for every
+     release, reconcile's included. */
+  return sandbox_placer (hc, p, err) < 0 || cp_placer_release_commit (p, result, err) < 0 ? -1 : 0;
 }
 
 /* ------------------------------------------------------------------ a batch */

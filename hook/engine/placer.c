@@ -495,6 +495,10 @@ cp_placer_release_commit (struct cp_placer *p, enum cp_release_result *result, c
     *result = CP_RELEASE_RECREATED; /* nobody placed this one: left as it is */
   else if (e && rel->widen && widen_placed (&p->mgrs, err) < 0)
     return -1;
+  if (e && *result != CP_RELEASE_NOT_ITS)
+    cp_event_emit_on_commit (l, &(struct cp_event) {
+        .kind = CP_EVENT_RELEASED, .id = e->id, .name = e->name, .cgroup = e->cgroup, .cpus = e->cpus,
+        .what = *result == CP_RELEASE_RECREATED ? "its cgroup was made again since: left as it is" : "" });
   if (*result != CP_RELEASE_NOT_ITS)
     cp_ledger_remove (l, rel->id);
   if (cp_ledger_commit (l, err) < 0)

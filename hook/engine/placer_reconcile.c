@@ -18,12 +18,22 @@
 #include "recheck.h"
 #include "isolation.h"
 
+/* What reconcile's callbacks are given: the mounts each opened once, and the
+   ledger whose commit tells the releases (events.h). */
+struct reconcile_ctx
+{
+  struct cp_cgroup_mounts *mounts;
+  struct cp_ledger *l;
+};
+
 static void
 log_dropped (const struct cp_ledger_entry *e, const char *why, void *data)
 {
-  (void) data;
+  const struct reconcile_ctx *ctx = data;
   cleanup_free char *cpus = cp_cpulist_format (e->held);
   cp_log (CP_LOG_INFO, "released %s (cpus %s): %s", e->id, cpus, why);
+  cp_event_emit_on_commit (ctx->l, &(struct cp_event) { .kind = CP_EVENT_RELEASED, .id = e->id, .name = e->name,
+                                                        .cgroup = e->cgroup, .cpus = e->cpus, .what = why });
 }
 
 /* Another manager rewrote a placed container's cpuset (runc or podman update,
@@ -75,7 +85,8 @@ log_drifted (const struct cp_ledger_entry *e, hwloc_const_bitmap_t before, void 
 static int
 cgroup_cpus (const char *cgroup_mount, const char *cgroup, hwloc_bitmap_t cpus, unsigned long long *ino, void *data)
 {
-  return cp_cgroup_cpus_in (data, cgroup_mount, cgroup, cpus, ino);
+  const struct reconcile_ctx *ctx = data;
+  return cp_cgroup_cpus_in (ctx->mounts, cgroup_mount, cgroup, cpus, ino);
 }
 
 /* A release decides only whether cache-aware scheduling goes back (no CPU is
@@ -113,13 +124,14 @@ cp_placer_open_ledger_in (const struct cp_hostconfig *hc, enum cp_reconcile_scop
   const char *why = NULL;
   if (cp_ledger_was_recovered (l, &why))
     cp_log (CP_LOG_WARNING, "ledger: %s", why); /* names the file, and what it went back to */
+  struct reconcile_ctx ctx = { .mounts = cp_cgroup_mounts_new (), .l = l };
   struct cp_ledger_liveness alive = {
     .cgroup_cpus = cgroup_cpus,
     .pid_start_time = cp_ledger_pid_start_time,
     .dropped = log_dropped,
     .drifted = log_drifted,
     .check = scope == CP_RECONCILE_CAS_ASKERS ? release_checks : NULL,
-    .data = cp_cgroup_mounts_new (),
+    .data = &ctx,
   };
   /* A long-running front end's placements check an entry it found alive again
      only once its window has passed (recheck.h: a dead container's CPUs, or a
@@ -139,7 +151,7 @@ cp_placer_open_ledger_in (const struct cp_hostconfig *hc, enum cp_reconcile_scop
   int r = cp_ledger_reconcile (l, &alive, NULL, err);
   if (r == 0 && window)
     cp_recheck_seen (l);
-  cp_cgroup_mounts_free (alive.data);
+  cp_cgroup_mounts_free (ctx.mounts);
   if (r == 0)
     cp_isolate_reconcile (l, NULL, iso, n_iso); /* before the sandbox: mounts opened by name */
   for (size_t i = 0; i < n_iso; i++)

@@ -5,12 +5,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "manager.h"
 #include "log.h"
 #include "status_internal.h"
 #include "topocache.h"
 #include "journal.h"
+#include "why.h"
 
 /* ------------------------------------------------------------------ configuration */
 
@@ -79,47 +81,27 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
 
 /* ------------------------------------------------------------------ the journal */
 
-static json_object *
-record_json (const struct cp_journal_record *r)
-{
-  json_object *o = json_object_new_object ();
-  add (o, "time", json_object_new_int64 (r->time));
-  add (o, "front", jstr (cp_journal_front_name (r->front)));
-  add (o, "kind", jstr (cp_journal_kind_name (r->kind)));
-  add (o, "id", jstr (r->id));
-  add (o, "name", jstr (r->name ? r->name : ""));
-  add (o, "cgroup", jstr (r->cgroup ? r->cgroup : ""));
-  add (o, "cpus", r->cpus ? jcpulist (r->cpus) : jstr (""));
-  add (o, "mems", r->mems ? jcpulist (r->mems) : jstr (""));
-  add (o, "reason", jstr (r->reason ? r->reason : ""));
-  return o;
-}
-
-/* The journal's last CP_STATUS_RECENT records into ROOT's "recent" (oldest first),
-   read without its lock; "recent_error" says why they are not there (null then). */
+/* The journal, read without its lock, into ROOT: its last CP_STATUS_RECENT
+   records as "recent" (oldest first), and what needs attention (why.h) as
+   "attention"; "recent_error" says why they are not there (null then). */
 static void
 recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config)
 {
   cleanup_error cp_error_t e = NULL;
-  struct cp_journal_list *l = NULL;
-  if (!have_config)
+  cleanup_journal_list struct cp_journal_list *l = NULL;
+  if (!have_config || cp_journal_read (hc->state_dir, 0, &l, &e) < 0)
     {
+      add (root, "attention", NULL);
       add (root, "recent", NULL);
-      add (root, "recent_errno", NULL);
-      add (root, "recent_error", jstr ("the host configuration could not be read: no state directory"));
+      add (root, "recent_errno", have_config ? jerrno (cp_error_errno (e)) : NULL);
+      add (root, "recent_error", have_config ? jstr (cp_error_message (e))
+                                             : jstr ("the host configuration could not be read: no state directory"));
       return;
     }
-  if (cp_journal_read (hc->state_dir, CP_STATUS_RECENT, &l, &e) < 0)
-    {
-      add (root, "recent", NULL);
-      add (root, "recent_errno", jerrno (cp_error_errno (e)));
-      add (root, "recent_error", jstr (cp_error_message (e)));
-      return;
-    }
+  add (root, "attention", cp_why_attention (l, (long long) time (NULL)));
   json_object *a = json_object_new_array ();
-  for (size_t i = 0; i < l->n; i++)
-    json_object_array_add (a, record_json (&l->records[i]));
-  cp_journal_list_free (l);
+  for (size_t i = l->n > CP_STATUS_RECENT ? l->n - CP_STATUS_RECENT : 0; i < l->n; i++)
+    json_object_array_add (a, cp_why_record_json (&l->records[i]));
   add (root, "recent", a);
   add (root, "recent_errno", NULL);
   add (root, "recent_error", NULL);
@@ -181,6 +163,8 @@ cp_status_gather (const char *config, json_object **out, cp_error_t *err)
 
   bool ok[5] = { false };
   json_object *root = json_object_new_object ();
+  add (root, "format", json_object_new_int (CP_STATUS_FORMAT));
+  recent_part (root, &hc, have_config); /* what needs attention leads */
   add (root, "cgroup", cp_status_cgroup (&ok[0]));
   add (root, "topology", cp_status_topology (topo, hc.topology, &origin, topo_err, &ok[1]));
   cp_topocache_origin_clear (&origin);
@@ -192,7 +176,6 @@ cp_status_gather (const char *config, json_object **out, cp_error_t *err)
   /* Each manager's part (manager.h): the kubelet's today. */
   struct cp_manager_ctx mctx = { .step = CP_MANAGER_STATUS, .kubelet_state = hc.kubelet_state };
   cp_managers_status (NULL, &mctx, root);
-  recent_part (root, &hc, have_config);
   add (root, "config", config_part (config ? config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
   cp_topo_free (topo);
   cp_hostconfig_free (&hc);

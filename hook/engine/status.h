@@ -13,6 +13,10 @@
 
 #include "error.h"
 
+/* The "format" of `status --json`: raised when a key changes meaning or goes;
+   new keys do not raise it (docs/status.md). */
+#define CP_STATUS_FORMAT 1
+
 /* How many of the journal's records "recent" shows (hook/state/journal.h). */
 #define CP_STATUS_RECENT 10
 

@@ -528,6 +528,7 @@ cp_ledger_close (struct cp_ledger *l)
   if (l == NULL)
     return;
   cp_ledger_cache_give (l); /* before the lock goes */
+  cp_ledger_on_commit_done (l, false);
   for (size_t i = 0; i < l->n; i++)
     cp_ledger_entry_clear (&l->entries[i]);
   free (l->entries);

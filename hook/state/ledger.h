@@ -100,6 +100,13 @@ size_t cp_ledger_count (const struct cp_ledger *l);
 const struct cp_ledger_entry *cp_ledger_at (const struct cp_ledger *l, size_t i);
 const struct cp_ledger_entry *cp_ledger_find (const struct cp_ledger *l, const char *id);
 
+/* FN (DATA) once L's changes so far are in ledger.json: after the next
+ * cp_ledger_commit() that writes them (or finds nothing left to write), never
+ * when L closes first; FREE_DATA (DATA) (may be NULL) either way.  For what may be
+ * told only once it is true: reconcile's releases (hook/engine/events.h), which a
+ * run that reads the ledger and does not commit would tell again at every run. */
+void cp_ledger_on_commit (struct cp_ledger *l, void (*fn) (void *data), void *data, void (*free_data) (void *data));
+
 /* Free what E holds (any member may be NULL) and zero it. */
 void cp_ledger_entry_clear (struct cp_ledger_entry *e);
 

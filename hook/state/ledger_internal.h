@@ -27,7 +27,20 @@ struct cp_ledger
   struct cp_file_ident ident;          /* ledger.json's, as the entries were read or committed (the cache's) */
   bool ident_known; /* ident is what ledger.json is now */
   bool deferred;    /* cp_ledger_defer_commits(): commits wait for the batch's end */
+  struct cp_ledger_on_commit *on_commit; /* cp_ledger_on_commit(), in the order given */
+  size_t n_on_commit;
 };
+
+struct cp_ledger_on_commit
+{
+  void (*fn) (void *data);
+  void *data;
+  void (*free_data) (void *data);
+};
+
+/* ledger_store.c: the cp_ledger_on_commit() functions called (RUN) or not, and
+   forgotten. */
+void cp_ledger_on_commit_done (struct cp_ledger *l, bool run);
 
 /* ledger_cache.c (cp_ledger_cache_keep()): under the lock. */
 bool cp_ledger_cache_on (void);

@@ -447,6 +447,30 @@ keep_prev (struct cp_ledger *l)
 }
 
 void
+cp_ledger_on_commit (struct cp_ledger *l, void (*fn) (void *data), void *data, void (*free_data) (void *data))
+{
+  l->on_commit = cp_xrealloc (l->on_commit, (l->n_on_commit + 1) * sizeof *l->on_commit);
+  l->on_commit[l->n_on_commit++] = (struct cp_ledger_on_commit) { fn, data, free_data };
+}
+
+void
+cp_ledger_on_commit_done (struct cp_ledger *l, bool run)
+{
+  /* Taken first: a function that registers another is told at the next commit. */
+  struct cp_ledger_on_commit *calls = cp_steal_pointer (&l->on_commit);
+  size_t n = l->n_on_commit;
+  l->n_on_commit = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      if (run)
+        calls[i].fn (calls[i].data);
+      if (calls[i].free_data)
+        calls[i].free_data (calls[i].data);
+    }
+  free (calls);
+}
+
+void
 cp_ledger_defer_commits (struct cp_ledger *l, bool deferred)
 {
   l->deferred = deferred;
@@ -457,8 +481,13 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
 {
   if (l->dirfd < 0)
     return cp_fail_runtime (err, "commit: the ledger has no state directory");
-  if (!l->dirty || l->deferred)
+  if (l->deferred)
     return 0;
+  if (!l->dirty)
+    {
+      cp_ledger_on_commit_done (l, true); /* what it was told of is in the file already */
+      return 0;
+    }
   l->ident_known = false; /* until the new file is in place */
   cleanup_free char *text = cp_ledger_serialize (l);
   size_t len = strlen (text);
@@ -490,6 +519,7 @@ cp_ledger_commit (struct cp_ledger *l, cp_error_t *err)
     return cp_fail_errno (err, errno, "fsync `%s`", l->dir);
   l->dirty = false;
   l->ident_known = cp_ledger_cache_on () && cp_ledger_ident_now (l, &l->ident);
+  cp_ledger_on_commit_done (l, true);
   return 0;
 }
 

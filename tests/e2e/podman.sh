@@ -41,8 +41,29 @@ want=$("$CACHEPIN" plan --cpus 1 --smt pe0 --json | jq -r .cpus)
 got=$(podman exec pinned grep Cpus_allowed_list /proc/self/status | awk '{print $2}')
 check "annotated: placed as planned ($got = $want)" [ -n "$got" ] && [ "$got" = "$want" ]
 check "annotated: in the ledger" [ "$(jq -r '.entries[0].cpus' "$LEDGER")" = "$want" ]
+ID=$(podman inspect --format '{{.Id}}' pinned)
+# podman stop: the process is killed, then podman's cleanup runs the poststop hook
+# (the state's process gone: the release finds the entry by its dead pid).
+podman stop -t 1 pinned >/dev/null 2>&1
+check "podman stop: poststop released it" [ "$(jq '.entries | length' "$LEDGER")" = 0 ]
+JOURNAL="$DIR/state/journal.json"
+released=$(jq -r --arg id "$ID" '[.records[] | select(.id == $id and .kind == "released")] | length' "$JOURNAL")
+check "podman stop: one released record in the journal ($released)" [ "$released" = 1 ]
+why=$("$CACHEPIN" why --config "$DIR/cachepin.json" "${ID:0:12}" 2>&1)
+check "cachepin why SHORT-ID: released: $(grep '^fate' <<< "$why")" grep -q '^fate *released at ' <<< "$why"
 podman rm -f pinned >/dev/null 2>&1
-check "podman rm: poststop released it" [ "$(jq '.entries | length' "$LEDGER")" = 0 ]
+check "podman rm: nothing more released" \
+  [ "$(jq -r --arg id "$ID" '[.records[] | select(.id == $id and .kind == "released")] | length' "$JOURNAL")" = 1 ]
+
+# Unplaced, seen where it ran: cachepin why names the reason.
+ID=$("${PODMAN[@]}" "${RUN[@]}" -d --annotation cachepin.io/cpus=99 "$IMAGE" sleep 600 2>/dev/null)
+why=$("$CACHEPIN" why --config "$DIR/cachepin.json" "${ID:0:12}" 2>&1)
+check "unplaced: cachepin why says so: $(grep '^fate' <<< "$why")" grep -q '^fate *started unplaced at ' <<< "$why"
+reason=$("$CACHEPIN" why --config "$DIR/cachepin.json" --json "${ID:0:12}" | jq -r '.records[-1].reason')
+check "unplaced: and why: $reason" grep -q 99 <<< "$reason"
+status=$("$CACHEPIN" status --config "$DIR/cachepin.json" 2>&1)
+check "unplaced: status leads with it" grep -q "^  .* unplaced ${ID:0:12}" <<< "$(head -5 <<< "$status")"
+podman rm -f "$ID" >/dev/null 2>&1
 
 out=$("${PODMAN[@]}" "${RUN[@]}" --rm --annotation cachepin.io/smt=pe9 --annotation cachepin.io/cpus=1 "$IMAGE" true 2>&1)
 check "bad annotation refused, by name: $(tail -c 200 <<< "$out")" grep -q 'cachepin.io/smt: invalid value `pe9`' <<< "$out"

@@ -378,6 +378,38 @@ holder_release (struct holder *h)
   assert_int_equal (wait_status (h->pid), 0);
 }
 
+/* cp_ledger_on_commit(): told once the changes are committed, never when the
+   ledger closes first (the engine's release records, events.h). */
+static void
+count_call (void *data)
+{
+  (*(int *) data)++;
+}
+
+static void
+test_on_commit (void **state)
+{
+  struct tdir t = *(struct tdir *) *state;
+  int calls = 0;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = open_ok (t.state);
+  struct cp_ledger_entry e = entry ("a", CP_MODE_EXCLUSIVE, "0", "0");
+  put_ok (l, &e);
+  cp_ledger_on_commit (l, count_call, &calls, NULL);
+  cp_ledger_close (l); /* not committed: not told */
+  assert_int_equal (calls, 0);
+  l = open_ok (t.state);
+  put_ok (l, &e);
+  cp_ledger_on_commit (l, count_call, &calls, NULL);
+  expect_ok (cp_ledger_commit (l, &err), err);
+  assert_int_equal (calls, 1);
+  expect_ok (cp_ledger_commit (l, &err), err); /* once */
+  assert_int_equal (calls, 1);
+  cp_ledger_close (l);
+  assert_int_equal (calls, 1);
+  cp_ledger_entry_clear (&e);
+}
+
 static void
 test_lock_timeout (void **state)
 {
@@ -2550,6 +2582,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_round_trip, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_cache_other_writer, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_timeout, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_on_commit, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_lock_replaced_while_held, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_concurrency, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_corruption, tdir_setup, tdir_teardown),
