@@ -38,6 +38,8 @@ static const struct command commands[] = {
   { "nri", cp_cmd_nri, "run as an NRI plugin of containerd or CRI-O (place at CreateContainer)", NULL, true, true },
   { "status", cp_cmd_status, "show the topology, the ledger, kernel features, the config (writes nothing)", NULL, true,
     true },
+  { "metrics", cp_cmd_metrics, "print status and the decisions counted for Prometheus (textfile collector)", NULL,
+    true, true },
 };
 
 /* The commands that run as root, change the ledger and cgroups, and hold the

@@ -95,23 +95,41 @@ record_json (const struct cp_journal_record *r)
   return o;
 }
 
-/* The journal's last CP_STATUS_RECENT records into ROOT's "recent" (oldest first),
-   read without its lock; "recent_error" says why they are not there (null then). */
+/* The journal's counts that are not zero, as it writes them: front, kind,
+   cause and n. */
+static json_object *
+decisions_json (const struct cp_journal_counts *c)
+{
+  json_object *a = json_object_new_array ();
+  for (unsigned f = 0; f < CP_JOURNAL_N_FRONTS; f++)
+    for (unsigned k = 0; k < CP_JOURNAL_N_KINDS; k++)
+      for (unsigned w = 0; w < CP_JOURNAL_N_CAUSES; w++)
+        if (c->n[f][k][w] != 0)
+          {
+            json_object *o = json_object_new_object ();
+            add (o, "front", jstr (cp_journal_front_name ((enum cp_journal_front) f)));
+            add (o, "kind", jstr (cp_journal_kind_name ((enum cp_journal_kind) k)));
+            add (o, "cause", jstr (cp_journal_cause_name ((enum cp_journal_cause) w)));
+            add (o, "n", json_object_new_int64 ((int64_t) c->n[f][k][w]));
+            json_object_array_add (a, o);
+          }
+  return a;
+}
+
+/* The journal's last CP_STATUS_RECENT records into ROOT's "recent" (oldest first)
+   and its counts into "decisions", read without its lock; "recent_error" says why
+   they are not there (null then). */
 static void
 recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config)
 {
   cleanup_error cp_error_t e = NULL;
   struct cp_journal_list *l = NULL;
-  if (!have_config)
+  int r = have_config ? cp_journal_read (hc->state_dir, CP_STATUS_RECENT, &l, &e)
+                      : cp_fail_input (&e, "the host configuration could not be read: no state directory");
+  if (r < 0)
     {
       add (root, "recent", NULL);
-      add (root, "recent_errno", NULL);
-      add (root, "recent_error", jstr ("the host configuration could not be read: no state directory"));
-      return;
-    }
-  if (cp_journal_read (hc->state_dir, CP_STATUS_RECENT, &l, &e) < 0)
-    {
-      add (root, "recent", NULL);
+      add (root, "decisions", NULL);
       add (root, "recent_errno", jerrno (cp_error_errno (e)));
       add (root, "recent_error", jstr (cp_error_message (e)));
       return;
@@ -119,8 +137,9 @@ recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config
   json_object *a = json_object_new_array ();
   for (size_t i = 0; i < l->n; i++)
     json_object_array_add (a, record_json (&l->records[i]));
-  cp_journal_list_free (l);
   add (root, "recent", a);
+  add (root, "decisions", decisions_json (&l->counts));
+  cp_journal_list_free (l);
   add (root, "recent_errno", NULL);
   add (root, "recent_error", NULL);
 }
