@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release nri status why"
+  local commands="plan hook apply release nri status why metrics"
   local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
@@ -31,7 +31,7 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
-    --socket)
+    --socket | --output)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
@@ -52,6 +52,7 @@ _cachepin ()
     nri) words="--socket --name --idx --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
+    metrics) words="--output --config --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

@@ -9,7 +9,8 @@
  *     control character, no bidi override, valid UTF-8), cpulists within
  *     CP_CPULIST_MAX, front and kind known names;
  *   - serialize keeps every record (a journal that was read fits the bound it is
- *     written under, but for the line breaks of a text at the very limit), parses back to the same records, and serializing that
+ *     written under, but for the line breaks of a text at the very limit) and
+ *     every count, parses back to the same records and counts, and serializing that
  *     again gives the very same text (one spelling; the writer never writes what
  *     the reader refuses);
  *   - cp_journal_record_clean() (what cp_journal_add() queues) makes a record
@@ -102,16 +103,23 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   char *text = cp_journal_serialize (l, &kept);
   size_t len = strlen (text);
   /* Our spelling is never longer than any other but for the line breaks the
-     writer puts between records (2 bytes each) and at the end. */
-  FUZZ_CHECK_MSG (kept == l->n || size + 2 * l->n + 4 > CP_JOURNAL_MAX_BYTES, "serialize kept %zu of %zu records",
-                  kept, l->n);
+     writer puts between records and counts (2 bytes each) and at the end, and
+     the empty counts a version 1 file did not have (16 bytes). */
+  size_t counted = 0;
+  for (unsigned f = 0; f < CP_JOURNAL_N_FRONTS; f++)
+    for (unsigned k = 0; k < CP_JOURNAL_N_KINDS; k++)
+      for (unsigned c = 0; c < CP_JOURNAL_N_CAUSES; c++)
+        counted += l->counts.n[f][k][c] != 0;
+  FUZZ_CHECK_MSG (kept == l->n || size + 2 * (l->n + counted) + 4 + 16 > CP_JOURNAL_MAX_BYTES,
+                  "serialize kept %zu of %zu records", kept, l->n);
   FUZZ_CHECK (len > 0 && len <= CP_JOURNAL_MAX_BYTES && text[len - 1] == '\n');
   struct cp_journal_list *back = NULL;
   r = cp_journal_parse (text, len, &back, &err);
   FUZZ_CHECK_MSG (r == 0, "our own output does not parse: %s", cp_error_message (err));
-  FUZZ_CHECK (back->n == l->n);
-  for (size_t i = 0; i < l->n; i++)
-    FUZZ_CHECK (record_equal (&l->records[i], &back->records[i]));
+  FUZZ_CHECK (back->n == kept);
+  for (size_t i = 0; i < kept; i++)
+    FUZZ_CHECK (record_equal (&l->records[l->n - kept + i], &back->records[i]));
+  FUZZ_CHECK (memcmp (&l->counts, &back->counts, sizeof l->counts) == 0); /* never trimmed */
   char *text2 = cp_journal_serialize (back, NULL);
   FUZZ_CHECK_MSG (strcmp (text, text2) == 0, "serialize . parse is not a fixed point:\n%s\n---\n%s", text, text2);
   free (text2);

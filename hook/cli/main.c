@@ -39,6 +39,8 @@ static const struct command commands[] = {
   { "status", cp_cmd_status, "show the topology, the ledger, kernel features, the config (writes nothing)", NULL, true,
     true },
   { "why", cp_cmd_why, "explain a container's placement from the journal (writes nothing)", NULL, true, true },
+  { "metrics", cp_cmd_metrics, "print status and the decisions counted for Prometheus (textfile collector)", NULL,
+    true, true },
 };
 
 /* The commands that run as root, change the ledger and cgroups, and hold the

@@ -24,7 +24,7 @@ cp_admission_allow_or_fail (const struct cp_hostconfig *hc, bool strict, const c
 {
   bool fails = strict || (hc && hc->on_error == CP_ON_ERROR_DENY);
   if (recorder)
-    recorder (id, fails, cp_error_message (*err), recorder_data);
+    recorder (id, fails, cp_error_message (*err), cp_error_kind (*err), recorder_data);
   if (fails)
     {
       cp_log_syslog (CP_LOG_ERROR, "container %s not started: %s", id, cp_error_message (*err));

@@ -40,9 +40,11 @@ int cp_admission_allow_or_fail (const struct cp_hostconfig *hc, bool strict, con
 
 /* Who is told each decision the policy makes (a front end's journal: the engine
  * does not write it): FN (NULL: nobody) with the container's ID, whether it FAILS
- * (false: it starts unplaced) and WHY; called before the policy logs and before
- * ERR is freed.  One per process, set by the front end before it admits. */
-typedef void (*cp_admission_recorder_fn) (const char *id, bool fails, const char *why, void *data);
+ * (false: it starts unplaced), WHY and the error's KIND (whose failure it is, for
+ * the journal's counts); called before the policy logs and before ERR is freed.
+ * One per process, set by the front end before it admits. */
+typedef void (*cp_admission_recorder_fn) (const char *id, bool fails, const char *why, enum cp_error_kind kind,
+                                          void *data);
 void cp_admission_set_recorder (cp_admission_recorder_fn fn, void *data);
 
 /* The container's own error (invalid annotations, a state that contradicts

@@ -281,7 +281,7 @@ struct admission_recorder
 };
 
 static void
-record_admission (const char *id, bool fails, const char *why, void *data)
+record_admission (const char *id, bool fails, const char *why, enum cp_error_kind kind, void *data)
 {
   const struct admission_recorder *a = data;
   struct cp_journal_record r = {
@@ -289,6 +289,7 @@ record_admission (const char *id, bool fails, const char *why, void *data)
     .kind = fails ? CP_JOURNAL_REFUSED : CP_JOURNAL_UNPLACED,
     .id = (char *) (id ? id : "?"),
     .reason = (char *) why,
+    .cause = cp_journal_cause_of (kind),
   };
   cp_front_journal (a->hc->state_dir, &r);
 }
@@ -329,6 +330,7 @@ record_refused (const struct cp_hostconfig *hc, enum cp_journal_front front, con
     .id = (char *) t->id,
     .cgroup = (char *) t->cgroup_path,
     .reason = (char *) cp_error_message (*err),
+    .cause = cp_journal_cause_of (cp_error_kind (*err)),
   };
   cp_front_journal (hc->state_dir, &r);
   return -1;

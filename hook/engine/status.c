@@ -81,9 +81,30 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
 
 /* ------------------------------------------------------------------ the journal */
 
+/* The journal's counts that are not zero, as it writes them: front, kind,
+   cause and n. */
+static json_object *
+decisions_json (const struct cp_journal_counts *c)
+{
+  json_object *a = json_object_new_array ();
+  for (unsigned f = 0; f < CP_JOURNAL_N_FRONTS; f++)
+    for (unsigned k = 0; k < CP_JOURNAL_N_KINDS; k++)
+      for (unsigned w = 0; w < CP_JOURNAL_N_CAUSES; w++)
+        if (c->n[f][k][w] != 0)
+          {
+            json_object *o = json_object_new_object ();
+            add (o, "front", jstr (cp_journal_front_name ((enum cp_journal_front) f)));
+            add (o, "kind", jstr (cp_journal_kind_name ((enum cp_journal_kind) k)));
+            add (o, "cause", jstr (cp_journal_cause_name ((enum cp_journal_cause) w)));
+            add (o, "n", json_object_new_int64 ((int64_t) c->n[f][k][w]));
+            json_object_array_add (a, o);
+          }
+  return a;
+}
+
 /* The journal, read without its lock, into ROOT: its last CP_STATUS_RECENT
    records as "recent" (oldest first), and what needs attention (why.h) as
-   "attention"; "recent_error" says why they are not there (null then). */
+   "attention", and its counts as "decisions"; "recent_error" says why they are not there (null then). */
 static void
 recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config)
 {
@@ -93,6 +114,7 @@ recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config
     {
       add (root, "attention", NULL);
       add (root, "recent", NULL);
+      add (root, "decisions", NULL);
       add (root, "recent_errno", have_config ? jerrno (cp_error_errno (e)) : NULL);
       add (root, "recent_error", have_config ? jstr (cp_error_message (e))
                                              : jstr ("the host configuration could not be read: no state directory"));
@@ -103,6 +125,7 @@ recent_part (json_object *root, const struct cp_hostconfig *hc, bool have_config
   for (size_t i = l->n > CP_STATUS_RECENT ? l->n - CP_STATUS_RECENT : 0; i < l->n; i++)
     json_object_array_add (a, cp_why_record_json (&l->records[i]));
   add (root, "recent", a);
+  add (root, "decisions", decisions_json (&l->counts));
   add (root, "recent_errno", NULL);
   add (root, "recent_error", NULL);
 }

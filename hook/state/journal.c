@@ -168,6 +168,7 @@ cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journal_re
     c->time = CP_JOURNAL_MAX_TIME;
   c->front = (unsigned) r->front < CP_JOURNAL_N_FRONTS ? r->front : CP_JOURNAL_HOOK;
   c->kind = (unsigned) r->kind < CP_JOURNAL_N_KINDS ? r->kind : CP_JOURNAL_UNPLACED;
+  c->cause = cp_journal_cause_for (c->kind, r->cause);
   c->id = cp_text_clean_copy (r->id, CP_JOURNAL_MAX_ID);
   if (c->id[0] == '\0')
     {
@@ -341,6 +342,8 @@ cp_journal_commit (struct cp_journal *j, cp_error_t *err)
   all->records = cp_xrealloc (all->records, (all->n + queue.n + 1) * sizeof *all->records);
   if (queue.n > 0) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
     memcpy (all->records + all->n, queue.records, queue.n * sizeof *queue.records);
+  for (size_t i = 0; i < queue.n; i++)
+    cp_journal_counts_add (&all->counts, &queue.records[i]);
   all->n += queue.n;
   free (queue.records);
   if (r < 0)

@@ -17,6 +17,12 @@
  *     "mems":"0","reason":"4 CPUs in L3#0, one thread per core"},
  *    ...
  *   ]}
+ * then, after the records, the counts (version 2; a version 1 file has none):
+ *   ],"counts":[
+ *    {"front":"hook","kind":"placed","cause":"","n":12},
+ *    {"front":"hook","kind":"unplaced","cause":"unsatisfiable","n":2},
+ *    ...
+ *   ]}
  * Every key is required and no other is allowed; "name", "cgroup", "cpus",
  * "mems" and "reason" may be "" (not known, none).  Strict JSON
  * (policy/base/json.h: no duplicate keys, no NaN, no escaped NUL, ...), strings
@@ -26,8 +32,18 @@
  *
  * The bound.  At most CP_JOURNAL_MAX_RECORDS records and CP_JOURNAL_MAX_BYTES
  * bytes: a commit keeps the newest records that fit both (any one record fits
- * alone: the field limits see to it) and drops the older ones.  The reader
- * refuses a file past either bound.
+ * alone, with the counts: the field limits see to it) and drops the older ones.
+ * The reader refuses a file past either bound.
+ *
+ * The counts.  How many decisions of each front, kind and cause the journal was
+ * given since it started (struct cp_journal_counts): a commit adds its records to
+ * them, and they are never trimmed, so that `cachepin metrics` (engine/metrics.h)
+ * has counters where the records, bounded, cannot be counted.  One line per
+ * front, kind and cause that is not zero, each once, "n" from 1 to
+ * CP_JOURNAL_MAX_COUNT; "cause" is "" but for refused and unplaced, which have
+ * one.  They are as safe as the records (the same file, the same commit) and as
+ * advisory: a record the journal could not keep is not counted, and a journal set
+ * aside starts its counts from zero (a counter's reset, for Prometheus).
  *
  * Crash safety.  A commit reads the journal, adds its records, and writes the
  * whole file again as CP_JOURNAL_TMP_FILE, fsync'ed, renamed over CP_JOURNAL_FILE:
@@ -67,7 +83,7 @@
 #define CP_JOURNAL_LOCK_CORRUPT_FILE "journal.lock.corrupt"
 #define CP_JOURNAL_TMP_CORRUPT_FILE "journal.json.tmp.corrupt"
 
-#define CP_JOURNAL_VERSION 1
+#define CP_JOURNAL_VERSION 2 /* 1: the same without the counts, still read */
 /* The bound: the newest records that fit both. */
 #define CP_JOURNAL_MAX_RECORDS 64
 #define CP_JOURNAL_MAX_BYTES (128 * 1024)
@@ -79,6 +95,7 @@
 #define CP_JOURNAL_MAX_CGROUP 4095 /* PATH_MAX - 1 */
 #define CP_JOURNAL_MAX_REASON 1023
 #define CP_JOURNAL_MAX_TIME (1LL << 53)
+#define CP_JOURNAL_MAX_COUNT (1ULL << 53) /* a count stays there (JSON's exact integers) */
 /* How long cp_journal_open() waits for the lock by default. */
 #define CP_JOURNAL_LOCK_TIMEOUT_MS 250
 
@@ -104,6 +121,17 @@ enum cp_journal_kind
   CP_JOURNAL_N_KINDS,
 };
 
+/* Why a container was refused or started unplaced: the failure's kind
+ * (policy/base/error.h), counted but not written in its record. */
+enum cp_journal_cause
+{
+  CP_JOURNAL_CAUSE_NONE = 0,      /* placed, released, drift, switch: no failure */
+  CP_JOURNAL_CAUSE_INVALID,       /* what it asked is wrong (CP_ERR_INPUT) */
+  CP_JOURNAL_CAUSE_UNSATISFIABLE, /* a valid request the host cannot meet */
+  CP_JOURNAL_CAUSE_FAILURE,       /* the host failed (CP_ERR_RUNTIME) */
+  CP_JOURNAL_N_CAUSES,
+};
+
 struct cp_journal_record
 {
   long long time;        /* unix seconds (UTC); 0 in cp_journal_add(): now */
@@ -115,22 +143,49 @@ struct cp_journal_record
   hwloc_bitmap_t cpus;   /* NULL or empty: none */
   hwloc_bitmap_t mems;   /* NULL or empty: none */
   char *reason;          /* one line; "" or NULL: none */
+  enum cp_journal_cause cause; /* refused, unplaced: why (counted, not written; read: NONE) */
 };
 
-/* "hook", "placed", ...; and back (false: not a name). */
+/* "hook", "placed", "invalid" ("" for NONE), ...; and back (false: not a name). */
 const char *cp_journal_front_name (enum cp_journal_front front);
 const char *cp_journal_kind_name (enum cp_journal_kind kind);
+const char *cp_journal_cause_name (enum cp_journal_cause cause);
 bool cp_journal_front_parse (const char *s, enum cp_journal_front *out);
 bool cp_journal_kind_parse (const char *s, enum cp_journal_kind *out);
+bool cp_journal_cause_parse (const char *s, enum cp_journal_cause *out);
+
+/* The cause of a refusal or an unplaced start whose error is of KIND. */
+enum cp_journal_cause cp_journal_cause_of (enum cp_error_kind kind);
+
+/* Whether records of KIND have a cause (refused, unplaced). */
+bool cp_journal_kind_has_cause (enum cp_journal_kind kind);
+
+/* The cause a record of KIND giving CAUSE is counted under: NONE for a kind that
+ * has none; for one that has, CAUSE, or FAILURE when CAUSE is NONE or unknown (a
+ * failure that says no kind is the host's: error.h's default). */
+enum cp_journal_cause cp_journal_cause_for (enum cp_journal_kind kind, enum cp_journal_cause cause);
 
 /* Free what R holds and zero it. */
 void cp_journal_record_clear (struct cp_journal_record *r);
 
-/* Records, oldest first. */
+/* The decisions counted since the journal started: [front][kind][cause]. */
+struct cp_journal_counts
+{
+  unsigned long long n[CP_JOURNAL_N_FRONTS][CP_JOURNAL_N_KINDS][CP_JOURNAL_N_CAUSES];
+};
+
+/* R counted in C under its front, kind and cp_journal_cause_for() (up to
+ * CP_JOURNAL_MAX_COUNT, where a count stays); R must pass
+ * cp_journal_record_check(). */
+void cp_journal_counts_add (struct cp_journal_counts *c, const struct cp_journal_record *r);
+
+/* Records, oldest first, and the counts of every decision the journal was given
+ * (the records dropped by the bound included). */
 struct cp_journal_list
 {
   struct cp_journal_record *records;
   size_t n;
+  struct cp_journal_counts counts;
 };
 
 void cp_journal_list_free (struct cp_journal_list *l);
@@ -154,14 +209,15 @@ int cp_journal_parse (const char *buf, size_t len, struct cp_journal_list **out,
  * cp_journal_record_check().  Caller frees. */
 char *cp_journal_serialize (const struct cp_journal_list *l, size_t *kept);
 
-/* R against the rules the reader applies (CP_ERR_INPUT). */
+/* R against the rules the reader applies (CP_ERR_INPUT), and a known cause. */
 int cp_journal_record_check (const struct cp_journal_record *r, cp_error_t *err);
 
 /* Fill OUT (the caller's to clear) with a copy of R that passes
  * cp_journal_record_check(), as cp_journal_add() queues it: text cut to the
  * limits (at a character boundary) and made safe for a terminal
  * (cp_text_sanitize()), cpus and mems cut to 0..CP_CPULIST_MAX, a time of 0 made
- * now, an empty id made "?", an unknown front or kind made hook or unplaced. */
+ * now, an empty id made "?", an unknown front or kind made hook or unplaced, the
+ * cause cp_journal_cause_for()'s. */
 void cp_journal_record_clean (const struct cp_journal_record *r, struct cp_journal_record *out);
 
 /* ---- the file ---- */
@@ -218,8 +274,9 @@ cp_journal_closep (struct cp_journal **j)
  * ignored. */
 void cp_journal_note (const char *state_dir, const struct cp_journal_record *r);
 
-/* For display (`cachepin status`): the last K records (0: all), oldest first,
- * read without the lock and without writing anything: a missing state directory
+/* For display (`cachepin status`, `cachepin metrics`): the last K records (0:
+ * all), oldest first, with all the counts, read without the lock and without
+ * writing anything: a missing state directory
  * or journal is an empty list; a journal that cannot be read or trusted fails
  * (CP_ERR_INPUT when it is the file's fault), and stays where it is. */
 int cp_journal_read (const char *state_dir, size_t k, struct cp_journal_list **out, cp_error_t *err);

@@ -34,6 +34,40 @@ static const char *const kind_names[CP_JOURNAL_N_KINDS] = {
   [CP_JOURNAL_RELEASED] = "released", [CP_JOURNAL_DRIFT] = "drift",       [CP_JOURNAL_SWITCH] = "switch",
 };
 
+static const char *const cause_names[CP_JOURNAL_N_CAUSES] = {
+  [CP_JOURNAL_CAUSE_NONE] = "",
+  [CP_JOURNAL_CAUSE_INVALID] = "invalid",
+  [CP_JOURNAL_CAUSE_UNSATISFIABLE] = "unsatisfiable",
+  [CP_JOURNAL_CAUSE_FAILURE] = "failure",
+};
+
+const char *
+cp_journal_cause_name (enum cp_journal_cause cause)
+{
+  return (unsigned) cause < CP_JOURNAL_N_CAUSES ? cause_names[cause] : "?";
+}
+
+enum cp_journal_cause
+cp_journal_cause_of (enum cp_error_kind kind)
+{
+  switch (kind)
+    {
+    case CP_ERR_INPUT:
+      return CP_JOURNAL_CAUSE_INVALID;
+    case CP_ERR_UNSATISFIABLE:
+      return CP_JOURNAL_CAUSE_UNSATISFIABLE;
+    case CP_ERR_RUNTIME:
+    default:
+      return CP_JOURNAL_CAUSE_FAILURE;
+    }
+}
+
+bool
+cp_journal_kind_has_cause (enum cp_journal_kind kind)
+{
+  return kind == CP_JOURNAL_REFUSED || kind == CP_JOURNAL_UNPLACED;
+}
+
 const char *
 cp_journal_front_name (enum cp_journal_front front)
 {
@@ -78,6 +112,16 @@ cp_journal_kind_parse (const char *s, enum cp_journal_kind *out)
   return true;
 }
 
+bool
+cp_journal_cause_parse (const char *s, enum cp_journal_cause *out)
+{
+  size_t i;
+  if (!name_index (cause_names, CP_JOURNAL_N_CAUSES, s, &i))
+    return false;
+  *out = (enum cp_journal_cause) i;
+  return true;
+}
+
 /* ---------------------------------------------------------------- records */
 
 void
@@ -115,6 +159,24 @@ cp_journal_list_push (struct cp_journal_list *l)
   return r;
 }
 
+enum cp_journal_cause
+cp_journal_cause_for (enum cp_journal_kind kind, enum cp_journal_cause cause)
+{
+  if (!cp_journal_kind_has_cause (kind))
+    return CP_JOURNAL_CAUSE_NONE;
+  if ((unsigned) cause < CP_JOURNAL_N_CAUSES && cause != CP_JOURNAL_CAUSE_NONE)
+    return cause;
+  return CP_JOURNAL_CAUSE_FAILURE;
+}
+
+void
+cp_journal_counts_add (struct cp_journal_counts *c, const struct cp_journal_record *r)
+{
+  unsigned long long *n = &c->n[r->front][r->kind][cp_journal_cause_for (r->kind, r->cause)];
+  if (*n < CP_JOURNAL_MAX_COUNT)
+    (*n)++;
+}
+
 static int
 check_text (const char *key, const char *s, size_t max, bool allow_empty, cp_error_t *err)
 {
@@ -149,6 +211,8 @@ cp_journal_record_check (const struct cp_journal_record *r, cp_error_t *err)
     return cp_fail_input (err, "`front`: unknown");
   if ((unsigned) r->kind >= CP_JOURNAL_N_KINDS)
     return cp_fail_input (err, "`kind`: unknown");
+  if ((unsigned) r->cause >= CP_JOURNAL_N_CAUSES)
+    return cp_fail_input (err, "`cause`: unknown");
   if (check_text ("id", r->id, CP_JOURNAL_MAX_ID, false, err) < 0
       || check_text ("name", r->name, CP_JOURNAL_MAX_NAME, true, err) < 0
       || check_text ("cgroup", r->cgroup, CP_JOURNAL_MAX_CGROUP, true, err) < 0
@@ -266,7 +330,60 @@ record_from_json (json_object *obj, struct cp_journal_record *r, cp_error_t *err
   return 0;
 }
 
-static const char *const top_keys[] = { "version", "records" };
+/* The keys of a count, every one required. */
+static const char *const count_keys[] = { "front", "kind", "cause", "n" };
+
+/* One line of "counts" into C: a front, kind and cause the journal knows, not
+   seen before, with a count from 1 to CP_JOURNAL_MAX_COUNT. */
+static int
+count_from_json (json_object *obj, struct cp_journal_counts *c, cp_error_t *err)
+{
+  if (!json_object_is_type (obj, json_type_object))
+    {
+      cleanup_free char *got = cp_json_describe (obj);
+      return cp_fail_input (err, "expected an object, got %s", got);
+    }
+  size_t front = 0, kind = 0, cause = 0;
+  json_object *v;
+  int64_t n;
+  if (only_keys (obj, count_keys, CP_ARRAY_SIZE (count_keys), err) < 0
+      || get_name (obj, "front", front_names, CP_JOURNAL_N_FRONTS, &front, err) < 0
+      || get_name (obj, "kind", kind_names, CP_JOURNAL_N_KINDS, &kind, err) < 0)
+    return -1;
+  /* "" is a cause's name (none): get_name() takes no empty string. */
+  const char *s;
+  if (member (obj, "cause", &v, err) < 0 || cp_json_string (v, "`cause`", 16, true, &s, err) < 0)
+    return -1;
+  if (!name_index (cause_names, CP_JOURNAL_N_CAUSES, s, &cause))
+    return cp_ledger_quotable (s) ? cp_fail_input (err, "`cause`: unknown `%s`", s)
+                                  : cp_fail_input (err, "`cause`: unknown");
+  if ((cause != CP_JOURNAL_CAUSE_NONE) != cp_journal_kind_has_cause ((enum cp_journal_kind) kind))
+    return cp_fail_input (err, "`cause`: not one for kind `%s`", kind_names[kind]);
+  if (member (obj, "n", &v, err) < 0 || cp_json_int (v, "`n`", 1, (int64_t) CP_JOURNAL_MAX_COUNT, &n, err) < 0)
+    return -1;
+  if (c->n[front][kind][cause] != 0)
+    return cp_fail_input (err, "%s %s%s%s given twice", front_names[front], kind_names[kind], cause ? " " : "",
+                          cause_names[cause]);
+  c->n[front][kind][cause] = (unsigned long long) n;
+  return 0;
+}
+
+static int
+counts_from_json (json_object *counts, struct cp_journal_counts *c, cp_error_t *err)
+{
+  if (!json_object_is_type (counts, json_type_array))
+    {
+      cleanup_free char *got = cp_json_describe (counts);
+      return cp_fail_input (err, "`counts`: expected an array, got %s", got);
+    }
+  size_t n = json_object_array_length (counts);
+  for (size_t i = 0; i < n; i++)
+    if (count_from_json (json_object_array_get_idx (counts, i), c, err) < 0)
+      return cp_error_wrap (err, "count %zu", i);
+  return 0;
+}
+
+static const char *const top_keys[] = { "version", "records", "counts" };
 
 int
 cp_journal_parse (const char *buf, size_t len, struct cp_journal_list **out, cp_error_t *err)
@@ -280,9 +397,13 @@ cp_journal_parse (const char *buf, size_t len, struct cp_journal_list **out, cp_
   int64_t version;
   if (member (top, "version", &v, err) < 0 || cp_json_int (v, "`version`", 0, INT32_MAX, &version, err) < 0)
     return -1;
-  if (version != CP_JOURNAL_VERSION)
-    return cp_fail_input (err, "unsupported version %" PRId64 " (expected %d)", version, CP_JOURNAL_VERSION);
-  if (member (top, "records", &records, err) < 0)
+  if (version != CP_JOURNAL_VERSION && version != 1)
+    return cp_fail_input (err, "unsupported version %" PRId64 " (expected 1 or %d)", version, CP_JOURNAL_VERSION);
+  json_object *counts = NULL;
+  bool have_counts = cp_json_member (top, "counts", false, &counts);
+  if (version == 1 && have_counts)
+    return cp_fail_input (err, "unknown key `counts` (version 1)");
+  if (member (top, "records", &records, err) < 0 || (version > 1 && member (top, "counts", &counts, err) < 0))
     return -1;
   if (!json_object_is_type (records, json_type_array))
     {
@@ -296,6 +417,8 @@ cp_journal_parse (const char *buf, size_t len, struct cp_journal_list **out, cp_
   for (size_t i = 0; i < n; i++)
     if (record_from_json (json_object_array_get_idx (records, i), cp_journal_list_push (l), err) < 0)
       return cp_error_wrap (err, "record %zu", i);
+  if (counts && counts_from_json (counts, &l->counts, err) < 0)
+    return -1;
   *out = cp_steal_pointer (&l);
   return 0;
 }
@@ -355,8 +478,31 @@ record_line (const struct cp_journal_record *r)
   return line;
 }
 
-#define HEAD "{\"version\":1,\"records\":["
+#define HEAD "{\"version\":2,\"records\":["
 #define TAIL "\n]}\n"
+
+/* The counts that are not zero, "],\"counts\":[" to TAIL: one line each, in
+   front, kind and cause order.  Caller frees. */
+static char *
+counts_text (const struct cp_journal_counts *c)
+{
+  /* At most N_FRONTS * N_KINDS * N_CAUSES lines of fixed names and a number. */
+  size_t room = 32 + (size_t) CP_JOURNAL_N_FRONTS * CP_JOURNAL_N_KINDS * CP_JOURNAL_N_CAUSES * 96;
+  char *text = cp_xmalloc0 (room);
+  char *p = stpcpy (text, "\n],\"counts\":[");
+  const char *sep = "\n ";
+  for (unsigned f = 0; f < CP_JOURNAL_N_FRONTS; f++)
+    for (unsigned k = 0; k < CP_JOURNAL_N_KINDS; k++)
+      for (unsigned w = 0; w < CP_JOURNAL_N_CAUSES; w++)
+        if (c->n[f][k][w] != 0)
+          {
+            p += sprintf (p, "%s{\"front\":\"%s\",\"kind\":\"%s\",\"cause\":\"%s\",\"n\":%llu}", sep,
+                          front_names[f], kind_names[k], cause_names[w], c->n[f][k][w]);
+            sep = ",\n ";
+          }
+  stpcpy (p, TAIL);
+  return text;
+}
 
 char *
 cp_journal_serialize (const struct cp_journal_list *l, size_t *kept)
@@ -366,7 +512,8 @@ cp_journal_serialize (const struct cp_journal_list *l, size_t *kept)
      first): the sum is the file's size exactly. */
   size_t first = l->n > CP_JOURNAL_MAX_RECORDS ? l->n - CP_JOURNAL_MAX_RECORDS : 0;
   char **lines = cp_xcalloc (l->n ? l->n : 1, sizeof *lines);
-  size_t total = strlen (HEAD) + strlen (TAIL);
+  cleanup_free char *tail = counts_text (&l->counts);
+  size_t total = strlen (HEAD) + strlen (tail);
   for (size_t i = l->n; i > first; i--)
     {
       char *line = record_line (&l->records[i - 1]);
@@ -388,7 +535,7 @@ cp_journal_serialize (const struct cp_journal_list *l, size_t *kept)
       p = stpcpy (p, lines[i]);
       free (lines[i]);
     }
-  stpcpy (p, TAIL);
+  stpcpy (p, tail);
   free (lines);
   if (kept)
     *kept = l->n - first;

@@ -277,9 +277,10 @@ test_round_trip (void **state)
   size_t kept = 0;
   cleanup_free char *text = cp_journal_serialize (&l, &kept);
   assert_int_equal (kept, 3);
-  /* One record per line, the file ends with a newline. */
-  assert_int_equal (count (text, "\n"), 5);
-  assert_true (strncmp (text, "{\"version\":1,\"records\":[\n {\"time\":1,\"front\":\"apply\",\"kind\":\"placed\"", 64)
+  /* One record per line, then the counts' line (none counted), the file ends with a newline. */
+  assert_int_equal (count (text, "\n"), 6);
+  tu_assert_contains (text, "\n],\"counts\":[\n]}\n");
+  assert_true (strncmp (text, "{\"version\":2,\"records\":[\n {\"time\":1,\"front\":\"apply\",\"kind\":\"placed\"", 64)
                == 0);
   assert_int_equal (text[strlen (text) - 1], '\n');
 
@@ -321,7 +322,8 @@ test_refuses (void **state)
     { WRAP (R1) "x", "invalid JSON" },
     { "{\"version\":1,\"records\":[" R1, "invalid JSON" }, /* torn */
     { "{\"version\":1,\"version\":1,\"records\":[]}", "duplicate key" },
-    { "{\"version\":2,\"records\":[]}", "unsupported version 2" },
+    { "{\"version\":3,\"records\":[],\"counts\":[]}", "unsupported version 3 (expected 1 or 2)" },
+    { "{\"version\":0,\"records\":[]}", "unsupported version 0" },
     { "{\"version\":1.0,\"records\":[]}", "`version`" },
     { "{\"records\":[]}", "`version` is missing" },
     { "{\"version\":1}", "`records` is missing" },
@@ -386,6 +388,153 @@ test_refuses (void **state)
   assert_true (cp_journal_parse (many, strlen (many), &l, &err) < 0);
   tu_assert_contains (cp_error_message (err), "65 records, more than the limit 64");
   free (many);
+}
+
+/* The counts (journal.h, "The counts"): written one line each, read back the same,
+ * version 1 (none) still read, and every fault of a line refused with one line. */
+#define V2(records, counts) "{\"version\":2,\"records\":[" records "],\"counts\":[" counts "]}"
+#define C(front, kind, cause, n) "{\"front\":\"" front "\",\"kind\":\"" kind "\",\"cause\":\"" cause "\",\"n\":" n "}"
+
+static void
+test_counts_codec (void **state)
+{
+  (void) state;
+  struct cp_journal_list l = { 0 };
+  l.counts.n[CP_JOURNAL_HOOK][CP_JOURNAL_PLACED][CP_JOURNAL_CAUSE_NONE] = 12;
+  l.counts.n[CP_JOURNAL_NRI][CP_JOURNAL_REFUSED][CP_JOURNAL_CAUSE_INVALID] = 1;
+  l.counts.n[CP_JOURNAL_APPLY][CP_JOURNAL_UNPLACED][CP_JOURNAL_CAUSE_UNSATISFIABLE] = CP_JOURNAL_MAX_COUNT;
+  cleanup_free char *text = cp_journal_serialize (&l, NULL);
+  assert_string_equal (text, "{\"version\":2,\"records\":[\n],\"counts\":[\n "
+                             C ("hook", "placed", "", "12") ",\n "
+                             C ("apply", "unplaced", "unsatisfiable", "9007199254740992") ",\n "
+                             C ("nri", "refused", "invalid", "1") "\n]}\n");
+  struct cp_journal_list *back = NULL;
+  cleanup_error cp_error_t err = NULL;
+  if (cp_journal_parse (text, strlen (text), &back, &err) < 0)
+    fail_msg ("parse: %s", cp_error_message (err));
+  assert_memory_equal (&back->counts, &l.counts, sizeof l.counts);
+  cp_journal_list_free (back);
+
+  /* Version 1, written before the counts: read, none counted. */
+  static const char v1[] = WRAP (R1);
+  assert_int_equal (cp_journal_parse (v1, strlen (v1), &back, &err), 0);
+  assert_int_equal (back->n, 1);
+  static const struct cp_journal_counts zero;
+  assert_memory_equal (&back->counts, &zero, sizeof zero);
+  cp_journal_list_free (back);
+
+  static const struct
+  {
+    const char *text;
+    const char *says;
+  } cases[] = {
+    { "{\"version\":2,\"records\":[]}", "`counts` is missing" },
+    { "{\"version\":1,\"records\":[],\"counts\":[]}", "unknown key `counts` (version 1)" },
+    { V2 ("", "{}"), "count 0: `front` is missing" },
+    { "{\"version\":2,\"records\":[],\"counts\":{}}", "`counts`: expected an array, got {}" },
+    { V2 ("", "1"), "count 0: expected an object" },
+    { V2 ("", C ("hook", "placed", "", "1") "," C ("hook", "placed", "", "2")), "count 1: hook placed given twice" },
+    { V2 ("", C ("hook", "refused", "failure", "1") "," C ("hook", "refused", "failure", "1")),
+      "hook refused failure given twice" },
+    { V2 ("", C ("plan", "placed", "", "1")), "count 0: `front`: unknown `plan`" },
+    { V2 ("", C ("hook", "moved", "", "1")), "`kind`: unknown `moved`" },
+    { V2 ("", C ("hook", "refused", "bored", "1")), "`cause`: unknown `bored`" },
+    { V2 ("", C ("hook", "refused", "", "1")), "`cause`: not one for kind `refused`" },
+    { V2 ("", C ("hook", "placed", "invalid", "1")), "`cause`: not one for kind `placed`" },
+    { V2 ("", C ("hook", "placed", "", "0")), "`n`" },
+    { V2 ("", C ("hook", "placed", "", "-1")), "`n`" },
+    { V2 ("", C ("hook", "placed", "", "1.5")), "`n`" },
+    { V2 ("", C ("hook", "placed", "", "9007199254740993")), "`n`" },
+    { V2 ("", C ("hook", "placed", "", "\"1\"")), "`n`" },
+    { V2 ("", "{\"front\":\"hook\",\"kind\":\"placed\",\"cause\":\"\"}"), "`n` is missing" },
+    { V2 ("", "{\"front\":\"hook\",\"kind\":\"placed\",\"cause\":\"\",\"n\":1,\"by\":1}"), "unknown key `by`" },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
+    {
+      struct cp_journal_list *bad = NULL;
+      cleanup_error cp_error_t e = NULL;
+      if (cp_journal_parse (cases[i].text, strlen (cases[i].text), &bad, &e) == 0)
+        fail_msg ("case %zu accepted: %s", i, cases[i].text);
+      assert_null (bad);
+      assert_int_equal (cp_error_kind (e), CP_ERR_INPUT);
+      tu_assert_contains (cp_error_message (e), cases[i].says);
+      assert_null (strchr (cp_error_message (e), '\n'));
+    }
+}
+
+/* A cause from an error's kind, and the one a record is counted under. */
+static void
+test_causes (void **state)
+{
+  (void) state;
+  assert_int_equal (cp_journal_cause_of (CP_ERR_INPUT), CP_JOURNAL_CAUSE_INVALID);
+  assert_int_equal (cp_journal_cause_of (CP_ERR_UNSATISFIABLE), CP_JOURNAL_CAUSE_UNSATISFIABLE);
+  assert_int_equal (cp_journal_cause_of (CP_ERR_RUNTIME), CP_JOURNAL_CAUSE_FAILURE);
+  assert_int_equal (cp_journal_cause_for (CP_JOURNAL_PLACED, CP_JOURNAL_CAUSE_INVALID), CP_JOURNAL_CAUSE_NONE);
+  assert_int_equal (cp_journal_cause_for (CP_JOURNAL_REFUSED, CP_JOURNAL_CAUSE_NONE), CP_JOURNAL_CAUSE_FAILURE);
+  assert_int_equal (cp_journal_cause_for (CP_JOURNAL_UNPLACED, (enum cp_journal_cause) 99), CP_JOURNAL_CAUSE_FAILURE);
+  assert_int_equal (cp_journal_cause_for (CP_JOURNAL_UNPLACED, CP_JOURNAL_CAUSE_INVALID), CP_JOURNAL_CAUSE_INVALID);
+  static const char *const names[] = { "", "invalid", "unsatisfiable", "failure" };
+  for (unsigned c = 0; c < CP_JOURNAL_N_CAUSES; c++)
+    {
+      enum cp_journal_cause back;
+      assert_string_equal (cp_journal_cause_name ((enum cp_journal_cause) c), names[c]);
+      assert_true (cp_journal_cause_parse (names[c], &back));
+      assert_int_equal (back, c);
+    }
+  enum cp_journal_cause back;
+  assert_false (cp_journal_cause_parse ("Invalid", &back));
+  /* A count stays at its limit. */
+  struct cp_journal_counts c = { 0 };
+  c.n[CP_JOURNAL_HOOK][CP_JOURNAL_PLACED][0] = CP_JOURNAL_MAX_COUNT - 1;
+  struct cp_journal_record r = { .front = CP_JOURNAL_HOOK, .kind = CP_JOURNAL_PLACED };
+  cp_journal_counts_add (&c, &r);
+  cp_journal_counts_add (&c, &r);
+  assert_true (c.n[CP_JOURNAL_HOOK][CP_JOURNAL_PLACED][0] == CP_JOURNAL_MAX_COUNT);
+}
+
+/* Commits count what they add, past the bound that drops the records, by front,
+ * kind and cause; a journal set aside starts counting again. */
+static void
+test_counts_commit (void **state)
+{
+  struct tdir *t = *state;
+  size_t n = CP_JOURNAL_MAX_RECORDS + 6;
+  for (size_t i = 0; i < n; i++)
+    append_id (t->state, "placed");
+  struct cp_journal_record r = rec ("bad", CP_JOURNAL_REFUSED, NULL, "annotation cachepin.io/cpus: invalid");
+  r.cause = CP_JOURNAL_CAUSE_INVALID;
+  append (t->state, &r, 1000);
+  r = rec ("big", CP_JOURNAL_UNPLACED, NULL, "64 CPUs asked");
+  r.cause = CP_JOURNAL_CAUSE_UNSATISFIABLE;
+  r.front = CP_JOURNAL_NRI;
+  append (t->state, &r, 1000);
+  r = rec ("nocause", CP_JOURNAL_UNPLACED, NULL, "ledger busy"); /* no cause given: the host's failure */
+  append (t->state, &r, 1000);
+  r = rec ("gone", CP_JOURNAL_RELEASED, NULL, "");
+  r.cause = CP_JOURNAL_CAUSE_INVALID; /* none for a release */
+  r.front = CP_JOURNAL_RELEASE;
+  append (t->state, &r, 1000);
+
+  struct cp_journal_list *l = read_all (t->state);
+  assert_int_equal (l->n, CP_JOURNAL_MAX_RECORDS);
+  struct cp_journal_counts want = { 0 };
+  want.n[CP_JOURNAL_HOOK][CP_JOURNAL_PLACED][CP_JOURNAL_CAUSE_NONE] = n;
+  want.n[CP_JOURNAL_HOOK][CP_JOURNAL_REFUSED][CP_JOURNAL_CAUSE_INVALID] = 1;
+  want.n[CP_JOURNAL_NRI][CP_JOURNAL_UNPLACED][CP_JOURNAL_CAUSE_UNSATISFIABLE] = 1;
+  want.n[CP_JOURNAL_HOOK][CP_JOURNAL_UNPLACED][CP_JOURNAL_CAUSE_FAILURE] = 1;
+  want.n[CP_JOURNAL_RELEASE][CP_JOURNAL_RELEASED][CP_JOURNAL_CAUSE_NONE] = 1;
+  assert_memory_equal (&l->counts, &want, sizeof want);
+  cp_journal_list_free (l);
+
+  /* Garbage: set aside with the records, the counts start again from the next one. */
+  put_file (t, CP_JOURNAL_FILE, "garbage", 7);
+  append_id (t->state, "after");
+  l = read_all (t->state);
+  struct cp_journal_counts one = { 0 };
+  one.n[CP_JOURNAL_HOOK][CP_JOURNAL_PLACED][CP_JOURNAL_CAUSE_NONE] = 1;
+  assert_memory_equal (&l->counts, &one, sizeof one);
+  cp_journal_list_free (l);
 }
 
 /* What add() keeps of a record that breaks the rules: cut, made safe, never lost. */
@@ -1117,6 +1266,9 @@ main (void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test (test_round_trip),
     cmocka_unit_test (test_refuses),
+    cmocka_unit_test (test_counts_codec),
+    cmocka_unit_test (test_causes),
+    cmocka_unit_test_setup_teardown (test_counts_commit, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_add_cleans, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_byte_cap, tdir_setup, tdir_teardown),
