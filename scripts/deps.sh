@@ -13,6 +13,7 @@ PACKAGES=(
   python3-grpcio python3-grpc-tools python3-yaml # tests/cri: the CRI client, the manifest checks
   python3-protobuf             # tests/nri: the NRI runtime emulator (its messages, compiled by grpc-tools)
   libsystemd-dev
+  graphviz                     # docs/kubernetes-routes.svg drawn again from its .dot and compared (tests/docs/kubernetes.py)
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.

@@ -1,11 +1,14 @@
 #!/bin/sh
-# The installer's init container (installer.yaml): put the image's /cachepin tree on the node
+# The hook route's init container (overlays/hook): put the image's /cachepin tree on the node
 # under /opt/cachepin (mounted at /host/opt/cachepin), the host config from the ConfigMap
 # (mounted at /config) at /etc/cachepin/config.json (mounted at /host/etc/cachepin) and, when
-# CACHEPIN_CONTAINERD_CONFIG names the node's containerd config (installer.yaml mounts
-# /etc/containerd), the `cachepin` runtime handler into it. `uninstall` takes all of it away.
+# CACHEPIN_CONTAINERD_CONFIG names the node's containerd config (overlays/hook mounts
+# /etc/containerd), the `cachepin` runtime handler into it. `uninstall` takes all of it away,
+# and the directories it made below /opt/cachepin (overlays/hook-uninstall).
+# `clean-state` is the NRI route's uninstall (overlays/nri-uninstall): the state directory's
+# files removed when its ledger holds no entry, kept and said when it holds any.
 #
-#   cachepin-install [install|uninstall]
+#   cachepin-install [install|uninstall|clean-state]
 #
 # Each file is written next to its place and renamed over it: a hook starting meanwhile runs
 # the old binary or the new one, never half of one. Order matters for containerd, which
@@ -29,6 +32,12 @@ CONFIG=${CACHEPIN_CONFIG:-/config/config.json}
 # alone), and the prefix as the node sees it, which the handler and base spec name.
 CTRD_CONFIG=${CACHEPIN_CONTAINERD_CONFIG:-}
 NODE_PREFIX=${CACHEPIN_NODE_PREFIX:-/opt/cachepin}
+# clean-state: the state directory as mounted here (the node's /run/cachepin, the default
+# state_dir), the binary that reads its ledger, and the config it reads it with (empty: the
+# default path, where overlays/nri-uninstall mounts the ConfigMap, as the plugin had it).
+STATE=${CACHEPIN_STATE:-/run/cachepin}
+BIN=${CACHEPIN_BIN:-$SRC/bin/cachepin}
+STATUS_CONFIG=${CACHEPIN_STATUS_CONFIG:-}
 BEGIN='# BEGIN cachepin'
 END='# END cachepin'
 
@@ -170,10 +179,50 @@ do_uninstall () {
            "$PREFIX/bin/cachepin" "$PREFIX"/lib/* "$ETC/config.json"; do
     remove "$f"
   done
+  # The directories install made, deepest first, each only when empty. $PREFIX and $ETC
+  # themselves are the pod's mount points (the kubelet made them): left, empty.
+  for d in share/containerd share/containers/oci/hooks.d share/containers/oci share/containers share bin lib; do
+    if [ -d "$PREFIX/$d" ] && rmdir "$PREFIX/$d" 2>/dev/null; then echo "cachepin-install: removed $PREFIX/$d/"; fi
+  done
+}
+
+# ledger_of: "PATH ENTRIES" of the ledger `cachepin status --json` reads with the node's
+# config (ENTRIES: how many it holds; "?" when it could not be read).
+ledger_of () {
+  "$BIN" status --json ${STATUS_CONFIG:+--config "$STATUS_CONFIG"} 2>/dev/null | awk '
+    /^  "ledger":[{]/ { in_l = 1; next }
+    in_l && /^  [}]/ { in_l = 0 }
+    in_l && /^    "path":/ { p = $0; sub(/^[^:]*:"/, "", p); sub(/",?$/, "", p) }
+    in_l && /^    "entries":[[]$/ { counting = 1; n = 0; next }
+    counting && /^    []]/ { counting = 0; done = 1 }
+    counting && /^      [{]/ { n++ }
+    END { print (p == "" ? "?" : p), (done ? n : "?") }'
+}
+
+# do_clean_state: the NRI route leaves nothing on the node but its state directory. Its files
+# go when the ledger holds no entry (the plugin releases a container's at its stop: delete
+# the pods it placed first); with entries (pods still placed, or the hook's and `cachepin
+# apply`'s on this node) it stays as it is, said in one line. The directory itself is the
+# pod's mount point: left, empty (tmpfs, gone at the next boot).
+do_clean_state () {
+  [ -d "$STATE" ] || { echo "cachepin-install: no $STATE: nothing to clean"; return 0; }
+  set -- $(ledger_of)
+  [ "$1" = "$STATE/ledger.json" ] ||
+    die "the node's config names the ledger $1, not $STATE/ledger.json: mount its state_dir at $STATE"
+  case $2 in
+    0) ;;
+    \?) die "$1 could not be read (\`cachepin status\` on the node says why): $STATE left as it is" ;;
+    *) echo "cachepin-install: $1 holds $2 entries (placed containers still running, or the hook's): $STATE left as it is"
+       return 0 ;;
+  esac
+  for f in "$STATE"/* "$STATE"/.[!.]*; do
+    if [ -e "$f" ]; then rm -rf "$f" && echo "cachepin-install: removed $f"; fi
+  done
 }
 
 case ${1:-install} in
   install) do_install ;;
   uninstall) do_uninstall ;;
-  *) die "usage: cachepin-install [install|uninstall]" ;;
+  clean-state) do_clean_state ;;
+  *) die "usage: cachepin-install [install|uninstall|clean-state]" ;;
 esac

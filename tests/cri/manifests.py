@@ -3,14 +3,21 @@
 install layout they put on a node (docs/kubernetes.md): prefix /opt/cachepin, the binary at
 <prefix>/bin/cachepin, the hooks.d files at <prefix>/share/containers/oci/hooks.d/, the
 containerd snippets and base spec at <prefix>/share/containerd/, the host config at
-/etc/cachepin/config.json; one installer image name, tagged with the project's version; the
-runtime handler, RuntimeClass and node label the same everywhere; the installer holds only
-the host paths and privileges it needs; the example pod's annotations are values the real
-binary accepts; the base spec has no rlimits; nri-plugin.yaml runs `cachepin nri` as the
-binary accepts it, with the node's paths, pids and priority the plugin needs; install.sh, run for real, adds the handler to a
-containerd config in that config's version (keeping its settings, runc included), writes the
-base spec before the config and uninstalls in the reverse order, and refuses a version-1
-config in one line, writing nothing.
+/etc/cachepin/config.json; one image name, tagged with the project's version; the runtime
+handler, RuntimeClass and node label the same everywhere; the base spec has no rlimits.
+
+deploy/kubernetes/overlays/* rendered by Debian sid's kubectl (`kubectl kustomize`; the
+.deb fetched by fetch-debs.sh into /var/cache/cachepin, never installed; exit 77 when it
+cannot be had), every rendered object checked: the objects of each overlay, one image, each
+container's privileges (only the NRI plugin privileged, each privilege and host mount with
+a comment saying what it is for), host paths and mounts, the ConfigMap's config accepted by
+cachepin's own checker, `cachepin nri` as the binary accepts it; the example pods'
+annotations are values the real binary accepts, each on its route. install.sh, run for real,
+adds the handler to a containerd config in that config's version (keeping its settings, runc
+included), writes the base spec before the config and uninstalls in the reverse order, with
+the uninstall overlay's own arguments, leaving the node's files as they were; refuses a
+version-1 config in one line, writing nothing; and its clean-state (the NRI route's
+uninstall) empties a state directory only when its ledger holds no entry.
 
     /usr/bin/python3 tests/cri/manifests.py SOURCE_DIR PATH-TO-cachepin
 """
@@ -129,69 +136,341 @@ def check_image_build(src, version):
         check(f"install.sh: {var} defaults to {default}", f"{var}=${{CACHEPIN_" in inst and f":-{default}}}" in inst)
 
 
-def check_installer(src, version):
-    k = docs_by_kind(src, "deploy/kubernetes/installer.yaml")
-    check("installer.yaml: a Namespace, a ConfigMap and a DaemonSet",
-          all(len(k.get(x, [])) == 1 for x in ("Namespace", "ConfigMap", "DaemonSet")), str(sorted(k)))
-    ns = k["Namespace"][0]["metadata"]["name"]
-    cm, ds = k["ConfigMap"][0], k["DaemonSet"][0]
-    check("installer.yaml: everything in its namespace",
-          cm["metadata"].get("namespace") == ns and ds["metadata"].get("namespace") == ns)
+KUBECTL_DEB = "kubectl=1.36.4+ds-1"
+OVERLAYS = ("nri", "hook", "nri-uninstall", "hook-uninstall")
+K8S = "deploy/kubernetes"
+SYNTHETIC = "pack:1 l3:2 core:4 pu:2"
+
+
+def sid_kubectl(src):
+    """Debian sid's kubectl, unpacked by fetch-debs.sh (never installed), or None."""
+    r = subprocess.run(["bash", os.path.join(src, "tests/cri/fetch-debs.sh"), "--suite", "sid", KUBECTL_DEB],
+                       capture_output=True, text=True)
+    sys.stderr.write(r.stderr)
+    path = os.path.join(r.stdout.strip(), "usr/bin/kubectl") if r.returncode == 0 else ""
+    return path if os.access(path, os.X_OK) else None
+
+
+def render(kubectl, src, overlay):
+    """`kubectl kustomize` of one overlay, by kind (every kind a list); None when it fails."""
+    r = subprocess.run([kubectl, "kustomize", os.path.join(src, K8S, "overlays", overlay)],
+                       capture_output=True, text=True)
+    check(f"{overlay}: kubectl kustomize renders it", r.returncode == 0, r.stderr.strip())
+    if r.returncode != 0:
+        return None
+    out = {}
+    for d in yaml.safe_load_all(r.stdout):
+        if d:
+            out.setdefault(d["kind"], []).append(d)
+    return out
+
+
+def all_containers(pod):
+    return pod.get("initContainers", []) + pod["containers"]
+
+
+def config_checked(binary, text, what):
+    """TEXT as cachepin's own checker takes a host config: `cachepin plan --config` on a
+    synthetic topology exits 0, and 2 on a config it refuses."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        f.write(text)
+        f.flush()
+        r = subprocess.run([binary, "plan", "--config", f.name, "--empty", "--topology", SYNTHETIC, "--cpus", "1"],
+                           capture_output=True, text=True)
+    check(f"{what}: cachepin accepts it as a host config", r.returncode == 0, r.stderr.strip())
+
+
+def commented(src, path, regex):
+    """Every line of PATH matching REGEX has a comment line right above it (what it is for)."""
+    lines = read(src, path).splitlines()
+    bare = [l.strip() for i, l in enumerate(lines)
+            if re.search(regex, l) and (i == 0 or not lines[i - 1].lstrip().startswith("#"))]
+    check(f"{path}: each `{regex}` says what it is for (a comment right above)", not bare, str(bare))
+
+
+def mount_lines(pod):
+    """The host-path mounts of POD as (container, volume name)."""
+    vols = {v["name"]: v for v in pod["volumes"]}
+    return [(c["name"], m["name"]) for c in all_containers(pod) for m in c.get("volumeMounts", [])
+            if "hostPath" in vols[m["name"]]]
+
+
+def check_common(overlay, k, version, binary):
+    """What every overlay shares (base/): its objects, where they run, how they update, the
+    ConfigMap's config, one image, every container bounded."""
+    want = ["ConfigMap", "DaemonSet", "Namespace", "PriorityClass"] + (["RuntimeClass"] if "hook" in overlay else [])
+    check(f"{overlay}: {', '.join(want)}, one of each, nothing else",
+          sorted(k) == want and all(len(v) == 1 for v in k.values()), str({x: len(v) for x, v in k.items()}))
+    ns, cm, ds, pc = (k[x][0] for x in ("Namespace", "ConfigMap", "DaemonSet", "PriorityClass"))
+    name = ns["metadata"]["name"]
+    check(f"{overlay}: the ConfigMap and the DaemonSet in namespace {name}",
+          cm["metadata"].get("namespace") == name and ds["metadata"].get("namespace") == name)
+    check(f"{overlay}: the namespace admits privileged pods (Pod Security), what its pods need",
+          ns["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce") == "privileged")
+    pod = ds["spec"]["template"]["spec"]
+    check(f"{overlay}: DaemonSet cachepin (every overlay's: applying another one replaces it in place)",
+          ds["metadata"]["name"] == "cachepin")
+    check(f"{overlay}: selector matches its pods' labels",
+          ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items())
+    check(f"{overlay}: selector app.kubernetes.io/name=cachepin, the same in every overlay",
+          ds["spec"]["selector"]["matchLabels"] == {"app.kubernetes.io/name": "cachepin"},
+          str(ds["spec"]["selector"]))
+    check(f"{overlay}: the priority class it ships ({pc['metadata']['name']}, value {pc.get('value')}), "
+          "at most a user class's 1000000000",
+          pod.get("priorityClassName") == pc["metadata"]["name"] and 0 < pc.get("value", 0) <= 1000000000
+          and not pc.get("globalDefault"))
+    check(f"{overlay}: tolerates every taint", pod.get("tolerations") == [{"operator": "Exists"}])
+    us = ds["spec"].get("updateStrategy", {})
+    check(f"{overlay}: a rolling update, one node at a time",
+          us.get("type") == "RollingUpdate" and us.get("rollingUpdate", {}).get("maxUnavailable") == 1, str(us))
+    check(f"{overlay}: no service account token, no service links",
+          pod.get("automountServiceAccountToken") is False and pod.get("enableServiceLinks") is False)
+    for host in ("hostNetwork", "hostIPC"):
+        check(f"{overlay}: no {host}", not pod.get(host))
+    check(f"{overlay}: hostPID only on the NRI route", bool(pod.get("hostPID")) == (overlay == "nri"))
+    vols = {v["name"]: v for v in pod["volumes"]}
+    cms = [v["configMap"]["name"] for v in vols.values() if "configMap" in v]
+    check(f"{overlay}: mounts the ConfigMap it ships ({cm['metadata']['name']})", cms == [cm["metadata"]["name"]],
+          str(cms))
     try:
         json.loads(cm["data"]["config.json"])
-        check("ConfigMap: config.json is JSON", True)
+        config_checked(binary, cm["data"]["config.json"], f"{overlay}: the ConfigMap's config.json")
     except (KeyError, ValueError) as e:
-        check("ConfigMap: config.json is JSON", False, str(e))
-
-    pod = ds["spec"]["template"]["spec"]
-    check("DaemonSet: selector matches its pods' labels",
-          ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items())
-    check(f"DaemonSet: runs on nodes labelled {NODE_LABEL[0]}={NODE_LABEL[1]}",
-          pod.get("nodeSelector") == dict([NODE_LABEL]), str(pod.get("nodeSelector")))
-    for host in ("hostNetwork", "hostPID", "hostIPC"):
-        check(f"DaemonSet: no {host}", not pod.get(host))
-    check("DaemonSet: no service account token", pod.get("automountServiceAccountToken") is False)
-
-    vols = {v["name"]: v for v in pod["volumes"]}
-    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
-    check(f"DaemonSet: host paths {PREFIX}, {ETC} and {CONTAINERD_ETC}, nothing else",
-          host_paths == {PREFIX, ETC, CONTAINERD_ETC}, str(host_paths))
-    cms = [v["configMap"]["name"] for v in vols.values() if "configMap" in v]
-    check("DaemonSet: mounts the ConfigMap it ships", cms == [cm["metadata"]["name"]], str(cms))
-
-    containers = pod.get("initContainers", []) + pod["containers"]
-    images = {c["image"] for c in containers}
-    want = f"/{IMAGE_NAME}:{version}"
-    check(f"DaemonSet: one image, .../{IMAGE_NAME}:{version}",
-          len(images) == 1 and next(iter(images)).endswith(want), str(images))
-    check("DaemonSet: the image's registry is the reserved placeholder registry.example",
-          all(i.startswith("registry.example/") for i in images), str(images))
-    for c in containers:
-        sc = c.get("securityContext", {})
-        name = c["name"]
-        check(f"{name}: not privileged, no privilege escalation, read-only root",
-              sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False
-              and sc.get("readOnlyRootFilesystem") is True)
+        check(f"{overlay}: the ConfigMap's config.json is JSON", False, str(e))
+    mounted = {m["name"] for c in all_containers(pod) for m in c.get("volumeMounts", [])}
+    check(f"{overlay}: every volume is mounted by a container", set(vols) <= mounted, str(set(vols) - mounted))
+    images = {c["image"] for c in all_containers(pod)}
+    check(f"{overlay}: one image, registry.example/{IMAGE_NAME}:{version} (the reserved placeholder)",
+          images == {f"registry.example/{IMAGE_NAME}:{version}"}, str(images))
+    for c in all_containers(pod):
+        sc, what = c.get("securityContext", {}), f"{overlay}/{c['name']}"
+        check(f"{what}: a memory limit", "memory" in c.get("resources", {}).get("limits", {}))
+        check(f"{what}: a read-only image", sc.get("readOnlyRootFilesystem") is True)
+        if sc.get("privileged"):
+            continue
         caps = sc.get("capabilities", {})
-        check(f"{name}: drops every capability, adds none", caps.get("drop") == ["ALL"] and not caps.get("add"))
-        check(f"{name}: limits set", "limits" in c.get("resources", {}))
+        check(f"{what}: not privileged, no privilege escalation, every capability dropped, none added",
+              sc.get("privileged") is False and sc.get("allowPrivilegeEscalation") is False
+              and caps.get("drop") == ["ALL"] and not caps.get("add"), str(sc))
+        check(f"{what}: the runtime's default seccomp profile",
+              sc.get("seccompProfile", {}).get("type") == "RuntimeDefault")
+    for c in pod["containers"]:
+        check(f"{overlay}: no probe yet (issue 32 item 2: a TODO where it goes)",
+              not any(p in c for p in ("livenessProbe", "readinessProbe", "startupProbe")))
+    return ds, pod, vols
+
+
+def idle_container(overlay, pod):
+    (c,) = pod["containers"]
+    sc = c.get("securityContext", {})
+    check(f"{overlay}: the long-running container waits, mounts nothing, is not root",
+          c.get("command") == ["sleep", "infinity"] and not c.get("volumeMounts")
+          and sc.get("runAsNonRoot") is True and sc.get("runAsUser", 0) != 0, str(c))
+
+
+def check_hook_overlay(src, overlay, k, pod, vols):
+    """The hook route's installer (and its uninstall): the three host directories at
+    install.sh's paths, the ConfigMap at /config, the handler's config file named."""
+    check(f"{overlay}: runs on nodes labelled {NODE_LABEL[0]}={NODE_LABEL[1]}",
+          pod.get("nodeSelector") == dict([NODE_LABEL]), str(pod.get("nodeSelector")))
+    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    check(f"{overlay}: host paths {PREFIX}, {ETC} and {CONTAINERD_ETC}, nothing else",
+          host_paths == {PREFIX, ETC, CONTAINERD_ETC}, str(host_paths))
+    init = pod.get("initContainers", [])
+    check(f"{overlay}: one init container, the image's entrypoint (install.sh, no command)",
+          len(init) == 1 and "command" not in init[0], str(init))
+    for c in init:
+        sc = c.get("securityContext", {})
+        check(f"{overlay}/{c['name']}: root (the host directories are root's)", sc.get("runAsUser") == 0)
         for m in c.get("volumeMounts", []):
             v = vols[m["name"]]
             if "hostPath" in v:
-                check(f"{name}: host {v['hostPath']['path']} mounted at /host{v['hostPath']['path']} (install.sh's)",
+                check(f"{overlay}/{c['name']}: host {v['hostPath']['path']} at /host{v['hostPath']['path']} (install.sh's)",
                       m["mountPath"] == "/host" + v["hostPath"]["path"], m["mountPath"])
             if "configMap" in v:
-                check(f"{name}: the ConfigMap at /config, read-only", m["mountPath"] == "/config" and m.get("readOnly"))
+                check(f"{overlay}/{c['name']}: the ConfigMap at /config, read-only",
+                      m["mountPath"] == "/config" and m.get("readOnly"))
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        want = f"/host{CONTAINERD_ETC}/config.toml"
+        check(f"{overlay}/{c['name']}: the handler's file is {want} (CACHEPIN_CONTAINERD_CONFIG)",
+              env.get("CACHEPIN_CONTAINERD_CONFIG") == want, str(env))
+    idle_container(overlay, pod)
+    rc = k["RuntimeClass"][0]
+    check(f"{overlay}: RuntimeClass handler {HANDLER} (the containerd snippets')", rc.get("handler") == HANDLER)
+    check(f"{overlay}: the RuntimeClass schedules onto {NODE_LABEL[0]}={NODE_LABEL[1]} nodes, where the installer runs",
+          rc.get("scheduling", {}).get("nodeSelector") == dict([NODE_LABEL]))
+    want_args = ["uninstall"] if overlay == "hook-uninstall" else None
+    check(f"{overlay}: the init container runs install.sh {(want_args or ['install'])[0]}",
+          init and init[0].get("args") == want_args, str(init[0].get("args") if init else None))
+    return init[0].get("args", []) if init else []
+
+
+def check_nri_overlay(src, binary, pod, vols):
+    """The plugin: `cachepin nri` as the binary accepts it, the host paths, namespaces and
+    privileges it needs, the ConfigMap where it reads its config."""
+    check("nri: no nodeSelector (every node)", "nodeSelector" not in pod)
+    state = default_state_dir(binary)
+    check(f"the binary's default state directory is /run/cachepin ({state})", state == "/run/cachepin")
+    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    want_paths = {"/var/run/nri", state, "/sys"}
+    check(f"nri: host paths {sorted(want_paths)}, nothing else", host_paths == want_paths, str(host_paths))
+    (c,) = pod["containers"]
+    mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    by_path = {vols[n]["hostPath"]["path"]: m for n, m in mounts.items() if "hostPath" in vols[n]}
+    check("nri: the plugin mounts each host path at the same path (the config's paths are the node's)",
+          sorted(by_path) == sorted(want_paths) and all(m["mountPath"] == p for p, m in by_path.items()),
+          str({p: m["mountPath"] for p, m in by_path.items()}))
+    check("nri: /sys read-only, the socket and the state directory writable",
+          by_path.get("/sys", {}).get("readOnly") is True
+          and all(not by_path.get(p, {}).get("readOnly") for p in ("/var/run/nri", state)))
+    check("nri: /var/run/nri must exist (the runtime makes it when NRI is on)",
+          vols["nri"]["hostPath"].get("type") == "Directory")
+    r = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True)
+    m = re.search(r"--config PATH.*\(default (\S+)\)", r.stdout)
+    conf = m.group(1) if m else "?"
+    cm_mount = [m for n, m in mounts.items() if "configMap" in vols[n]]
+    check(f"nri: the ConfigMap at {os.path.dirname(conf)}, read-only, where the plugin reads {conf}",
+          len(cm_mount) == 1 and cm_mount[0]["mountPath"] == os.path.dirname(conf) and cm_mount[0].get("readOnly")
+          and os.path.basename(conf) == "config.json", str(cm_mount))
+    sc = c.get("securityContext", {})
+    check("nri: privileged, root (the host's cgroup namespace; the helpers' capabilities)",
+          sc.get("privileged") is True and sc.get("runAsUser") == 0)
+    res = c.get("resources", {})
+    check("nri: requests cpu and memory, limits memory and not cpu",
+          {"cpu", "memory"} <= set(res.get("requests", {})) and "memory" in res.get("limits", {})
+          and "cpu" not in res.get("limits", {}), str(res))
+    cmd = c.get("command", []) + c.get("args", [])
+    check(f"nri: runs {BIN} nri (the image's copy, Containerfile's /opt/cachepin)", cmd[:2] == [BIN, "nri"], str(cmd))
+    cf = read(src, f"{K8S}/Containerfile")
+    check(f"Containerfile: {PREFIX} is the image's /cachepin (the bundled binary runs there)",
+          f"ln -s /cachepin {PREFIX}" in cf)
+    r = subprocess.run([binary] + cmd[1:] + ["--help"], capture_output=True, text=True)
+    check(f"nri: `cachepin {' '.join(cmd[1:])}` is accepted (--help after it exits 0)",
+          r.returncode == 0 and r.stdout.startswith("Usage: cachepin nri"), r.stderr.strip())
+    args = dict(zip(cmd[2::2], cmd[3::2]))
+    check("nri: the default socket", args.get("--socket", "/var/run/nri/nri.sock") == "/var/run/nri/nri.sock")
     init = pod.get("initContainers", [])
-    check("DaemonSet: the init container installs (the image's entrypoint, no command)",
-          len(init) == 1 and "command" not in init[0])
-    env = {e["name"]: e.get("value") for e in (init[0].get("env", []) if init else [])}
-    want = f"/host{CONTAINERD_ETC}/config.toml"
-    check(f"DaemonSet: the installer writes the handler into {want} (CACHEPIN_CONTAINERD_CONFIG)",
-          env.get("CACHEPIN_CONTAINERD_CONFIG") == want, str(env))
-    idle = [c for c in pod["containers"] if not c.get("volumeMounts")]
-    check("DaemonSet: the long-running container mounts nothing and is not root",
-          len(idle) == len(pod["containers"]) and all(c["securityContext"].get("runAsNonRoot") for c in idle))
+    script = " ".join(init[0].get("command", [])) if init else ""
+    check(f"nri: an init container makes an empty {state} 0700 and mounts nothing else",
+          len(init) == 1 and f"chmod 0700 {state}" in script and f"ls -A {state}" in script
+          and [vols[m["name"]]["hostPath"]["path"] for m in init[0].get("volumeMounts", [])] == [state], script)
+    check_state_dir_script(script, state)
+
+
+def check_nri_uninstall(src, binary, pod, vols):
+    """The NRI route's uninstall: install.sh clean-state on the plugin's state directory, read
+    with the plugin's config; then run for real (check_clean_state)."""
+    state = default_state_dir(binary)
+    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
+    check(f"nri-uninstall: host path {state}, nothing else", host_paths == {state}, str(host_paths))
+    init = pod.get("initContainers", [])
+    check("nri-uninstall: one init container, install.sh clean-state (the entrypoint, no command)",
+          len(init) == 1 and "command" not in init[0] and init[0].get("args") == ["clean-state"], str(init))
+    if init:
+        mounts = {m["mountPath"]: m for m in init[0].get("volumeMounts", [])}
+        check(f"nri-uninstall: the state directory at {state}, the ConfigMap at {ETC} read-only (the plugin's)",
+              sorted(mounts) == sorted([state, ETC]) and mounts[ETC].get("readOnly")
+              and "configMap" in vols[mounts[ETC]["name"]], str(sorted(mounts)))
+        check("nri-uninstall: root (the state directory is root's 0700)",
+              init[0].get("securityContext", {}).get("runAsUser") == 0)
+    idle_container("nri-uninstall", pod)
+    check_clean_state(src, binary)
+
+
+def check_clean_state(src, binary):
+    """install.sh clean-state, run for real as the clean-up's pod runs it: an empty ledger's
+    directory emptied; one with an entry, or unreadable, left as it is and said in one line."""
+    entry = ('{"version": 1, "entries": [{"id": "a", "cgroup_mount": "/sys/fs/cgroup", "cgroup": "/a", "pid": 0, '
+             '"start_time": 0, "mode": "exclusive", "cpus": "1", "held": "1", "mems": "0", "placed_at": 1700000000}]}\n')
+    with tempfile.TemporaryDirectory(prefix="cachepin-clean-") as d:
+        state = os.path.join(d, "state")
+        conf = os.path.join(d, "config.json")
+        topo = os.path.join(d, "topo.xml")
+        subprocess.run(["lstopo-no-graphics", "--input", SYNTHETIC, "--of", "xml", topo], capture_output=True)
+        with open(conf, "w") as f:
+            json.dump({"state_dir": state, "topology": topo if os.path.exists(topo) else "host"}, f)
+        env = dict(os.environ, CACHEPIN_STATE=state, CACHEPIN_BIN=binary, CACHEPIN_STATUS_CONFIG=conf)
+
+        def run(ledger):
+            shutil.rmtree(state, ignore_errors=True)
+            os.mkdir(state, 0o700)
+            for name in ("lock", "topology.cache"):
+                open(os.path.join(state, name), "w").close()
+            if ledger is not None:
+                with open(os.path.join(state, "ledger.json"), "w") as f:
+                    f.write(ledger)
+                os.chmod(os.path.join(state, "ledger.json"), 0o600)
+            return subprocess.run(["sh", os.path.join(src, K8S, "install.sh"), "clean-state"], env=env,
+                                  capture_output=True, text=True)
+
+        r = run(None)
+        check("clean-state: a state directory without entries is emptied, the directory kept",
+              r.returncode == 0 and os.path.isdir(state) and not os.listdir(state), r.stdout + r.stderr)
+        r = run('{"version": 1, "entries": []}\n')
+        check("clean-state: an empty ledger's directory is emptied",
+              r.returncode == 0 and not os.listdir(state), r.stdout + r.stderr)
+        r = run(entry)
+        lines = r.stdout.strip().splitlines()
+        check("clean-state: a ledger holding an entry is left as it is, said in one line",
+              r.returncode == 0 and sorted(os.listdir(state)) == ["ledger.json", "lock", "topology.cache"]
+              and len(lines) == 1 and "holds 1 entries" in lines[0], r.stdout + r.stderr)
+        r = run("not json\n")
+        err = r.stderr.strip().splitlines()
+        check("clean-state: an unreadable ledger is left as it is, the pod failing with one line",
+              r.returncode != 0 and len(os.listdir(state)) == 3 and len(err) == 1, r.stdout + r.stderr)
+        with open(conf, "w") as f:
+            json.dump({"state_dir": os.path.join(d, "elsewhere")}, f)
+        r = run(None)
+        check("clean-state: a config naming another state directory is refused, nothing removed",
+              r.returncode != 0 and len(os.listdir(state)) == 2 and "mount its state_dir" in r.stderr, r.stderr)
+
+
+def check_comments(src):
+    """Each privilege and host mount of a shipped DaemonSet says what it is for."""
+    for overlay in OVERLAYS:
+        path = f"{K8S}/overlays/{overlay}/daemonset.yaml"
+        if not os.path.exists(os.path.join(src, path)):
+            continue
+        commented(src, path, r"^\s*hostPID: true")
+        commented(src, path, r"^\s*privileged: true")
+        text = read(src, path).splitlines()
+        # A mount: a "- name:" line followed by its mountPath; a host path volume: by hostPath.
+        for what, key in (("mount", "mountPath:"), ("host path volume", "hostPath:")):
+            bare = [text[i].strip() for i in range(1, len(text) - 1)
+                    if re.match(r"^\s*- name: ", text[i]) and key in text[i + 1]
+                    and not text[i - 1].lstrip().startswith("#")]
+            check(f"{path}: each {what} says what it is for (a comment right above)", not bare, str(bare))
+
+
+def check_example_pod(binary, path, pod):
+    ann = pod["metadata"].get("annotations", {})
+    ours = {k[len("cachepin.io/"):]: v for k, v in ann.items() if k.startswith("cachepin.io/")}
+    check(f"{path}: asks with cachepin.io/ annotations", bool(ours))
+    limits = [c.get("resources", {}).get("limits", {}).get("cpu") for c in pod["spec"]["containers"]]
+    check(f"{path}: its CPU limit is the CPUs it asks for", all(l == ours.get("cpus") for l in limits),
+          f"{limits} vs {ours.get('cpus')}")
+    # The values, as the hook parses them: cachepin plan takes the same spellings.
+    args = [binary, "plan", "--topology", SYNTHETIC]
+    for k, v in ours.items():
+        if k == "strict":
+            args += ["--strict"] if v == "true" else []
+            check(f"{path}: strict is true or false", v in ("true", "false"), v)
+        elif k == "mems":
+            check(f"{path}: mems is local or keep", v in ("local", "keep"), v)
+        else:
+            args += [f"--{k}", v]
+    r = subprocess.run(args, capture_output=True, text=True)
+    check(f"{path}: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
+
+
+def check_examples(src, binary, hook):
+    """One example pod per route: the hook's on the hook overlay's RuntimeClass, the NRI
+    route's on none (that class exists only where the hook overlay is applied)."""
+    rc = hook["RuntimeClass"][0]["metadata"]["name"] if hook else None
+    for path, runtime_class in ((f"{K8S}/examples/hook-pod.yaml", rc), (f"{K8S}/examples/nri-pod.yaml", None)):
+        pod = docs_by_kind(src, path)["Pod"][0]
+        check(f"{path}: runtimeClassName {runtime_class}", pod["spec"].get("runtimeClassName") == runtime_class)
+        check_example_pod(binary, path, pod)
 
 
 def default_state_dir(binary):
@@ -204,81 +483,6 @@ def default_state_dir(binary):
         return json.loads(r.stdout)["config"]["state_dir"]
     except (ValueError, KeyError):
         return None
-
-
-def check_nri_plugin(src, binary):
-    """nri-plugin.yaml: `cachepin nri` on every node, with the host paths, namespaces and
-    priority it needs, a command the binary accepts, the installer's image."""
-    k = docs_by_kind(src, "deploy/kubernetes/nri-plugin.yaml")
-    check("nri-plugin.yaml: one DaemonSet, nothing else", list(k) == ["DaemonSet"] and len(k["DaemonSet"]) == 1,
-          str(sorted(k)))
-    ds = k["DaemonSet"][0]
-    pod = ds["spec"]["template"]["spec"]
-    check("nri-plugin: in kube-system", ds["metadata"].get("namespace") == "kube-system")
-    check("nri-plugin: selector matches its pods' labels",
-          ds["spec"]["selector"]["matchLabels"].items() <= ds["spec"]["template"]["metadata"]["labels"].items())
-    check("nri-plugin: priorityClassName system-node-critical", pod.get("priorityClassName") == "system-node-critical")
-    check("nri-plugin: tolerates every taint (every node)", {"operator": "Exists"} in pod.get("tolerations", []))
-    check("nri-plugin: no nodeSelector (every node)", "nodeSelector" not in pod)
-    # The ledger's hook entries are freed when their pid is gone: the node's pids, not a namespace's.
-    check("nri-plugin: hostPID", pod.get("hostPID") is True)
-    for host in ("hostNetwork", "hostIPC"):
-        check(f"nri-plugin: no {host}", not pod.get(host))
-    check("nri-plugin: no service account token", pod.get("automountServiceAccountToken") is False)
-
-    state = default_state_dir(binary)
-    check(f"the binary's default state directory is /run/cachepin ({state})", state == "/run/cachepin")
-    vols = {v["name"]: v for v in pod["volumes"]}
-    host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
-    want_paths = {"/var/run/nri", state, "/sys", ETC}
-    check(f"nri-plugin: host paths {sorted(want_paths)}, nothing else", host_paths == want_paths, str(host_paths))
-    check("nri-plugin: no other volume", len(vols) == len(host_paths), str(sorted(vols)))
-    (c,) = pod["containers"]
-    mounts = {vols[m["name"]]["hostPath"]["path"]: m for m in c.get("volumeMounts", [])}
-    check("nri-plugin: the plugin mounts each host path at the same path (the config's paths are the node's)",
-          sorted(mounts) == sorted(want_paths) and all(m["mountPath"] == p for p, m in mounts.items()),
-          str({p: m["mountPath"] for p, m in mounts.items()}))
-    check("nri-plugin: /sys and /etc/cachepin read-only, the socket and the state directory writable",
-          all(mounts.get(p, {}).get("readOnly") is True for p in ("/sys", ETC))
-          and all(not mounts.get(p, {}).get("readOnly") for p in ("/var/run/nri", state)))
-    check("nri-plugin: /var/run/nri must exist (the runtime makes it when NRI is on)",
-          vols["nri"]["hostPath"].get("type") == "Directory")
-    sc = c.get("securityContext", {})
-    # On cgroup v2 only a privileged container stays in the host's cgroup namespace.
-    check("nri-plugin: privileged, root", sc.get("privileged") is True and sc.get("runAsUser") == 0)
-    res = c.get("resources", {})
-    check("nri-plugin: requests cpu and memory, limits memory and not cpu",
-          {"cpu", "memory"} <= set(res.get("requests", {})) and "memory" in res.get("limits", {})
-          and "cpu" not in res.get("limits", {}), str(res))
-    check("nri-plugin: no liveness probe (it exits when its connection closes)", "livenessProbe" not in c)
-
-    installer = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["DaemonSet"][0]["spec"]["template"]["spec"]
-    images = {x["image"] for x in pod["containers"] + pod.get("initContainers", [])}
-    want = {x["image"] for x in installer["containers"]}
-    check(f"nri-plugin: the installer's image ({sorted(want)})", images == want, str(images))
-    cmd = c.get("command", []) + c.get("args", [])
-    check(f"nri-plugin: runs {BIN} nri (the image's copy, Containerfile's /opt/cachepin)",
-          cmd[:2] == [BIN, "nri"], str(cmd))
-    cf = read(src, "deploy/kubernetes/Containerfile")
-    check(f"Containerfile: {PREFIX} is the image's /cachepin (the bundled binary runs there)",
-          f"ln -s /cachepin {PREFIX}" in cf)
-    # The options, as the binary parses them: an option it refuses fails before --help.
-    r = subprocess.run([binary] + cmd[1:] + ["--help"], capture_output=True, text=True)
-    check(f"nri-plugin: `cachepin {' '.join(cmd[1:])}` is accepted (--help after it exits 0)",
-          r.returncode == 0 and r.stdout.startswith("Usage: cachepin nri"), r.stderr.strip())
-    args = dict(zip(cmd[2::2], cmd[3::2]))
-    check("nri-plugin: the default socket", args.get("--socket", "/var/run/nri/nri.sock") == "/var/run/nri/nri.sock")
-    # The state directory the kubelet may make (0755) is made 0700 before the plugin
-    # starts, and only when empty.
-    init = pod.get("initContainers", [])
-    script = " ".join(init[0].get("command", [])) if init else ""
-    check(f"nri-plugin: an init container makes an empty {state} 0700 and mounts nothing else",
-          len(init) == 1 and f"chmod 0700 {state}" in script and f"ls -A {state}" in script
-          and [vols[m["name"]]["hostPath"]["path"] for m in init[0].get("volumeMounts", [])] == [state], script)
-    isc = init[0].get("securityContext", {}) if init else {}
-    check("nri-plugin: the init container drops every capability, no privilege escalation",
-          isc.get("capabilities", {}).get("drop") == ["ALL"] and isc.get("allowPrivilegeEscalation") is False)
-    check_state_dir_script(script, state)
 
 
 def check_state_dir_script(script, state):
@@ -300,33 +504,6 @@ def check_state_dir_script(script, state):
               oct(os.stat(held).st_mode & 0o7777) == oct(0o755), oct(os.stat(held).st_mode & 0o7777))
 
 
-def check_runtimeclass_and_pod(src, binary):
-    rc = docs_by_kind(src, "deploy/kubernetes/runtimeclass.yaml")["RuntimeClass"][0]
-    check(f"RuntimeClass: handler {HANDLER} (the containerd snippets')", rc["handler"] == HANDLER)
-    check(f"RuntimeClass: schedules onto {NODE_LABEL[0]}={NODE_LABEL[1]} nodes, as the DaemonSet runs",
-          rc.get("scheduling", {}).get("nodeSelector") == dict([NODE_LABEL]))
-    pod = docs_by_kind(src, "deploy/kubernetes/example-pod.yaml")["Pod"][0]
-    check("example pod: uses the RuntimeClass", pod["spec"].get("runtimeClassName") == rc["metadata"]["name"])
-    ann = pod["metadata"].get("annotations", {})
-    ours = {k[len("cachepin.io/"):]: v for k, v in ann.items() if k.startswith("cachepin.io/")}
-    check("example pod: asks with cachepin.io/ annotations", bool(ours))
-    limits = [c.get("resources", {}).get("limits", {}).get("cpu") for c in pod["spec"]["containers"]]
-    check("example pod: its CPU limit is the CPUs it asks for", all(l == ours.get("cpus") for l in limits),
-          f"{limits} vs {ours.get('cpus')}")
-    # The values, as the hook parses them: cachepin plan takes the same spellings.
-    args = [binary, "plan", "--topology", "pack:1 l3:2 core:4 pu:2"]
-    for k, v in ours.items():
-        if k == "strict":
-            args += ["--strict"] if v == "true" else []
-            check("example pod: strict is true or false", v in ("true", "false"), v)
-        elif k == "mems":
-            check("example pod: mems is local or keep", v in ("local", "keep"), v)
-        else:
-            args += [f"--{k}", v]
-    r = subprocess.run(args, capture_output=True, text=True)
-    check("example pod: cachepin plan accepts its annotations' values", r.returncode == 0, r.stderr.strip())
-
-
 def check_required_plugins(src, binary):
     """The required-plugins snippet and the strict example pod, as docs/kubernetes.md says
     ("Required plugins"): the validator table NRI v0.10+ reads, naming the plugin as it
@@ -338,7 +515,7 @@ def check_required_plugins(src, binary):
           v.get("required_plugins") == ["cachepin"], v)
     check("nri-required.toml: an annotation tolerates its absence (the plugin's own pod, static pods)",
           bool(v.get("tolerate_missing_plugins_annotation")), v)
-    pod = docs_by_kind(src, "deploy/kubernetes/example-strict-pod.yaml")["Pod"][0]
+    pod = docs_by_kind(src, f"{K8S}/examples/nri-strict-pod.yaml")["Pod"][0]
     ann = pod["metadata"].get("annotations", {})
     check("example strict pod: strict", ann.get("cachepin.io/strict") == "true", ann)
     check("example strict pod: requires the plugin (a JSON list naming cachepin)",
@@ -394,7 +571,7 @@ class Node:
                 f.write(read(src, f"deploy/hooks.d/{name}.in").replace("@CACHEPIN_INSTALLED_BIN@", BIN))
         for name in ("config-v2.toml", "config-v3.toml", "cachepin-base-spec.json"):
             shutil.copy(os.path.join(src, "deploy/containerd", name), ctrd)
-        self.cm = docs_by_kind(src, "deploy/kubernetes/installer.yaml")["ConfigMap"][0]["data"]["config.json"]
+        self.cm = read(src, f"{K8S}/base/config.json")
         with open(os.path.join(d, "config/config.json"), "w") as f:
             f.write(self.cm)
         self.ctrd_config = self.host + CONTAINERD_ETC + "/config.toml"
@@ -424,9 +601,10 @@ def written_before(out, first, then):
     return None not in at and at[0] < at[1]
 
 
-def check_install_run(src, binary):
+def check_install_run(src, binary, uninstall_args):
     """install.sh run for real; the hook paths in what lands there name the binary that
-    landed there."""
+    landed there; run again with the uninstall overlay's arguments, nothing of it left but
+    the two directories the kubelet made (the pod's mount points), empty."""
     with tempfile.TemporaryDirectory(prefix="cachepin-install-") as d:
         node = Node(src, binary, d)
         host = node.host
@@ -448,6 +626,14 @@ def check_install_run(src, binary):
         left = [f for _, _, fs in os.walk(host) for f in fs if ".tmp." in f]
         check("install.sh: no temporary file left", not left, str(left))
         check_containerd_install(node, r)
+        node.containerd_config(MAIN_V3)
+        node.run()
+        r = node.run(*uninstall_args)
+        dirs = sorted(os.path.relpath(os.path.join(w, x), host) for w, ds, _ in os.walk(host) for x in ds)
+        want = sorted(["etc", "etc/cachepin", "etc/containerd", "opt", "opt/cachepin"])
+        check(f"install.sh {' '.join(uninstall_args)}: the node's files as they were, {PREFIX} and {ETC} left empty",
+              r.returncode == 0 and dirs == want and node.files() == [CONTAINERD_ETC[1:] + "/config.toml"]
+              and node.containerd_config() == MAIN_V3, f"{dirs} {node.files()} {r.stderr}")
 
 
 def check_containerd_install(node, r):
@@ -505,14 +691,31 @@ def check_containerd_install(node, r):
 def main(argv):
     src, binary = argv[1], os.path.realpath(argv[2])
     version = project_version(src)
+    kubectl = sid_kubectl(src)
+    if not kubectl:
+        print(f"SKIP: Debian sid's {KUBECTL_DEB} cannot be had (the archive is unreachable and nothing is cached)")
+        return 77
     check_snippets(src)
     check_base_spec(src)
     check_image_build(src, version)
-    check_installer(src, version)
-    check_runtimeclass_and_pod(src, binary)
-    check_nri_plugin(src, binary)
+    check_comments(src)
+    rendered = {o: render(kubectl, src, o) for o in OVERLAYS}
+    uninstall_args = ["uninstall"]
+    for overlay, k in rendered.items():
+        if not k:
+            continue
+        ds, pod, vols = check_common(overlay, k, version, binary)
+        if overlay.startswith("hook"):
+            args = check_hook_overlay(src, overlay, k, pod, vols)
+            if overlay == "hook-uninstall":
+                uninstall_args = args
+        elif overlay == "nri":
+            check_nri_overlay(src, binary, pod, vols)
+        else:
+            check_nri_uninstall(src, binary, pod, vols)
+    check_examples(src, binary, rendered.get("hook"))
     check_required_plugins(src, binary)
-    check_install_run(src, binary)
+    check_install_run(src, binary, uninstall_args)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
     return 1 if failures else 0
 

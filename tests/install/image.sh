@@ -33,14 +33,14 @@ fi
 pass "podman build -f deploy/kubernetes/Containerfile FROM $BASE ($((SECONDS - start)) s)"
 grep '^bundle.sh:' "$DIR/build.log" | sed 's/^/  /'
 
-# nri-plugin.yaml runs the plugin in the image itself: its bundled binary (the libraries it
+# overlays/nri runs the plugin in the image itself: its bundled binary (the libraries it
 # links, libprotobuf-c among them, under /cachepin/lib, which /opt/cachepin names) starts there.
 out=$(podman --runtime runc run "${LIMITS[@]}" --rm --network none --entrypoint /opt/cachepin/bin/cachepin "$IMAGE" \
         nri --help 2>&1)
-check "in the image: /opt/cachepin/bin/cachepin nri --help (nri-plugin.yaml's command) [$(head -1 <<< "$out")]" \
+check "in the image: /opt/cachepin/bin/cachepin nri --help (overlays/nri's command) [$(head -1 <<< "$out")]" \
   grep -q '^Usage: cachepin nri' <<< "$out"
 
-# The DaemonSet's mounts (installer.yaml): the node's two directories and the ConfigMap.
+# The DaemonSet's mounts (overlays/hook): the node's two directories and the ConfigMap.
 NODE=$DIR/node
 mkdir -p "$NODE/opt/cachepin" "$NODE/etc/cachepin" "$DIR/config"
 cp "$SRC/packaging/config.json" "$DIR/config/config.json"
