@@ -371,8 +371,8 @@ sandbox_placer (const struct cp_hostconfig *hc, const struct cp_placer *p, cp_er
 
 int
 cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *target,
-              const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
-              cp_error_t *err)
+                const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
+                cp_error_t *err)
 {
   *plan_out = NULL;
   journal_begin (front);
@@ -390,7 +390,7 @@ cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front, con
 
 int
 cp_front_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
-                enum cp_release_result *result, cp_error_t *err)
+                  enum cp_release_result *result, cp_error_t *err)
 {
   journal_begin (front);
   cleanup_placer struct cp_placer *p = NULL;
@@ -421,7 +421,7 @@ cp_front_batch_mounts (const struct cp_front_batch *cb)
 
 int
 cp_front_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front, struct cp_front_batch **out,
-                   cp_error_t *err)
+                     cp_error_t *err)
 {
   journal_begin (front);
   struct cp_front_batch *cb = cp_xcalloc (1, sizeof *cb);
@@ -438,7 +438,7 @@ cp_front_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front
 
 int
 cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
-                    cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err)
+                      cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err)
 {
   if (cp_placer_batch_decide (cb->b, target, creq, plan_out, err) < 0)
     return place_failed (cb->hc, cb->front, target, creq, judge, err);

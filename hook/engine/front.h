@@ -38,8 +38,8 @@ typedef int (*cp_front_judge_fn) (const struct cp_hostconfig *hc, bool strict, c
    the plan applied, 1 when JUDGE let the target go unplaced (*PLAN_OUT NULL), < 0
    on a failure.  The sandbox stays after the call returns. */
 int cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_target *target,
-                  const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
-                  cp_error_t *err);
+                    const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
+                    cp_error_t *err);
 
 /* Many placements at once (the NRI plugin's Synchronize), through the engine's
    batch (placer.h: targets whose cgroup is named and not made yet): open, each
@@ -50,9 +50,9 @@ int cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front,
    committed. */
 struct cp_front_batch;
 int cp_front_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front, struct cp_front_batch **out,
-                       cp_error_t *err);
+                         cp_error_t *err);
 int cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
-                        cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err);
+                          cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err);
 int cp_front_batch_commit (struct cp_front_batch *cb, cp_error_t *err);
 /* /proc/self/cgroup and mountinfo as the batch read them at open (cgroup.h). */
 const struct cp_cgroup_snapshot *cp_front_batch_mounts (const struct cp_front_batch *cb);
@@ -82,7 +82,7 @@ int cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *e
 /* A release through the engine's steps: open, the journal, the sandbox, commit;
    a release done is recorded as FRONT's. */
 int cp_front_release (const struct cp_hostconfig *hc, enum cp_journal_front front, const struct cp_release *rel,
-                    enum cp_release_result *result, cp_error_t *err);
+                      enum cp_release_result *result, cp_error_t *err);
 
 /* ---- the journal of decisions (front.c) ----
 
