@@ -327,7 +327,7 @@ test_batch_commits_once (void **state)
   struct fixture *fx = *state;
   struct cp_container_request creq = { .cpus_source = CP_CPUS_SOURCE_ANNOTATION };
   creq.req = tu_req (1, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
-  cp_error_t err = NULL;
+  cleanup_error cp_error_t err = NULL;
   struct cp_placer_batch *b = NULL;
   if (cp_placer_batch_open (&fx->hc, &b, &err) < 0)
     fail_msg ("open: %s", cp_error_message (err));
@@ -358,6 +358,7 @@ test_batch_commits_once (void **state)
   struct cp_plan *none = NULL;
   tu_check_error ("full", cp_placer_batch_decide (b, &third, &creq, &none, &err), &err,
                   "cannot place 1 CPU (smt=pe0-first, mode=exclusive): only 0 usable CPUs are free");
+  cp_error_free (&err);
   /* A target with a cgroup made (or a pid) is not a batch's. */
   struct cp_target made = { .id = "b-pid", .cgroup_mount = fx->cgroot, .cgroup_path = "/pod/b-pid", .pid = 1 };
   tu_check_error ("not a batch's", cp_placer_batch_decide (b, &made, &creq, &none, &err), &err,
