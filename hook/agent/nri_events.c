@@ -150,13 +150,6 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
 }
 
 int
-cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, const struct cp_cgroup_snapshot *mounts, char **mount,
-                  char **cgroup, cp_error_t *why)
-{
-  return cp_locate_cgroup (id, cfg, mounts, mount, cgroup, why);
-}
-
-int
 cp_nri_place (const struct cp_nri_plugin *p, struct cp_front_batch *batch, const char *id,
               const struct cp_oci_config *cfg, struct cp_container_request *creq, struct cp_plan **plan,
               cp_error_t *why)
@@ -164,7 +157,7 @@ cp_nri_place (const struct cp_nri_plugin *p, struct cp_front_batch *batch, const
   const struct cp_hostconfig *hc = p->hc;
   cleanup_free char *mount = NULL;
   cleanup_free char *cgroup = NULL;
-  if (cp_nri_cgroup_of (id, cfg, batch ? cp_front_batch_mounts (batch) : NULL, &mount, &cgroup, why) == 0)
+  if (cp_locate_cgroup (id, cfg, batch ? cp_front_batch_mounts (batch) : NULL, &mount, &cgroup, why) == 0)
     {
       if (cp_started_core_sched_admit (hc, id, creq, why) < 0)
         return -1;
@@ -244,7 +237,7 @@ cgroup_named (const nri_container *c)
   cleanup_error cp_error_t ignored = NULL;
   char *mount = NULL, *cgroup = NULL;
   if (cp_nri_config_of (c, &cfg, &ignored) == 0 && cfg.cgroups_path)
-    cp_nri_cgroup_of (c->id, &cfg, NULL, &mount, &cgroup, &ignored);
+    cp_locate_cgroup (c->id, &cfg, NULL, &mount, &cgroup, &ignored);
   cp_oci_config_free (&cfg);
   free (mount);
   return cgroup;
@@ -415,13 +408,16 @@ settle_started (const struct cp_nri_plugin *p, const nri_container *c)
     }
   cleanup_bitmap hwloc_bitmap_t spec = cp_bitmap_new ();
   bool said = cp_nri_spec_cpus (c, spec);
-  enum cp_settle what = found ? cp_owner_settle (&p->owner, &v.e, CP_SEEN_RUNNING, said ? spec : NULL) : CP_SETTLE_KEEP;
+  enum cp_settle what
+      = found ? cp_owner_settle (&p->owner, &v.e, CP_SEEN_RUNNING, said ? spec : NULL) : CP_SETTLE_KEEP;
   cleanup_free char *held = found ? cp_cpulist_format (v.e.cpus) : NULL;
   cleanup_free char *got = hwloc_bitmap_iszero (spec) ? cp_xstrdup ("(its parent's)") : cp_cpulist_format (spec);
   if (found)
     cp_entry_view_clear (&v);
   cp_log (CP_LOG_DEBUG, "nri: %s started: its spec's cpuset %s, %s", c->id, said ? got : "not said",
-          what == CP_SETTLE_ADOPT ? "on its placement" : what == CP_SETTLE_UNAPPLIED ? "not on its placement" : "not ours");
+          what == CP_SETTLE_ADOPT       ? "on its placement"
+          : what == CP_SETTLE_UNAPPLIED ? "not on its placement"
+                                        : "not ours");
   if (what == CP_SETTLE_UNAPPLIED)
     {
       cp_log (CP_LOG_WARNING, "%s started on CPUs %s, not on its placement %s: the runtime did not apply the answer "

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "nri_plugin.h"
+#include "locate.h"
 #include "log.h"
 #include "started.h"
 #include "util.h"
@@ -22,7 +23,7 @@ cp_nri_isolate_start (const struct cp_hostconfig *hc, const Nri__Pkg__Api__V1alp
   cleanup_error cp_error_t why = NULL;
   int r = cp_nri_config_of (c, &cfg, &why);
   if (r == 0)
-    r = cp_nri_cgroup_of (c->id, &cfg, NULL, &mount, &cgroup, &why);
+    r = cp_locate_cgroup (c->id, &cfg, NULL, &mount, &cgroup, &why);
   cp_oci_config_free (&cfg);
   if (r == 0)
     {

@@ -68,19 +68,12 @@ int cp_nri_config_of (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_oci
 
 /* The placement of ID for CREQ through the engine's steps, recorded under the cgroup
    CFG names and P's runtime, and not written (the runtime applies the answer); in
-   BATCH when not NULL (cli.h: committed by its owner, who answers only after), else
+   BATCH when not NULL (front.h: committed by its owner, who answers only after), else
    on its own; 0 placed (*PLAN), 1 unplaced (logged), -1 failed (*WHY). */
 struct cp_front_batch;
 int cp_nri_place (const struct cp_nri_plugin *p, struct cp_front_batch *batch, const char *id,
                   const struct cp_oci_config *cfg, struct cp_container_request *creq, struct cp_plan **plan,
                   cp_error_t *why);
-
-/* The cgroup container ID's CFG names (its linux.cgroupsPath, cgroupfs or systemd
-   form), located as cp_cgroup_locate_path_in() does (MOUNTS: read once by the
-   caller; NULL: now): the mount and the path below it (the caller frees both).  -1
-   (*WHY) when it names none. */
-int cp_nri_cgroup_of (const char *id, const struct cp_oci_config *cfg, const struct cp_cgroup_snapshot *mounts,
-                      char **mount, char **cgroup, cp_error_t *why);
 
 /* ID's entry released, if it is P's (owner.h) and the one of the container in
    CGROUP (NULL: any of P's entries of that id), with the kernel switch's reference

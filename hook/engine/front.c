@@ -437,8 +437,9 @@ cp_front_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front
 }
 
 int
-cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
-                      cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err)
+cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target,
+                      const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
+                      cp_error_t *err)
 {
   if (cp_placer_batch_decide (cb->b, target, creq, plan_out, err) < 0)
     return place_failed (cb->hc, cb->front, target, creq, judge, err);

@@ -51,8 +51,9 @@ int cp_front_place (const struct cp_hostconfig *hc, enum cp_journal_front front,
 struct cp_front_batch;
 int cp_front_batch_open (const struct cp_hostconfig *hc, enum cp_journal_front front, struct cp_front_batch **out,
                          cp_error_t *err);
-int cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target, const struct cp_container_request *creq,
-                          cp_front_judge_fn judge, struct cp_plan **plan_out, cp_error_t *err);
+int cp_front_batch_place (struct cp_front_batch *cb, const struct cp_target *target,
+                          const struct cp_container_request *creq, cp_front_judge_fn judge, struct cp_plan **plan_out,
+                          cp_error_t *err);
 int cp_front_batch_commit (struct cp_front_batch *cb, cp_error_t *err);
 /* /proc/self/cgroup and mountinfo as the batch read them at open (cgroup.h). */
 const struct cp_cgroup_snapshot *cp_front_batch_mounts (const struct cp_front_batch *cb);

@@ -151,9 +151,10 @@ cp_placer_plan_in (const struct cp_ledger *l, const struct cp_topo *topo, hwloc_
    request for more CPUs than CPUS holds, naming what set the limit, in place of
    cp_place()'s, which knows only the count. */
 int
-cp_placer_decide_with (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus, hwloc_const_bitmap_t mems,
-        const struct cp_target *t, const struct cp_container_request *creq, hwloc_const_bitmap_t kept_mems,
-        const char *too_many, struct cp_isolate *iso, struct cp_plan **plan_out, cp_error_t *err)
+cp_placer_decide_with (struct cp_ledger *l, const struct cp_topo *topo, hwloc_const_bitmap_t cpus,
+                       hwloc_const_bitmap_t mems, const struct cp_target *t, const struct cp_container_request *creq,
+                       hwloc_const_bitmap_t kept_mems, const char *too_many, struct cp_isolate *iso,
+                       struct cp_plan **plan_out, cp_error_t *err)
 {
   cleanup_plan struct cp_plan *plan = NULL;
   if (cp_placer_check_unclaimed (l, t, err) < 0)
@@ -360,8 +361,9 @@ cp_placer_state_dirfd (const struct cp_placer *p)
 int
 cp_placer_decide (struct cp_placer *p, cp_error_t *err)
 {
-  if (cp_placer_decide_with (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many, &p->iso, &p->plan,
-              err) == 0)
+  if (cp_placer_decide_with (p->l, p->topo, p->cpus, p->mems, &p->target, p->creq, p->kept_mems, p->too_many,
+                             &p->iso, &p->plan, err)
+      == 0)
     return 0;
   cp_placer_schedctl_sync (&p->sc, p->l); /* reconcile may have dropped the last container asking */
   return -1;

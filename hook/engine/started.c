@@ -76,7 +76,9 @@ core_state (void)
     {
       cleanup_error cp_error_t e = NULL;
       if (cp_sched_core_probe ("/", &probe, &e) < 0)
-        probe = (struct cp_sched_core) { .avail = CP_SCHED_CORE_DENIED, .errnum = cp_error_errno (e), .smt_active = -1 };
+        probe = (struct cp_sched_core) {
+          .avail = CP_SCHED_CORE_DENIED, .errnum = cp_error_errno (e), .smt_active = -1
+        };
       probed = true;
     }
   return &probe;
@@ -155,7 +157,8 @@ cp_started_core_sched_make (const struct cp_hostconfig *hc, const struct cp_owne
   if (!cp_started_core_sched_there () || !entry_lacks_cookie (hc, owner, id))
     return; /* said at CreateContainer, or made already */
   cleanup_error cp_error_t why = NULL;
-  int r = core_helper.fd >= 0 ? cp_sched_core_helper_create (&core_helper, pid, &why) : cp_sched_core_create (pid, &why);
+  int r = core_helper.fd >= 0 ? cp_sched_core_helper_create (&core_helper, pid, &why)
+                              : cp_sched_core_create (pid, &why);
   if (r < 0)
     {
       cp_log (CP_LOG_WARNING, "%s asks cachepin.io/core-sched, runs without it: %s", id, cp_error_message (why));
