@@ -15,22 +15,21 @@ for tool in podman jq chroot; do
   command -v "$tool" >/dev/null || { echo "SKIP: needs $tool"; exit 77; }
 done
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (podman, chroot)"; exit 77; }
-BASE=$(bash "$HERE/base-image.sh") || { echo "SKIP: no Debian base image (base-image.sh above)"; exit 77; }
-
 DIR=$(mktemp -d /tmp/cachepin-image.XXXXXX)
 IMAGE=localhost/cachepin-installer:test-$$
 trap 'podman rmi -f "$IMAGE" >/dev/null 2>&1; rm -rf "$DIR"' EXIT
 
 start=$SECONDS
+bash "$HERE/build-image.sh" "$SRC" "$IMAGE" "$DIR/build.log"
+case $? in
+  0) ;;
+  77) echo "SKIP: no Debian base image (base-image.sh above)"; exit 77 ;;
+  *) fail "podman build -f deploy/kubernetes/Containerfile (FROM the base image)"; finish; exit ;;
+esac
 # runc and small rlimits, as tests/install/deb.sh runs podman: crun refuses this host's hybrid
 # cgroup layout, podman's default rlimits exceed what this sandbox grants.
 LIMITS=(--ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
-if ! podman build --runtime runc "${LIMITS[@]}" --pull=never --network none --build-arg BASE="$BASE" \
-       --build-arg RUNTIME_BASE="$BASE" -f "$SRC/deploy/kubernetes/Containerfile" -t "$IMAGE" "$SRC" \
-       >"$DIR/build.log" 2>&1; then
-  tail -30 "$DIR/build.log"; fail "podman build -f deploy/kubernetes/Containerfile (FROM $BASE)"; finish; exit
-fi
-pass "podman build -f deploy/kubernetes/Containerfile FROM $BASE ($((SECONDS - start)) s)"
+pass "podman build -f deploy/kubernetes/Containerfile FROM the base image ($((SECONDS - start)) s)"
 grep '^bundle.sh:' "$DIR/build.log" | sed 's/^/  /'
 
 # overlays/nri runs the plugin in the image itself: its bundled binary (the libraries it
