@@ -12,7 +12,8 @@ cannot be had), every rendered object checked: the objects of each overlay, one 
 container's privileges (only the NRI plugin privileged, each privilege and host mount with
 a comment saying what it is for), host paths and mounts, the ConfigMap's config accepted by
 cachepin's own checker, `cachepin nri` as the binary accepts it; the example pods'
-annotations are values the real binary accepts, each on its route. install.sh, run for real,
+annotations are values the real binary accepts, each on its route; what docs/kubernetes.md
+says each route's pod holds is what it holds (manifests_docs.py). install.sh, run for real,
 adds the handler to a containerd config in that config's version (keeping its settings, runc
 included), writes the base spec before the config and uninstalls in the reverse order, with
 the uninstall overlay's own arguments, leaving the node's files as they were; refuses a
@@ -32,6 +33,8 @@ import tempfile
 import tomllib
 
 import yaml
+
+import manifests_docs
 
 PREFIX = "/opt/cachepin"
 ETC = "/etc/cachepin"
@@ -714,6 +717,7 @@ def main(argv):
         else:
             check_nri_uninstall(src, binary, pod, vols)
     check_examples(src, binary, rendered.get("hook"))
+    manifests_docs.check_docs(check, src, rendered)
     check_required_plugins(src, binary)
     check_install_run(src, binary, uninstall_args)
     print(f"{'FAILED' if failures else 'passed'}: {failures} failure(s)")
