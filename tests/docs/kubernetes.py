@@ -8,7 +8,7 @@
   - every `Key=Value` the page writes of a directive of the shipped systemd unit
     (deploy/systemd/cachepin-nri.service.in) is the unit's own value, and the unit's
     capability bounding set and cgroup protection are stated;
-  - crio.md's [crio.nri] table names the keys CRI-O reads, each once.
+  - crio.md's [crio.nri] tables name the keys CRI-O reads (the validator's that matter), each once.
 What the manifests hold is tests/cri/manifests.py's (it renders them).
 
     /usr/bin/python3 tests/docs/kubernetes.py SOURCE_DIR
@@ -108,7 +108,10 @@ def check_unit(src):
 
 
 CRIO_NRI_KEYS = ["enable_nri", "nri_listen", "nri_plugin_dir", "nri_plugin_config_dir",
-                 "nri_plugin_registration_timeout", "nri_plugin_request_timeout", "nri_disable_connections"]
+                 "nri_plugin_registration_timeout", "nri_plugin_request_timeout", "nri_disable_connections",
+                 # [crio.nri.default_validator] (CRI-O 1.34+, internal/config/nri's DefaultValidatorConfig)
+                 "nri_enable_default_validator", "nri_validator_required_plugins",
+                 "nri_validator_tolerate_missing_plugins_annotation"]
 
 
 def check_crio(src):
