@@ -16,6 +16,7 @@
 #include "log.h"
 #include "ledger.h"
 #include "cpumap.h"
+#include "status_view.h"
 
 static void
 json_add_cpulist (json_object *obj, const char *key, hwloc_const_bitmap_t set)
@@ -150,18 +151,30 @@ cp_cli_print_plan_human (const struct cp_topo *topo, const struct cp_request *re
     printf ("held:    %s\n", held);
   printf ("request: cpus=%u align=%s smt=%s mode=%s%s\n", req->cpus, cp_align_name (req->align),
           cp_smt_name (req->smt), cp_mode_name (req->mode), req->strict ? " strict" : "");
-  printf ("domains:");
+  /* The lines that grow with the machine and the request, in 80 columns as
+     `status` is, each continuation under the value (9 columns in); a domain is
+     never split over two lines. */
+  const struct cp_view v = { .out = stdout };
+  cleanup_free char *domains = NULL;
+  size_t size = 0;
+  FILE *m = open_memstream (&domains, &size);
+  if (m == NULL)
+    return;
+  fputs ("domains:", m);
   for (size_t i = 0; i < plan->n_domains; i++)
     {
       cleanup_free char *d = cp_cpulist_format (plan->domains[i].cpus);
-      printf (" %s#%u(%s)", cp_topo_level_label (topo, plan->domains[i].level), plan->domains[i].index, d);
+      fprintf (m, " %s#%u(%s)", cp_topo_level_label (topo, plan->domains[i].level), plan->domains[i].index, d);
     }
-  printf ("%s\n", plan->split ? "  [split]" : "");
-  printf ("reason:  %s\n", plan->reason);
+  fputs (plan->split ? "  [split]" : "", m);
+  if (fclose (m) != 0)
+    return;
+  cp_view_items (&v, 9, domains);
+  cp_view_line (&v, 9, "reason:  %s", plan->reason);
   if (view->isolate)
-    printf ("isolate: %s\n", view->isolate);
+    cp_view_line (&v, 9, "isolate: %s", view->isolate);
   if (view->inputs)
-    printf ("inputs:  %s\n", view->inputs);
+    cp_view_line (&v, 9, "inputs:  %s", view->inputs);
   putchar ('\n');
   /* align=none places in the allowed CPUs as one domain: its map is the LLCs'. */
   enum cp_level level = req->align == CP_LEVEL_MACHINE ? CP_LEVEL_LLC : req->align;

@@ -329,6 +329,26 @@ write_tmp (struct cp_journal *j, const char *text, cp_error_t *err)
   return 0;
 }
 
+/* R is a drift the journal already says: the newest record of R's id in ALL is a
+   drift to the same CPUs.  A run that sees a drift and commits no ledger (a strict
+   refusal, a read) sees it again next time; the journal says it once per change. */
+static bool
+repeated_drift (const struct cp_journal_list *all, const struct cp_journal_record *r)
+{
+  if (r->kind != CP_JOURNAL_DRIFT || r->id == NULL)
+    return false;
+  for (size_t i = all->n; i-- > 0;)
+    {
+      const struct cp_journal_record *o = &all->records[i];
+      if (o->id == NULL || strcmp (o->id, r->id) != 0)
+        continue;
+      bool o_none = o->cpus == NULL || hwloc_bitmap_iszero (o->cpus);
+      bool r_none = r->cpus == NULL || hwloc_bitmap_iszero (r->cpus);
+      return o->kind == CP_JOURNAL_DRIFT && o_none == r_none && (o_none || hwloc_bitmap_isequal (o->cpus, r->cpus));
+    }
+  return false;
+}
+
 int
 cp_journal_commit (struct cp_journal *j, cp_error_t *err)
 {
@@ -340,15 +360,22 @@ cp_journal_commit (struct cp_journal *j, cp_error_t *err)
   if (all == NULL)
     all = cp_xmalloc0 (sizeof *all);
   all->records = cp_xrealloc (all->records, (all->n + queue.n + 1) * sizeof *all->records);
-  if (queue.n > 0) /* memcpy from NULL is undefined even for 0 bytes (UBSan) */
-    memcpy (all->records + all->n, queue.records, queue.n * sizeof *queue.records);
+  size_t added = 0;
   for (size_t i = 0; i < queue.n; i++)
-    cp_journal_counts_add (&all->counts, &queue.records[i]);
-  all->n += queue.n;
+    {
+      if (repeated_drift (all, &queue.records[i]))
+        {
+          cp_journal_record_clear (&queue.records[i]);
+          continue;
+        }
+      all->records[all->n++] = queue.records[i];
+      cp_journal_counts_add (&all->counts, &queue.records[i]);
+      added++;
+    }
   free (queue.records);
   if (r < 0)
     return -1;
-  if (queue.n == 0)
+  if (added == 0)
     return 0;
   size_t n_written;
   cleanup_free char *text = cp_journal_serialize (all, &n_written);

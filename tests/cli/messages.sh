@@ -110,9 +110,9 @@ make_cgroup "$TOP/q"   # all of TOP's CPUs
 echo "== counts: 1 CPU, 2 CPUs"
 run plan --topology "pack:1 l3:1 core:2 pu:2" --cpus 1 --smt pe0
 check "plan 1: exit" "$RC" 0
-contains "plan 1: \"1 CPU on\"" "$D/out" "exclusive: 1 CPU on L3#0 (best fit: 1 of its 2 usable CPUs free before); one PE0 thread on each of 1 core, its siblings held idle"
+contains_view "plan 1: \"1 CPU on\"" "$D/out" "exclusive: 1 CPU on L3#0 (best fit: 1 of its 2 usable CPUs free before); one PE0 thread on each of 1 core, its siblings held idle"
 run plan --topology "pack:1 l3:1 core:2 pu:2" --cpus 3 --smt any
-contains "plan 3: \"1 other thread\"" "$D/out" "3 CPUs on L3#0 (best fit: 3 of its 4 usable CPUs free before); 2 PE0 threads, 1 other thread"
+contains_view "plan 3: \"1 other thread\"" "$D/out" "3 CPUs on L3#0 (best fit: 3 of its 4 usable CPUs free before); 2 PE0 threads, 1 other thread"
 run plan --topology "pack:1 l3:2 core:1 pu:1" --cpus 2 --occupied 1
 check "plan, 1 free: exit 3" "$RC" 3
 contains "plan, 1 free: \"only 1 usable CPU is free\"" "$D/err" "cannot place 2 CPUs (smt=pe0-first, mode=exclusive): only 1 usable CPU is free"

@@ -95,12 +95,12 @@ expect_verdict () {
     check "$name (CPUs $cpus): granted" "$(jq -c '.isolate | [.granted, .reason, .kernel_checked]' "$T/out")" \
       "$(jq -cn --arg r "$GRANTED" '[true, $r, false]')"
     plan "$@" --isolate
-    contains "$name: the text says yes" "$T/out" "isolate: yes: $GRANTED"
+    contains_view "$name: the text says yes" "$T/out" "isolate: yes: $GRANTED"
   else
     check "$name (CPUs $cpus): not granted" "$(jq -c '.isolate | [.granted, .reason, .kernel_checked]' "$T/out")" \
       "$(jq -cn --arg r "$want" '[false, $r, false]')"
     plan "$@" --isolate
-    contains "$name: the text says no, and why" "$T/out" "isolate: no, placed without isolation: $want"
+    contains_view "$name: the text says no, and why" "$T/out" "isolate: no, placed without isolation: $want"
   fi
   VERDICT=$want CPUS=$cpus
 }

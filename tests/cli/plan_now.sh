@@ -73,7 +73,7 @@ check "plan: counts the ledger's entry" "$(jq -r .inputs.ledger_entries "$D/out"
 check "plan: not a's CPU" "$P1" "$(other "$A")"
 plan --cpus 1
 grep -Eq "^  L3#[0-9]+ .* $A:x$" "$D/out" && ok "plan's map shows a's CPU $A held" || ko "plan's map: $(cat "$D/out")"
-contains "plan's inputs line" "$D/out" "inputs:  ledger $D/state/ledger.json, 1 entry; config $D/cfg.json (cpus $USE, reserved none)"
+contains_view "plan's inputs line" "$D/out" "inputs:  ledger $D/state/ledger.json, 1 entry; config $D/cfg.json (cpus $USE, reserved none)"
 plan --cpus 1 --empty --json
 check "--empty: the empty machine's answer (a's CPU)" "$(jq -r .cpus "$D/out")" "$A"
 

@@ -537,6 +537,51 @@ test_counts_commit (void **state)
   cp_journal_list_free (l);
 }
 
+/* A drift is journaled once per change: the same drift again (a run that saw it and
+   committed no ledger, then the next) is not, nor counted; a drift elsewhere, one
+   back, or one after another record of the same id is. */
+static void
+test_drift_once (void **state)
+{
+  struct tdir *t = *state;
+  struct cp_journal_record d = rec ("c1", CP_JOURNAL_DRIFT, "3", "cpuset.cpus is 3");
+  append (t->state, &d, 1000);
+  append (t->state, &d, 1000);                 /* the same, again: dropped */
+  struct cp_journal_record other = rec ("c2", CP_JOURNAL_DRIFT, "3", "cpuset.cpus is 3");
+  append (t->state, &other, 1000);             /* another container's: kept */
+  append (t->state, &d, 1000);                 /* c1's newest is still that drift: dropped */
+  struct cp_journal_record moved = rec ("c1", CP_JOURNAL_DRIFT, "4", "cpuset.cpus is 4");
+  append (t->state, &moved, 1000);             /* a change: kept */
+  struct cp_journal_record back = rec ("c1", CP_JOURNAL_DRIFT, NULL, "back");
+  append (t->state, &back, 1000);
+  append (t->state, &back, 1000);              /* back, twice: once */
+  append (t->state, &d, 1000);                 /* moved again to 3: kept */
+  struct cp_journal_record released = rec ("c1", CP_JOURNAL_RELEASED, "3", "");
+  append (t->state, &released, 1000);
+  append (t->state, &d, 1000);                 /* after another record of c1: kept */
+
+  struct cp_journal_list *l = read_all (t->state);
+  const char *want[] = { "c1:3", "c2:3", "c1:4", "c1:", "c1:3", "c1:3" };
+  size_t drifts = 0;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->records[i].kind == CP_JOURNAL_DRIFT)
+      {
+        cleanup_free char *cpus = l->records[i].cpus ? cp_cpulist_format (l->records[i].cpus) : cp_xstrdup ("");
+        cleanup_free char *got = cp_xasprintf ("%s:%s", l->records[i].id, cpus);
+        assert_true (drifts < sizeof want / sizeof *want);
+        assert_string_equal (got, want[drifts]);
+        drifts++;
+      }
+  assert_int_equal (drifts, sizeof want / sizeof *want);
+  assert_int_equal (l->n, drifts + 1);
+  assert_int_equal (l->counts.n[CP_JOURNAL_HOOK][CP_JOURNAL_DRIFT][CP_JOURNAL_CAUSE_NONE], drifts);
+  cp_journal_list_free (l);
+  rec_free_sets (&d);
+  rec_free_sets (&other);
+  rec_free_sets (&moved);
+  rec_free_sets (&released);
+}
+
 /* What add() keeps of a record that breaks the rules: cut, made safe, never lost. */
 static void
 test_add_cleans (void **state)
@@ -1270,6 +1315,7 @@ main (void)
     cmocka_unit_test (test_causes),
     cmocka_unit_test_setup_teardown (test_counts_commit, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_add_cleans, tdir_setup, tdir_teardown),
+    cmocka_unit_test_setup_teardown (test_drift_once, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_bound, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_byte_cap, tdir_setup, tdir_teardown),
     cmocka_unit_test_setup_teardown (test_queue, tdir_setup, tdir_teardown),
