@@ -1,0 +1,179 @@
+/* `cachepin dra slice`: the ResourceSlices this node publishes for Kubernetes'
+ * Dynamic Resource Allocation (docs/dra.md): its cache domains as devices, their
+ * usable CPUs less those held outside DRA as capacity.  Writes nothing: the
+ * model is the engine's (hook/engine/dra.h), the JSON policy/dra_model.h's. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "cpulist.h"
+#include "dra.h"
+#include "topo.h"
+#include "util.h"
+
+static const char dra_usage[] =
+  "Usage: cachepin dra slice --node NAME [OPTIONS]\n"
+  "Print the resource.k8s.io/v1 ResourceSlices of driver " CP_DRA_DRIVER " for this node:\n"
+  "one device per L3 (or the domain the host config's align names), its capacity\n"
+  "`" CP_DRA_CAPACITY "` the usable CPUs (online, allowed, within `cpus`, not `reserved`)\n"
+  "less those the ledger holds outside DRA; writes nothing (docs/dra.md).\n\n"
+  "  --node NAME         the Kubernetes node name: the pool's name (required)\n"
+  "  --topology SRC      host (default), an hwloc XML file, or an hwloc synthetic\n"
+  "                      description (not this host: no ledger, no host config\n"
+  "                      unless --config names one)\n"
+  "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
+  "  --empty             no ledger: every usable CPU counted as free\n"
+  "  --generation N      the pool's generation (default 1)\n"
+  "  --json              the slices, one JSON object a line (one line below 129 devices)\n"
+  "  -h, --help          this text\n";
+
+enum
+{
+  OPT_NODE = 0x200,
+  OPT_TOPOLOGY,
+  OPT_EMPTY,
+  OPT_GENERATION,
+};
+
+struct dra_args
+{
+  struct cp_cli_common c;
+  const char *verb;
+  const char *node;
+  const char *topology;
+  bool empty;
+  int64_t generation;
+};
+
+static int
+parse_generation (const char *arg, int64_t *out, cp_error_t *err)
+{
+  unsigned n;
+  if (cp_parse_count (arg, 1000000000u, &n, err) < 0)
+    return cp_error_wrap (err, "--generation");
+  *out = n;
+  return 1;
+}
+
+static int
+dra_option (int opt, const char *arg, void *args, cp_error_t *err)
+{
+  struct dra_args *a = args;
+  switch (opt)
+    {
+    case 1:
+      if (a->verb != NULL)
+        return 0; /* a second operand: the frame's "unexpected argument" */
+      a->verb = arg;
+      return 1;
+    case OPT_NODE:
+      a->node = arg;
+      return 1;
+    case OPT_TOPOLOGY:
+      a->topology = arg;
+      return 1;
+    case OPT_EMPTY:
+      a->empty = true;
+      return 1;
+    case OPT_GENERATION:
+      return parse_generation (arg, &a->generation, err);
+    default:
+      return 0;
+    }
+}
+
+static const struct option dra_options[] = {
+  { "node", required_argument, NULL, OPT_NODE },
+  { "topology", required_argument, NULL, OPT_TOPOLOGY },
+  { "empty", no_argument, NULL, OPT_EMPTY },
+  { "generation", required_argument, NULL, OPT_GENERATION },
+  CP_CONFIG_LONG_OPTION,
+  CP_JSON_LONG_OPTION,
+  CP_HELP_LONG_OPTION,
+  { NULL, 0, NULL, 0 },
+};
+
+static const struct cp_cli_spec dra_spec = {
+  .name = "dra",
+  .usage = dra_usage,
+  .shortopts = "-:h",
+  .options = dra_options,
+  .option = dra_option,
+};
+
+/* The devices for people: one line each. */
+static void
+print_text (const struct cp_dra_model *m, const char *node, const char *source, unsigned held_entries)
+{
+  printf ("pool %s, driver %s: %zu device%s (%s)", node, CP_DRA_DRIVER, m->n_devices, m->n_devices == 1 ? "" : "s",
+          source);
+  if (m->hidden)
+    printf (", %u left out (every CPU held outside DRA)", m->hidden);
+  printf ("\n");
+  printf ("%-12s %-5s %-5s %-9s %-5s %-4s %-5s %-7s %-11s %-4s %s\n", "DEVICE", "CPUS", "HELD", "CAPACITY", "NUMA",
+          "PKG", "CORES", "THREADS", "KIND", "ISOL", "CPULIST");
+  for (size_t i = 0; i < m->n_devices; i++)
+    {
+      const struct cp_dra_device *d = &m->devices[i];
+      cleanup_free char *list = cp_cpulist_format (d->cpus);
+      printf ("%-12s %-5u %-5u %-9u %-5d %-4u %-5u %-7u %-11s %-4s %s\n", d->name, d->usable, d->usable - d->capacity,
+              d->capacity, d->numa_nodes ? (int) d->numa_node : -1, d->package, d->cores, d->threads_per_core,
+              d->cpu_kind, d->isolatable ? "yes" : "no", list);
+    }
+  if (held_entries)
+    printf ("held outside DRA: %u ledger entr%s\n", held_entries, held_entries == 1 ? "y" : "ies");
+}
+
+static int
+run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (a->node == NULL)
+    return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
+  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+    return -1;
+  bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
+  bool with_ledger = host && !a->empty;
+  if ((with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
+    return -1;
+  if (!with_ledger && a->c.config == NULL)
+    cp_hostconfig_init (hc);
+  struct cp_topo *topo = NULL;
+  if (!host && cp_topo_load (a->topology, &topo, err) < 0)
+    return cp_error_wrap (err, "--topology");
+  cleanup_dra_model struct cp_dra_model *m = NULL;
+  unsigned held_entries = 0;
+  if (cp_dra_gather (hc, topo, with_ledger, &m, &held_entries, err) < 0)
+    return -1;
+  json_object *slices = NULL;
+  if (cp_dra_slices_json (m, a->node, a->generation, &slices, err) < 0)
+    return cp_error_wrap (err, "--node");
+  if (a->c.json)
+    for (size_t i = 0; i < json_object_array_length (slices); i++)
+      puts (json_object_to_json_string_ext (json_object_array_get_idx (slices, i),
+                                            JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  else
+    print_text (m, a->node, with_ledger ? "this host, its ledger" : host ? "this host, no ledger" : a->topology,
+                held_entries);
+  json_object_put (slices);
+  return 0;
+}
+
+int
+cp_cmd_dra (int argc, char **argv, cp_error_t *err)
+{
+  struct dra_args a = { .generation = 1 };
+  int r = cp_cli_begin (&dra_spec, argc, argv, &a.c, &a, err);
+  if (r <= 0)
+    return r;
+  if (a.verb == NULL)
+    return cp_fail_input (err, "dra: a command is required: slice (cachepin dra --help)");
+  if (strcmp (a.verb, "slice") != 0)
+    return cp_fail_input (err, "dra: unknown command `%s` (expected slice)", a.verb);
+  struct cp_hostconfig hc = { 0 };
+  int ret = run_slice (&a, &hc, err);
+  cp_hostconfig_free (&hc);
+  return ret;
+}
