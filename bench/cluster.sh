@@ -35,7 +35,7 @@ trap 'rm -f "$tmp"' EXIT
       echo
       echo "\`$cmd\`"
       echo
-      "$build/bench/$cmd" --check
+      "$build"/bench/$cmd --check
     done
   done
 } >"$tmp"

@@ -169,9 +169,9 @@ cp_cmd_dra (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   if (a.verb == NULL)
-    return cp_fail_input (err, "dra: a command is required: slice (cachepin dra --help)");
+    return cp_fail_input (err, "a command is required: slice (cachepin dra --help)");
   if (strcmp (a.verb, "slice") != 0)
-    return cp_fail_input (err, "dra: unknown command `%s` (expected slice)", a.verb);
+    return cp_fail_input (err, "unknown command `%s` (expected slice)", a.verb);
   struct cp_hostconfig hc = { 0 };
   int ret = run_slice (&a, &hc, err);
   cp_hostconfig_free (&hc);
