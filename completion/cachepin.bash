@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release nri status why metrics"
+  local commands="plan hook apply release nri status why metrics dra"
   local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
@@ -35,7 +35,7 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
-    --name | --idx) return 0 ;;
+    --name | --idx | --node | --generation) return 0 ;;
     --cgroup)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
@@ -53,6 +53,7 @@ _cachepin ()
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
+    dra) words="slice --node --topology --config --empty --generation --json --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))
