@@ -50,12 +50,11 @@ kind_range (const struct cp_topo *topo, int *lo, int *hi)
     }
 }
 
-/* Cores, threads per core, kind and package of D's cores that have a usable CPU. */
+/* Cores, threads per core, kind and package of D's cores that have a usable CPU;
+   LO and HI: the topology's range of core kinds (kind_range()). */
 static void
-describe_cores (const struct cp_topo *topo, const struct cp_domain *d, struct cp_dra_device *dev)
+describe_cores (const struct cp_topo *topo, int lo, int hi, const struct cp_domain *d, struct cp_dra_device *dev)
 {
-  int lo, hi;
-  kind_range (topo, &lo, &hi);
   bool fast = false, slow = false;
   bool first = true;
   for (unsigned i = 0; i < d->n_cores; i++)
@@ -114,10 +113,20 @@ device_clear (struct cp_dra_device *dev)
 }
 
 /* DEV for domain D: false (DEV cleared) when D has no usable CPU. */
-static bool
-device_make (const struct cp_dra_inputs *in, hwloc_const_bitmap_t usable, hwloc_const_bitmap_t kept,
-             const struct cp_domain *d, struct cp_dra_device *dev)
+/* What every device is made with: the usable CPUs, the cores the host keeps from
+   isolation, the range of core kinds. */
+struct make_ctx
 {
+  const struct cp_dra_inputs *in;
+  hwloc_bitmap_t usable, kept;
+  int kind_lo, kind_hi;
+};
+
+static bool
+device_make (const struct make_ctx *c, const struct cp_domain *d, struct cp_dra_device *dev)
+{
+  const struct cp_dra_inputs *in = c->in;
+  hwloc_const_bitmap_t usable = c->usable, kept = c->kept;
   const struct cp_topo *topo = in->topo;
   *dev = (struct cp_dra_device) { .level = d->level, .index = d->index };
   dev->cpus = cp_bitmap_dup (d->cpus);
@@ -134,7 +143,7 @@ device_make (const struct cp_dra_inputs *in, hwloc_const_bitmap_t usable, hwloc_
   dev->capacity = dev->usable - (unsigned) hwloc_bitmap_weight (dev->held);
   device_name (topo, d->level, d->index, dev->name, sizeof dev->name);
   dev->llc_index = llc_of (topo, dev);
-  describe_cores (topo, d, dev);
+  describe_cores (topo, c->kind_lo, c->kind_hi, d, dev);
   describe_nodes (topo, dev);
   /* Isolatable: a CPU outside the cores the host keeps (the isolation rule's
      own answer for a set of CPUs, cp_isolate_check(), is then yes). */
@@ -155,6 +164,8 @@ cp_dra_model_build (const struct cp_dra_inputs *in, struct cp_dra_model **out, c
   hwloc_bitmap_and (usable, usable, topo->allowed);
   cleanup_bitmap hwloc_bitmap_t kept = cp_bitmap_new ();
   cp_isolate_kept (topo, kept);
+  struct make_ctx ctx = { .in = in, .usable = usable, .kept = kept };
+  kind_range (topo, &ctx.kind_lo, &ctx.kind_hi);
 
   struct cp_dra_model *m = cp_xmalloc0 (sizeof *m);
   m->level = level;
@@ -162,7 +173,7 @@ cp_dra_model_build (const struct cp_dra_inputs *in, struct cp_dra_model **out, c
   for (unsigned i = 0; i < n; i++)
     {
       struct cp_dra_device *dev = &m->devices[m->n_devices];
-      if (!device_make (in, usable, kept, &topo->domains[level][i], dev))
+      if (!device_make (&ctx, &topo->domains[level][i], dev))
         continue;
       if (dev->capacity == 0)
         {
