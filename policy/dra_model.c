@@ -169,6 +169,7 @@ cp_dra_model_build (const struct cp_dra_inputs *in, struct cp_dra_model **out, c
 
   struct cp_dra_model *m = cp_xmalloc0 (sizeof *m);
   m->level = level;
+  m->llc_is_l3 = topo->llc_depth == 3;
   m->devices = cp_xcalloc (n, sizeof *m->devices);
   for (unsigned i = 0; i < n; i++)
     {

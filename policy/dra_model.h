@@ -72,6 +72,8 @@ struct cp_dra_device
 struct cp_dra_model
 {
   enum cp_level level;            /* the level devices were made of */
+  bool llc_is_l3;                 /* the last-level cache is an L3 (else an L2, or unknown):
+                                     only then do devices say their l3Index */
   struct cp_dra_device *devices;  /* topology order; only those with capacity */
   size_t n_devices;
   unsigned hidden;                /* domains with usable CPUs, all held outside DRA: left out

@@ -118,12 +118,13 @@ capacity_json (unsigned cap)
 
 /* The attributes a DeviceClass or claim selects on (docs/dra.md lists them). */
 static json_object *
-attributes_json (const struct cp_dra_device *d, enum cp_level level)
+attributes_json (const struct cp_dra_model *m, const struct cp_dra_device *d)
 {
+  enum cp_level level = m->level;
   json_object *a = json_object_new_object ();
   json_object_object_add (a, "level", attr_string (cp_align_name (level)));
   json_object_object_add (a, "index", attr_int (d->index));
-  if (d->llc_index >= 0)
+  if (d->llc_index >= 0 && m->llc_is_l3)
     json_object_object_add (a, "l3Index", attr_int (d->llc_index));
   json_object_object_add (a, "numaNode", attr_int (d->numa_nodes ? (int64_t) d->numa_node : -1));
   json_object_object_add (a, "numaNodes", attr_int (d->numa_nodes));
@@ -138,11 +139,11 @@ attributes_json (const struct cp_dra_device *d, enum cp_level level)
 }
 
 static json_object *
-device_json (const struct cp_dra_device *d, enum cp_level level)
+device_json (const struct cp_dra_model *m, const struct cp_dra_device *d)
 {
   json_object *o = json_object_new_object ();
   json_object_object_add (o, "name", json_object_new_string (d->name));
-  json_object_object_add (o, "attributes", attributes_json (d, level));
+  json_object_object_add (o, "attributes", attributes_json (m, d));
   json_object_object_add (o, "capacity", capacity_json (d->capacity));
   json_object_object_add (o, "allowMultipleAllocations", json_object_new_boolean (true));
   return o;
@@ -162,7 +163,7 @@ slice_json (const struct cp_dra_model *m, const char *node, int64_t generation, 
   json_object *devices = json_object_new_array ();
   size_t first = slice * CP_DRA_MAX_DEVICES_PER_SLICE;
   for (size_t i = first; i < m->n_devices && i < first + CP_DRA_MAX_DEVICES_PER_SLICE; i++)
-    json_object_array_add (devices, device_json (&m->devices[i], m->level));
+    json_object_array_add (devices, device_json (m, &m->devices[i]));
   json_object *spec = json_object_new_object ();
   json_object_object_add (spec, "driver", json_object_new_string (CP_DRA_DRIVER));
   json_object_object_add (spec, "pool", pool);

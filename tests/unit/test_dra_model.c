@@ -323,6 +323,18 @@ test_levels (void **state)
   cleanup_dra_model struct cp_dra_model *pkg = build (topo, CP_LEVEL_PACKAGE, NULL, NULL, true);
   assert_int_equal (pkg->n_devices, 2);
   assert_string_equal (pkg->devices[0].name, "package-0");
+
+  /* a machine whose last level is an L2: devices named after it, and no l3Index */
+  cleanup_topo struct cp_topo *l2 = tu_topo ("package:2 l2cache:2 core:2 pu:2");
+  cleanup_dra_model struct cp_dra_model *m2 = build (l2, CP_LEVEL_LLC, NULL, NULL, true);
+  assert_int_equal (m2->n_devices, 4);
+  assert_string_equal (m2->devices[3].name, "l2-3");
+  json_object *s2 = check_slices (m2, "n1");
+  json_object *a2 = get (json_object_array_get_idx (get (get (json_object_array_get_idx (s2, 0), "spec"), "devices"), 3),
+                         "attributes");
+  assert_false (json_object_object_get_ex (a2, "l3Index", NULL));
+  assert_string_equal (json_object_get_string (get (get (a2, "level"), "string")), "llc");
+  json_object_put (s2);
 }
 
 /* Isolatable: some CPU outside the first core of each NUMA node, and the host
