@@ -181,17 +181,17 @@ int
 cp_dra_slices_json (const struct cp_dra_model *m, const char *node, int64_t generation, json_object **out,
                     cp_error_t *err)
 {
-  if (cp_dra_check_node_name ("node", node, err) < 0)
+  if (cp_dra_check_node_name ("node name", node, err) < 0)
     return -1;
   if (generation < 1)
-    return cp_fail_input (err, "generation: %" PRId64 " (expected 1 or more)", generation);
+    return cp_fail_input (err, "pool generation %" PRId64 ": expected 1 or more", generation);
   size_t n_slices = m->n_devices ? (m->n_devices + CP_DRA_MAX_DEVICES_PER_SLICE - 1) / CP_DRA_MAX_DEVICES_PER_SLICE
                                  : 1;
   /* "<node>-cachepin.io-<i>" must itself be a name the API takes. */
   size_t suffix = strlen (CP_DRA_DRIVER) + 2 + (size_t) snprintf (NULL, 0, "%zu", n_slices - 1);
   if (strlen (node) + suffix > CP_DRA_MAX_NODE_NAME)
-    return cp_fail_input (err, "node: `%.20s...` is too long to name its slices (at most %zu characters)", node,
-                          CP_DRA_MAX_NODE_NAME - suffix);
+    return cp_fail_input (err, "node name `%.20s...`: %zu characters, too long to name its slices after (at most %zu)",
+                          node, strlen (node), CP_DRA_MAX_NODE_NAME - suffix);
   json_object *slices = json_object_new_array ();
   for (size_t s = 0; s < n_slices; s++)
     json_object_array_add (slices, slice_json (m, node, generation, s, n_slices));

@@ -149,7 +149,7 @@ run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
     return -1;
   json_object *slices = NULL;
   if (cp_dra_slices_json (m, a->node, a->generation, &slices, err) < 0)
-    return cp_error_wrap (err, "--node");
+    return cp_error_wrap (err, "--node"); /* a name the API takes, too long for the slices' names */
   if (a->c.json)
     for (size_t i = 0; i < json_object_array_length (slices); i++)
       puts (json_object_to_json_string_ext (json_object_array_get_idx (slices, i),
