@@ -8,12 +8,17 @@
  * engine's rule (hook/engine/unitpin.h); this file says it to systemd and to the
  * user.  docs/apply.md defends the design. */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_apply.h"
 #include "cpulist.h"
+#include "io.h"
 #include "log.h"
 #include "text.h"
 #include "unitfile.h"
@@ -160,6 +165,8 @@ pin (const struct apply_args *a, cp_error_t *err)
   int ret = cp_cli_load_config (&a->c, &hc, err);
   if (ret == 0)
     ret = unit_cgroup (a->unit, &cg, err);
+  if (ret == 0 && cg && cp_unitfile_want_cpuset (a->unit, cg, err) < 0)
+    ret = -1;
   if (ret == 0 && cg)
     ret = cp_cli_apply_check (a, &hc, cg, id, err);
   /* One drop-in: a --runtime one replaces the persistent one and the other way. */
@@ -192,6 +199,8 @@ unit_start (const struct apply_args *a, cp_error_t *err)
     ret = unit_cgroup (a->unit, &cg, err);
   if (ret == 0 && cg == NULL)
     ret = cp_fail_runtime (err, "%s has no cgroup (systemd's ControlGroup is empty)", a->unit);
+  if (ret == 0 && cp_unitfile_want_cpuset (a->unit, cg, err) < 0)
+    ret = -1;
   if (ret == 0)
     ret = cp_cli_apply_cgroup (a, &hc, cg, id, err);
   bool strict = a->req.strict || hc.defaults.strict;
@@ -244,6 +253,70 @@ clear_allowed (const char *unit)
     cp_log (CP_LOG_DEBUG, "%s: AllowedCPUs= not cleared: %s", unit, cp_error_message (e));
 }
 
+/* What a release in a child process tells its parent. */
+struct release_answer
+{
+  int ret;
+  int kind;
+  int errnum;
+  int result;
+  char message[2048];
+};
+
+/* cp_front_release() in a child process, which enters the release's sandbox and
+   exits: this process stays free to run systemctl after it (the unit's cpuset
+   properties are cleared only once the cgroup is widened, while systemd still
+   gives the slice its cpuset controller). */
+static int
+release_apart (const struct cp_hostconfig *hc, const struct cp_release *rel, enum cp_release_result *result,
+               cp_error_t *err)
+{
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return cp_fail_errno (err, errno, "pipe");
+  fflush (NULL);
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int e = errno;
+      close (p[0]);
+      close (p[1]);
+      return cp_fail_errno (err, e, "fork");
+    }
+  if (pid == 0)
+    {
+      close (p[0]);
+      struct release_answer a = { 0 };
+      cleanup_error cp_error_t e = NULL;
+      enum cp_release_result r = CP_RELEASE_NONE;
+      a.ret = cp_front_release (hc, CP_JOURNAL_RELEASE, rel, &r, &e);
+      a.result = (int) r;
+      if (a.ret < 0)
+        {
+          a.kind = (int) cp_error_kind (e);
+          a.errnum = cp_error_errno (e);
+          snprintf (a.message, sizeof a.message, "%s", cp_error_message (e));
+        }
+      _exit (cp_io_write_all (p[1], &a, sizeof a) < 0 ? 1 : 0);
+    }
+  close (p[1]);
+  struct release_answer a = { .ret = -1 };
+  ssize_t n;
+  do
+    n = read (p[0], &a, sizeof a);
+  while (n < 0 && errno == EINTR);
+  close (p[0]);
+  int status = 0;
+  while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (n != (ssize_t) sizeof a)
+    return cp_fail_runtime (err, "the release's process ended without an answer (status %d)", status);
+  *result = (enum cp_release_result) a.result;
+  if (a.ret < 0)
+    return cp_error_set (err, (enum cp_error_kind) a.kind, 0, "%s", a.message);
+  return 0;
+}
+
 /* `release --unit`: the drop-in removed and systemd reloaded first (no start
    places it again after), then the entry released, the running cgroup widened. */
 static int
@@ -262,14 +335,13 @@ unpin (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
   cleanup_cgroup struct cp_cgroup *widen = NULL;
   if (cg && cp_cgroup_from_path (cg, &widen, err) < 0)
     return cp_error_wrap (err, "--unit %s", a->unit);
-  /* Before the release, whose sandbox runs no systemctl. */
-  clear_allowed (a->unit);
   struct cp_release rel = { .id = id, .widen = widen };
-  enum cp_release_result result;
-  if (cp_front_release (hc, CP_JOURNAL_RELEASE, &rel, &result, err) < 0)
+  enum cp_release_result result = CP_RELEASE_NONE;
+  if (release_apart (hc, &rel, &result, err) < 0)
     return -1;
   if (result == CP_RELEASE_NONE && removed == 0)
     return cp_fail_input (err, "--unit: %s is not pinned (no cachepin drop-in, no ledger entry)", a->unit);
+  clear_allowed (a->unit);
   printf ("%s: released (%s; %s)\n", a->unit, removed ? "drop-in removed, systemd reloaded" : "no drop-in was left",
           result == CP_RELEASE_NONE ? "the ledger held nothing for it"
           : widen                   ? "its CPUs freed, its cgroup widened to what its slice allows"

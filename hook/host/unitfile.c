@@ -222,6 +222,27 @@ cp_unitfile_systemctl (const char *const *args, char **out, cp_error_t *err)
 }
 
 int
+cp_unitfile_want_cpuset (const char *unit, const char *cgroup, cp_error_t *err)
+{
+  cleanup_free char *parent = cp_xasprintf ("/sys/fs/cgroup%s", cgroup);
+  *strrchr (parent, '/') = '\0';
+  cleanup_free char *probe = cp_xasprintf ("%s/cpuset.cpus.effective", parent);
+  if (access (probe, F_OK) == 0)
+    return 0;
+  cleanup_free char *nodes = NULL;
+  cleanup_error cp_error_t ignored = NULL;
+  if (cp_io_read_at (AT_FDCWD, "/sys/devices/system/node/online", 0, "online nodes", 4096, CP_IO_NO_NUL, &nodes,
+                     NULL, &ignored) < 0)
+    nodes = cp_xstrdup ("0"); /* no NUMA support in the kernel: one node */
+  nodes[strcspn (nodes, "\n")] = '\0';
+  cleanup_free char *prop = cp_xasprintf ("AllowedMemoryNodes=%s", nodes);
+  const char *args[] = { "set-property", "--runtime", "--", unit, prop, NULL };
+  if (cp_unitfile_systemctl (args, NULL, err) < 0)
+    return cp_error_wrap (err, "%s: ask systemd for a cpuset", unit);
+  return 1;
+}
+
+int
 cp_unitfile_self (char **out, cp_error_t *err)
 {
   char buf[PATH_MAX];

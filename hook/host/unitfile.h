@@ -63,6 +63,16 @@ int cp_unitfile_remove (const char *unit, cp_error_t *err);
  * it printed on standard error. */
 int cp_unitfile_systemctl (const char *const *args, char **out, cp_error_t *err);
 
+/* Make sure UNIT's cgroup CGROUP (systemd's ControlGroup, below /sys/fs/cgroup) can
+ * have a cpuset: systemd enables the cpuset controller on a slice only while one of
+ * its units has a cpuset property, and takes it away again at its next realize
+ * when none has (so writing +cpuset into the slice's cgroup.subtree_control
+ * ourselves would not last).  When the parent has no cpuset.cpus.effective,
+ * `systemctl set-property --runtime UNIT AllowedMemoryNodes=<every online node>`
+ * (no restriction: the placement narrows it) asks systemd for it.  1: asked; 0:
+ * there already. */
+int cp_unitfile_want_cpuset (const char *unit, const char *cgroup, cp_error_t *err);
+
 /* This program's own path (/proc/self/exe), for the Exec= lines; the caller frees. */
 int cp_unitfile_self (char **out, cp_error_t *err);
 

@@ -126,7 +126,7 @@ cpvm_expect_eq unit.release "0|gone|$ALLCPUS|$ALLCPUS|null|null" "$rc|$dropin|$e
 
 systemctl restart cp-one.service
 st=$(unit_state cp-one.service)
-cpvm_expect_eq unit.released-restart "|$ALLCPUS|null|null" "${st#*|}" "restarted after release: |allowed|state|cpus" 
+cpvm_expect_eq unit.released-restart "$ALLCPUS|null|null" "${st#*|}" "restarted after release: |allowed|state|cpus" 
 
 systemctl stop cp-two.service
 rm /etc/systemd/system/cp-two.service
