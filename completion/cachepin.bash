@@ -36,6 +36,11 @@ _cachepin ()
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
     --name | --idx | --node | --generation) return 0 ;;
+    --unit)
+      # The services systemd knows (none offered where systemctl is missing).
+      COMPREPLY=($(compgen -W "$(systemctl list-units --all --type=service --plain --no-legend 2>/dev/null |
+        awk '{ print $1 }')" -- "$cur"))
+      return 0 ;;
     --cgroup)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
@@ -47,8 +52,8 @@ _cachepin ()
   case ${COMP_WORDS[1]} in
     plan) words="$request --topology --config --empty --allowed --occupied --json --help" ;;
     hook) words="--config --help createRuntime prestart poststop" ;;
-    apply) words="--cgroup --mems --name --config --dry-run --json $request --help" ;;
-    release) words="--cgroup --config --help" ;;
+    apply) words="--cgroup --unit --runtime --mems --name --isolate --config --dry-run --json $request --help" ;;
+    release) words="--cgroup --unit --config --help" ;;
     nri) words="--socket --name --idx --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;

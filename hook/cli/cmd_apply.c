@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_apply.h"
 #include "cpulist.h"
 #include "text.h"
 #include "topo.h"
@@ -19,8 +20,12 @@
 
 static const char apply_usage[] =
   "Usage: cachepin apply --cgroup PATH [OPTIONS]\n"
+  "       cachepin apply --unit NAME.service [--runtime] [OPTIONS]\n"
   "Place a cgroup (its cpuset.cpus and cpuset.mems) and record it in the ledger.\n\n"
   "  --cgroup PATH       /sys/fs/cgroup/... or a path inside the cpuset hierarchy\n"
+  "  --unit NAME.service keep a systemd service placed across restarts, crashes and\n"
+  "                      reboots: a drop-in places each start (docs/apply.md)\n"
+  "  --runtime           with --unit: the drop-in under /run, forgotten at reboot\n"
   "  --mems MEMS         local (default: the NUMA nodes local to the CPUs) | keep\n"
   "  --name NAME         what `cachepin status` calls it (default: the cgroup's path)\n"
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
@@ -31,29 +36,11 @@ static const char apply_usage[] =
 
 static const char release_usage[] =
   "Usage: cachepin release --cgroup PATH [--config PATH]\n"
+  "       cachepin release --unit NAME.service [--config PATH]\n"
   "Forget a cgroup placed with `cachepin apply`: its CPUs go back to the pool and\n"
-  "its cpuset is widened again to what its parent allows.\n";
+  "its cpuset is widened again to what its parent allows.  --unit: the service's\n"
+  "drop-in removed too (systemd reloaded), whether it runs or not.\n";
 
-enum
-{
-  OPT_CGROUP = 0x300,
-  OPT_MEMS,
-  OPT_NAME,
-  OPT_DRY_RUN,
-  OPT_ISOLATE,
-};
-
-struct apply_args
-{
-  struct cp_cli_common c;
-  const char *cgroup;
-  const char *name; /* --name, NULL: the cgroup's path */
-  bool mems_keep;
-  bool dry_run;
-  bool isolate;
-  unsigned given; /* CP_CLI_GIVEN bits of the request options given */
-  struct cp_request req;
-};
 
 /* --cgroup, and apply's own: the request options and --mems. */
 static int
@@ -83,6 +70,15 @@ apply_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_ISOLATE:
       a->isolate = true;
       return 1;
+    case OPT_UNIT:
+    case OPT_UNIT_START:
+    case OPT_UNIT_STOP:
+      a->unit = arg;
+      a->unit_how = opt;
+      return 1;
+    case OPT_RUNTIME:
+      a->runtime = true;
+      return 1;
     default:
       return 0;
     }
@@ -96,6 +92,9 @@ static const struct option apply_options[] = {
   { "name", required_argument, NULL, OPT_NAME },
   { "dry-run", no_argument, NULL, OPT_DRY_RUN },
   { "isolate", no_argument, NULL, OPT_ISOLATE },
+  { "unit", required_argument, NULL, OPT_UNIT },
+  { "unit-start", required_argument, NULL, OPT_UNIT_START },
+  { "runtime", no_argument, NULL, OPT_RUNTIME },
   CP_HELP_LONG_OPTION,
   CP_REQUEST_LONG_OPTIONS,
   { NULL, 0, NULL, 0 },
@@ -103,6 +102,8 @@ static const struct option apply_options[] = {
 
 static const struct option release_options[] = {
   { "cgroup", required_argument, NULL, OPT_CGROUP },
+  { "unit", required_argument, NULL, OPT_UNIT },
+  { "unit-stop", required_argument, NULL, OPT_UNIT_STOP },
   CP_CONFIG_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   { NULL, 0, NULL, 0 },
@@ -121,7 +122,7 @@ static const struct cp_cli_spec release_spec = {
   .usage = release_usage,
   .shortopts = "+:h",
   .options = release_options,
-  .option = apply_option, /* its table has --cgroup alone */
+  .option = apply_option, /* its table has --cgroup and --unit alone */
 };
 
 /* The command line, and --cgroup, which both need. */
@@ -129,8 +130,12 @@ static int
 parse_args (const struct cp_cli_spec *spec, int argc, char **argv, struct apply_args *a, cp_error_t *err)
 {
   int r = cp_cli_begin (spec, argc, argv, &a->c, a, err);
-  if (r > 0 && a->cgroup == NULL)
-    return cp_fail_input (err, "--cgroup: required (see `cachepin %s --help`)", spec->name);
+  if (r > 0 && a->cgroup && a->unit)
+    return cp_fail_input (err, "--unit: not with --cgroup (the unit's cgroup is systemd's to name)");
+  if (r > 0 && a->cgroup == NULL && a->unit == NULL)
+    return cp_fail_input (err, "--cgroup: required, or --unit NAME.service (see `cachepin %s --help`)", spec->name);
+  if (r > 0 && a->runtime && a->unit_how != OPT_UNIT)
+    return cp_fail_input (err, "--runtime: only with --unit");
   return r;
 }
 
@@ -191,26 +196,65 @@ dry_run (const struct apply_args *a, const struct cp_hostconfig *hc, const struc
   return ret;
 }
 
+/* A's request with HC's defaults, checked as every placement's is. */
+static int
+apply_request (const struct apply_args *a, const struct cp_hostconfig *hc, struct cp_container_request *creq,
+               cp_error_t *err)
+{
+  *creq = (struct cp_container_request) { .mems_keep = a->mems_keep, .cpus_source = "--cpus",
+                                          .isolate = a->isolate };
+  cp_cli_merge_defaults (&creq->req, &a->req, a->given, &hc->defaults);
+  if (creq->req.mode == CP_MODE_EXCLUSIVE && creq->req.cpus == 0)
+    return cp_fail_input (err, "--cpus: required in exclusive mode");
+  if (cp_request_check_isolate (creq, "--mode exclusive", err) < 0)
+    return cp_error_wrap (err, "--isolate");
+  return 0;
+}
+
+int
+cp_cli_apply_check (const struct apply_args *a, struct cp_hostconfig *hc, const char *path, const char *id,
+                    cp_error_t *err)
+{
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  if (cp_cgroup_from_path (path, &cg, err) < 0)
+    return -1;
+  struct cp_container_request creq;
+  if (apply_request (a, hc, &creq, err) < 0)
+    return -1;
+  struct cp_target target = { .id = id, .cgroup = cg, .cgroup_mount = cg->mount, .cgroup_path = cg->path };
+  struct cp_preview pv;
+  int ret = cp_preview_open (hc, NULL, true, &target, &creq, &pv, err);
+  cleanup_plan struct cp_plan *plan = NULL;
+  if (ret == 0)
+    ret = cp_preview_place (&pv, &target, &creq, NULL, &plan, err);
+  cp_preview_clear (&pv);
+  return ret;
+}
+
 static int
 run_apply (const struct apply_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
-  cleanup_cgroup struct cp_cgroup *cg = NULL;
   if (cp_cli_load_config (&a->c, hc, err) < 0)
     return -1;
-  if (cp_cgroup_from_path (a->cgroup, &cg, err) < 0)
+  return cp_cli_apply_cgroup (a, hc, a->cgroup, NULL, err);
+}
+
+int
+cp_cli_apply_cgroup (const struct apply_args *a, struct cp_hostconfig *hc, const char *path, const char *unit_id,
+                     cp_error_t *err)
+{
+  cleanup_cgroup struct cp_cgroup *cg = NULL;
+  if (cp_cgroup_from_path (path, &cg, err) < 0)
     return cp_error_wrap (err, "--cgroup");
 
-  struct cp_container_request creq = { .mems_keep = a->mems_keep, .cpus_source = "--cpus", .isolate = a->isolate };
-  cp_cli_merge_defaults (&creq.req, &a->req, a->given, &hc->defaults);
-  if (creq.req.mode == CP_MODE_EXCLUSIVE && creq.req.cpus == 0)
-    return cp_fail_input (err, "--cpus: required in exclusive mode");
-  if (cp_request_check_isolate (&creq, "--mode exclusive", err) < 0)
-    return cp_error_wrap (err, "--isolate");
+  struct cp_container_request creq;
+  if (apply_request (a, hc, &creq, err) < 0)
+    return -1;
 
-  cleanup_free char *id = apply_id (cg);
+  cleanup_free char *id = unit_id ? cp_xstrdup (unit_id) : apply_id (cg);
   struct cp_target target = {
     .id = id,
-    .name = cp_front_set_name (a->name ? a->name : cg->path),
+    .name = cp_front_set_name (a->name ? a->name : a->unit ? a->unit : cg->path),
     .cgroup = cg,
     .cgroup_mount = cg->mount,
     .cgroup_path = cg->path,
@@ -304,6 +348,8 @@ cp_cmd_apply (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   cp_log_init ("cachepin", false);
+  if (a.unit)
+    return cp_cli_apply_unit (&a, err);
   struct cp_hostconfig hc = { 0 };
   int ret = run_apply (&a, &hc, err);
   cp_hostconfig_free (&hc);
@@ -318,6 +364,8 @@ cp_cmd_release (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   cp_log_init ("cachepin", false);
+  if (a.unit)
+    return cp_cli_release_unit (&a, err);
   struct cp_hostconfig hc = { 0 };
   int ret = cp_hostconfig_load (a.c.config, &hc, err);
   if (ret == 0)

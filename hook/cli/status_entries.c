@@ -11,7 +11,8 @@
 
 /* The entry's state column: ok, DRIFTED (another manager moved it), GONE (its
    cgroup or process is gone: the next placement drops it), PENDING (the NRI
-   plugin's, decided before its cgroup was made: settled by the plugin). */
+   plugin's, decided before its cgroup was made: settled by the plugin; or a
+   pinned service's while it is stopped, its CPUs held for its next start). */
 static const char *
 entry_state (json_object *e)
 {

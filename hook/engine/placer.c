@@ -23,6 +23,7 @@
 #include "isolate.h"
 #include "isolation.h"
 #include "placer_internal.h"
+#include "unitpin.h"
 
 CP_FAULT_HOOK (cp_placer_set_fault_hook, cp_placer_fault_fn);
 
@@ -165,7 +166,8 @@ cp_placer_decide_with (struct cp_ledger *l, const struct cp_topo *topo, hwloc_co
       kept = cp_bitmap_new ();
       cp_isolate_kept (topo, kept);
     }
-  int ret = cp_placer_take_over (l, t, cpus, mems, &plan) > 0 ? 0
+  int ret = cp_placer_take_over (l, t, cpus, mems, &plan) > 0 || cp_unitpin_keep (l, t, cpus, mems, creq, &plan) > 0
+              ? 0
             : too_many ? cp_fail_unsatisfiable (err, "%s", too_many)
                        : cp_placer_plan_in (l, topo, cpus, mems, t, creq, NULL, kept, &plan, err);
   if (ret == 0 && iso) /* the host keeps CPUs of its own: before anything is recorded */

@@ -378,17 +378,27 @@ cp_ledger_origin_name (enum cp_ledger_origin o)
   return o == CP_ORIGIN_HOOK ? "hook" : o == CP_ORIGIN_APPLY ? "apply" : "nri";
 }
 
+bool
+cp_ledger_entry_unit (const struct cp_ledger_entry *e)
+{
+  return e->pid <= 0 && strncmp (e->id, CP_LEDGER_UNIT_PREFIX, strlen (CP_LEDGER_UNIT_PREFIX)) == 0;
+}
+
 /* E was decided before its container's cgroup was made and the runtime may still
  * make it: the NRI plugin answers CreateContainer (no pid, no inode: nothing exists
  * yet) and the runtime makes the cgroup when it creates the container, which it may
  * start minutes later (`crictl create`, then `crictl start`).  Dropping E in between
  * would hand its CPUs out twice, so no age ends it: its plugin settles it (the
  * cgroup recorded at StartContainer or Synchronize, or released at StopContainer,
- * RemoveContainer, or the Synchronize of its runtime that no longer has it). */
+ * RemoveContainer, or the Synchronize of its runtime that no longer has it).
+ * A pinned unit's entry is pending the same way between the unit's stop and its
+ * next start (`release --unit-stop`, then `apply --unit-start`): its cgroup is
+ * removed at stop and made again at start, and its CPUs stay held for it meanwhile,
+ * so that a restart, a crash with Restart=, or a stop and start finds them free. */
 static bool
 pending (const struct cp_ledger_entry *e)
 {
-  return e->cgroup_ino == 0 && cp_ledger_entry_origin (e) == CP_ORIGIN_NRI;
+  return e->cgroup_ino == 0 && (cp_ledger_entry_origin (e) == CP_ORIGIN_NRI || cp_ledger_entry_unit (e));
 }
 
 bool

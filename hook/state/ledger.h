@@ -215,9 +215,18 @@ char *cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_led
                             hwloc_bitmap_t live);
 
 /* Whether E is pending: the NRI plugin's entry of a container whose cgroup it has
- * not recorded yet (no inode).  Kept while its cgroup does not exist, for no set
- * time: its plugin settles it (ledger.c, pending()). */
+ * not recorded yet (no inode), or a pinned unit's entry held while the unit is
+ * stopped (cp_ledger_entry_unit(): its cgroup forgotten at stop).  Kept while its
+ * cgroup does not exist, for no set time: its front end settles it (ledger.c,
+ * pending()). */
 bool cp_ledger_entry_pending (const struct cp_ledger_entry *e);
+
+/* `cachepin apply --unit NAME.service`'s entries: the id "apply:unit:NAME.service"
+ * (an `apply` entry: no pid, the "apply:" prefix), kept for the unit, not for one
+ * of its cgroups, from `apply --unit` to `release --unit`; hook/engine/unitpin.h
+ * says what the engine does with them. */
+#define CP_LEDGER_UNIT_PREFIX "apply:unit:"
+bool cp_ledger_entry_unit (const struct cp_ledger_entry *e);
 
 /* Drop the entries whose container is gone: its cgroup directory no longer
  * exists (unless the entry is pending: cp_ledger_entry_pending()), or (with ALIVE->cgroup_cpus) has another inode than the one recorded

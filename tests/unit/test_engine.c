@@ -28,6 +28,7 @@
 #include "proc.h"
 #include "recheck.h"
 #include "topo.h"
+#include "unitpin.h"
 
 /* ---- the failure policy ----------------------------------------------------------- */
 
@@ -624,6 +625,92 @@ test_take_over_plugin_entry (void **state)
   cp_topo_free (topo);
 }
 
+/* A pinned unit's start (apply --unit-start) gets the CPUs its entry held since it
+   last ran: CPU 1 where a fresh choice would be CPU 0 (the first free), recorded
+   on the new cgroup's inode.  Not kept: another request (two CPUs), CPUs no
+   longer allowed, an entry on another cgroup's inode (a running unit's), an entry
+   not a unit's. */
+static void
+test_unit_keeps_its_cpus (void **state)
+{
+  struct fixture *fx = *state;
+  struct cp_topo *topo = tu_topo ("pack:1 l3:2 core:1 pu:1");
+  cleanup_bitmap hwloc_bitmap_t all = tu_set ("0-1"), one = tu_set ("1"), zero = tu_set ("0"), mems = tu_set ("0");
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  cleanup_free char *id = cp_unitpin_id ("web.service");
+  assert_string_equal (id, "apply:unit:web.service");
+  struct cp_ledger_entry e = { .id = id, .cgroup_mount = fx->cgroot, .cgroup = "/system.slice/web.service",
+                               .mode = CP_MODE_EXCLUSIVE, .cpus = one, .held = one, .mems = mems, .placed_at = 1 };
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+  assert_true (cp_ledger_entry_pending (cp_ledger_find (l, id)));
+  struct cp_container_request creq = { .cpus_source = "--cpus" };
+  creq.req = tu_req (2, CP_LEVEL_LLC, CP_SMT_PE0_FIRST, CP_MODE_EXCLUSIVE, false);
+  struct cp_target t = { .id = id, .cgroup_mount = fx->cgroot, .cgroup_path = "/system.slice/web.service",
+                         .cgroup_ino = 7 };
+  struct cp_plan *plan = NULL;
+
+  assert_int_equal (cp_unitpin_keep (l, &t, all, mems, &creq, &plan), 0); /* 2 CPUs asked */
+  creq.req.cpus = 1;
+  assert_int_equal (cp_unitpin_keep (l, &t, zero, mems, &creq, &plan), 0); /* CPU 1 not allowed */
+  struct cp_target other = t;
+  other.id = "apply:/system.slice/web.service";
+  assert_int_equal (cp_unitpin_keep (l, &other, all, mems, &creq, &plan), 0);
+  e.cgroup_ino = 6;
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+  assert_false (cp_ledger_entry_pending (cp_ledger_find (l, id)));
+  assert_int_equal (cp_unitpin_keep (l, &t, all, mems, &creq, &plan), 0); /* another cgroup runs it */
+  assert_null (plan);
+  e.cgroup_ino = 0;
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+
+  if (cp_placer_decide_in (l, topo, all, mems, &t, &creq, NULL, &plan, &err) < 0)
+    fail_msg ("decide: %s", cp_error_message (err));
+  tu_assert_set (plan->cpus, "1");
+  tu_assert_contains (plan->reason, "kept");
+  const struct cp_ledger_entry *now = cp_ledger_find (l, id);
+  assert_non_null (now);
+  assert_int_equal (now->cgroup_ino, 7);
+  tu_assert_set (now->cpus, "1");
+  cp_plan_free (plan);
+  cp_ledger_close (l);
+  cp_topo_free (topo);
+}
+
+/* The unit's stop (release --unit-stop) holds its entry: the inode forgotten, so
+   pending; an entry that is not a unit's is left alone. */
+static void
+test_unit_stop_holds (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_bitmap hwloc_bitmap_t one = tu_set ("1"), mems = tu_set ("0");
+  struct cp_ledger *l = NULL;
+  cp_error_t err = NULL;
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  cleanup_free char *id = cp_unitpin_id ("web.service");
+  /* Its cgroup stands while ExecStopPost= runs: the fixture's root. */
+  struct cp_ledger_entry e = { .id = id, .cgroup_mount = fx->cgroot, .cgroup = "/pod", .mode = CP_MODE_EXCLUSIVE,
+                               .cpus = one, .held = one, .mems = mems, .placed_at = 1 };
+  assert_int_equal (cp_ledger_put (l, &e, &err), 0);
+  if (cp_ledger_commit (l, &err) < 0)
+    fail_msg ("commit: %s", cp_error_message (err));
+  cp_ledger_close (l);
+  assert_int_equal (cp_unitpin_hold (&fx->hc, "apply:/x", &err), 0);
+  if (cp_unitpin_hold (&fx->hc, id, &err) != 1)
+    fail_msg ("hold: %s", err ? cp_error_message (err) : "not held");
+  if (cp_ledger_open (fx->state, 1000, &l, &err) < 0)
+    fail_msg ("ledger: %s", cp_error_message (err));
+  const struct cp_ledger_entry *now = cp_ledger_find (l, id);
+  assert_non_null (now);
+  assert_int_equal (now->cgroup_ino, 0);
+  assert_true (cp_ledger_entry_pending (now));
+  tu_assert_set (now->cpus, "1");
+  cp_ledger_close (l);
+}
+
 /* Whether a release of another container's id leaves ID in the ledger. */
 static bool
 kept_by_release (struct fixture *fx, const char *id)
@@ -682,6 +769,8 @@ main (void)
     cmocka_unit_test_setup_teardown (test_open_needs_cgroup_path, setup, teardown),
     cmocka_unit_test_setup_teardown (test_preview_is_the_next_decision, setup, teardown),
     cmocka_unit_test_setup_teardown (test_take_over_plugin_entry, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_unit_keeps_its_cpus, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_unit_stop_holds, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

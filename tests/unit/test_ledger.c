@@ -1956,8 +1956,9 @@ test_reconcile_fake (void **state)
 
 /* An entry decided before its cgroup was made (the NRI plugin's: pid 0, no inode)
    is kept while its cgroup does not exist yet, however long ago it was placed (a
-   container may start long after it was created); one with an inode, a pid, or an
-   `apply:` id is dropped. */
+   container may start long after it was created), and so is a pinned unit's held
+   between its stop and its next start (`apply:unit:`, no inode); one with an inode,
+   a pid, or another `apply:` id is dropped. */
 static void
 test_reconcile_pending (void **state)
 {
@@ -1979,6 +1980,8 @@ test_reconcile_pending (void **state)
     { "apply:/gone", 1, 0, 0, false },
     { "made, then gone", 1, 42, 0, false },
     { "with a pid", 1, 0, 100, false },
+    { "apply:unit:held.service", 86400, 0, 0, true }, /* a pinned unit, stopped: held */
+    { "apply:unit:ran.service", 1, 42, 0, false },    /* its cgroup gone while it ran */
   };
   for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
     {
@@ -2001,8 +2004,9 @@ test_reconcile_pending (void **state)
   for (size_t i = 0; i < CP_ARRAY_SIZE (cases); i++)
     if ((cp_ledger_find (l, cases[i].id) != NULL) != cases[i].kept)
       fail_msg ("%s: %s", cases[i].id, cases[i].kept ? "dropped" : "kept");
-  assert_int_equal (dropped, 3);
+  assert_int_equal (dropped, 4);
   assert_true (cp_ledger_entry_pending (cp_ledger_find (l, "pending, a day old")));
+  assert_true (cp_ledger_entry_pending (cp_ledger_find (l, "apply:unit:held.service")));
   cp_ledger_close (l);
 }
 

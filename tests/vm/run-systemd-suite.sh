@@ -48,6 +48,7 @@ PAYLOAD=$WORK/systemd-payload
 rm -rf "$PAYLOAD"
 mkdir -p "$PAYLOAD/bin" "$PAYLOAD/hooks.d"
 cp "$VM_DIR/systemd-tests.sh" "$PAYLOAD/run-tests.sh"
+cp "$VM_DIR/systemd-unit.sh" "$PAYLOAD/"
 cp -L "$BIN" "$PAYLOAD/bin/cachepin"
 n=0
 for f in "$REPO"/deploy/hooks.d/*.json "$REPO"/deploy/hooks.d/*.json.in; do

@@ -18,6 +18,8 @@
 #                daemon-reload, set-property on the scope (CPUWeight=, and
 #                AllowedMemoryNodes=, which rewrites its cpuset files) and on
 #                system.slice; deleted: all of it given back
+#   unit         not a container: `cachepin apply --unit` on services (systemd-unit.sh),
+#                its own checks, results unit.<check>
 #   nri          not a hook: `cachepin nri` under containerd's systemd cgroup driver, its
 #                own checks (systemd-nri.sh, results nri.<check>), last
 # Checks, results <manager>.<check>:
@@ -146,8 +148,8 @@ released() {
 
 # ------------------------------------------------------------------ runc, crun
 
-# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc isolate nri", to look at one.
-MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc isolate nri} "
+# CPVM_SD_MANAGERS (--env): a subset of "runc crun podman podman-runc isolate unit nri", to look at one.
+MANAGERS=" ${CPVM_SD_MANAGERS:-runc crun podman podman-runc isolate unit nri} "
 for rt in runc crun; do
   [[ $MANAGERS == *" $rt "* ]] || continue
   id=sd-$rt
@@ -253,6 +255,11 @@ if [[ $MANAGERS == *" isolate "* ]]; then
   journalctl -b --no-pager -t cachepin | grep -F "$id" | tail -4 | while read -r l; do cpvm_info "journal: $l"; done
   export CPVM_RUNTIME_FLAGS=""
 fi
+
+# ------------------------------------------------------------------ unit
+
+# `cachepin apply --unit`: its own checks (systemd-unit.sh, results unit.<check>).
+[[ $MANAGERS == *" unit "* ]] && . /payload/systemd-unit.sh
 
 # ------------------------------------------------------------------ nri
 
