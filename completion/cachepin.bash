@@ -52,7 +52,7 @@ _cachepin ()
   case ${COMP_WORDS[1]} in
     plan) words="$request --topology --config --empty --allowed --occupied --json --help" ;;
     hook) words="--config --help createRuntime prestart poststop" ;;
-    apply) words="--cgroup --unit --runtime --mems --name --isolate --config --dry-run --json $request --help" ;;
+    apply) words="--cgroup --unit --runtime --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --unit --config --help" ;;
     nri) words="--socket --name --idx --config --help" ;;
     status) words="--json --wide --config --help" ;;
