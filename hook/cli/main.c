@@ -41,6 +41,8 @@ static const struct command commands[] = {
   { "why", cp_cmd_why, "explain a container's placement from the journal (writes nothing)", NULL, true, true },
   { "metrics", cp_cmd_metrics, "print status and the decisions counted for Prometheus (textfile collector)", NULL,
     true, true },
+  { "measure", cp_cmd_measure, "time a communicating workload on cachepin's choice and spread over the L3s",
+    NULL, false, false },
 };
 
 /* The commands that run as root, change the ledger and cgroups, and hold the
