@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release nri status why metrics"
+  local commands="plan hook apply release nri status why metrics measure"
   local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
@@ -40,7 +40,7 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
       return 0 ;;
-    --cpus | --allowed | --occupied) return 0 ;; # a number or a cpulist: nothing to offer
+    --cpus | --allowed | --occupied | --rounds | --seconds) return 0 ;; # a number or a cpulist: nothing to offer
   esac
 
   local words
@@ -53,6 +53,7 @@ _cachepin ()
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
+    measure) words="--cpus --align --smt --mode --strict --rounds --seconds --config --json --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))
