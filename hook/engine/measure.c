@@ -101,7 +101,9 @@ static int
 choose_in (struct cp_preview *pv, hwloc_const_bitmap_t allowed, struct cp_container_request *creq,
            struct cp_measure_sets *s, cp_error_t *err)
 {
+  /* What the host config keeps back is no more usable here than for a placement. */
   hwloc_bitmap_and (pv->cpus, pv->cpus, allowed);
+  hwloc_bitmap_andnot (pv->cpus, pv->cpus, pv->kept_back);
   unsigned usable = (unsigned) hwloc_bitmap_weight (pv->cpus);
   cleanup_free char *list = cp_cpulist_format (pv->cpus);
   if (usable < 2)
