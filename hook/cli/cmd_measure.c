@@ -191,6 +191,24 @@ print_json (const struct cp_measure_sets *s, const struct cp_measure_options *o,
 
 /* ---- text ---- */
 
+/* LABEL, then TEXT wrapped at 80 columns after spaces, continued under its start. */
+static void
+print_wrapped (const char *label, const char *text)
+{
+  enum { INDENT = 19, COLS = 80 };
+  int col = printf ("%-18s", label);
+  for (const char *p = text; *p;)
+    {
+      size_t word = strcspn (p, " ");
+      if (col > INDENT && col + 1 + (int) word > COLS)
+        col = printf ("\n%-18s", "") - 1;
+      col += printf (" %.*s", (int) word, p);
+      p += word;
+      p += strspn (p, " ");
+    }
+  printf ("\n");
+}
+
 static void
 print_set (const char *what, const unsigned *cpus, unsigned n, unsigned l3s, const char *level,
            const struct cp_measure_stats *st)
@@ -263,7 +281,7 @@ print_text (const struct cp_measure_sets *s, const struct cp_measure_options *o,
   if (r->verdict == CP_MEASURE_SAME_L3S)
     printf ("%-18s cachepin's choice spans as many %ss as one CPU per %s would (%u): nothing to\n"
             "%-18s compare, no spread run\n", "same L3s", s->level, s->level, s->chosen_l3s, "");
-  printf ("%-18s %s\n", "why these CPUs", s->reason);
+  print_wrapped ("why these CPUs", s->reason);
   print_set ("cachepin's choice", s->chosen, s->n, s->chosen_l3s, s->level, &r->chosen);
   if (r->spread_ns)
     {

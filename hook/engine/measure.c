@@ -76,8 +76,10 @@ static void
 spread_set (struct cp_measure_sets *s)
 {
   s->spread = cp_xcalloc (s->n, sizeof *s->spread);
-  unsigned taken = 0;
-  for (unsigned round = 0; taken < s->n; round++)
+  unsigned taken = 0, most = 0;
+  for (unsigned i = 0; i < s->n_l3; i++)
+    most = s->l3[i].n_order > most ? s->l3[i].n_order : most;
+  for (unsigned round = 0; taken < s->n && round < most; round++) /* n <= the usable CPUs */
     for (unsigned i = 0; i < s->n_l3 && taken < s->n; i++)
       if (round < s->l3[i].n_order)
         s->spread[taken++] = s->l3[i].order[round];
