@@ -73,7 +73,8 @@ if [ "${#CPUS[@]}" -ge 4 ]; then
   measure four-text --config "$D/four.json" --seconds 1
   check "two L3s of two: exit" "$RC" 0
   secs=$(($(date +%s) - start))
-  if [ "$secs" -le 30 ]; then ok "two L3s of two: ${secs}s for --seconds 1"; else ko "two L3s of two: ${secs}s"; fi
+  # Seconds, not minutes: a TCG guest runs it 10-50 times slower than a host.
+  if [ "$secs" -le 60 ]; then ok "two L3s of two: ${secs}s for --seconds 1"; else ko "two L3s of two: ${secs}s"; fi
   contains "two L3s of two: the choice" "$D/four-text.out" "cachepin's choice  CPUs $A,$B (1 L3)"
   contains "two L3s of two: the spread set" "$D/four-text.out" "spread over L3s    CPUs $A,$C (2 L3s)"
   if grep -Eq '^ratio +[0-9]+\.[0-9]{2}' "$D/four-text.out"; then ok "two L3s of two: a ratio printed"
@@ -94,6 +95,8 @@ fi
 # --- the host's own topology: as many L3s as sysfs says share a cache (when it says)
 jq -n --arg s "$D/state" '{state_dir: $s}' >"$D/host.json"
 measure host --config "$D/host.json" --seconds 0.5 --json
+measure host-text --config "$D/host.json" --seconds 0.5
+sed 's/^/SHOW: /' "$D/host-text.out" # what a guest measured (tests/vm/shapes-tests.sh)
 check "host: exit" "$RC" 0
 check "host --json: format" "$(j .format host)" 1
 declare -A l3s=()

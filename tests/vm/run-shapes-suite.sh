@@ -126,7 +126,7 @@ for s in $SHAPES; do
   for n in $numa; do numa_args+=(--numa "$n"); done
   [ $running -lt "$JOBS" ] || finish_one
   "$VM_DIR/run-vm.sh" --cgroup v2 --smp "$smp" "${numa_args[@]}" --name "shapes-$s" \
-    --payload "$PAYLOAD" "${tool_args[@]}" --timeout 600 \
+    --payload "$PAYLOAD" "${tool_args[@]}" --timeout 900 \
     --env "CPVM_SHAPE=$s" --env "CPVM_SHAPE_L3=$l3" --env "CPVM_SHAPE_CORES=$cores" \
     --env "CPVM_SHAPE_CLI=$(echo $CLI)" --env "CPVM_SHAPE_E2E=$E2E" \
     "${PASS_ON[@]}" >"$WORK/shapes-$s.out" 2>&1 &
