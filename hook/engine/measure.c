@@ -139,7 +139,10 @@ cp_measure_choose (const struct cp_hostconfig *hc, struct cp_topo *topo, hwloc_c
 {
   *out = (struct cp_measure_sets) { 0 };
   if (creq->req.cpus == 1)
-    return cp_fail_input (err, "--cpus: 1 is not a ring (2 or more)");
+    {
+      cp_topo_free (topo);
+      return cp_fail_input (err, "--cpus: 1 is not a ring (2 or more)");
+    }
   struct cp_container_request req = *creq;
   struct cp_target target = { .id = "measure:" };
   struct cp_preview pv;
