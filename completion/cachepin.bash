@@ -8,7 +8,7 @@ _cachepin ()
 {
   local cur=${COMP_WORDS[COMP_CWORD]} prev=
   [ "$COMP_CWORD" -gt 0 ] && prev=${COMP_WORDS[COMP_CWORD - 1]}
-  local commands="plan hook apply release nri status why metrics dra"
+  local commands="plan hook apply release nri status why metrics dra measure"
   local request="--cpus --align --smt --mode --strict --isolate"
   COMPREPLY=()
 
@@ -45,7 +45,7 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
       return 0 ;;
-    --cpus | --allowed | --occupied) return 0 ;; # a number or a cpulist: nothing to offer
+    --cpus | --allowed | --occupied | --rounds | --seconds) return 0 ;; # a number or a cpulist: nothing to offer
   esac
 
   local words
@@ -59,6 +59,7 @@ _cachepin ()
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
     dra) words="slice --node --topology --config --empty --generation --json --help" ;;
+    measure) words="--cpus --align --smt --mode --strict --rounds --seconds --config --json --help" ;;
     *) return 0 ;;
   esac
   COMPREPLY=($(compgen -W "$words" -- "$cur"))

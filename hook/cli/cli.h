@@ -36,6 +36,7 @@ int cp_cmd_nri (int argc, char **argv, cp_error_t *err);
 int cp_cmd_why (int argc, char **argv, cp_error_t *err);
 int cp_cmd_metrics (int argc, char **argv, cp_error_t *err);
 int cp_cmd_dra (int argc, char **argv, cp_error_t *err);
+int cp_cmd_measure (int argc, char **argv, cp_error_t *err);
 
 /* The status object (cp_status_gather(), status.h) as text on OUT (one screen for
  * a small host): lines of at most 80 columns (short ids and names, the rest

@@ -43,6 +43,8 @@ static const struct command commands[] = {
     true, true },
   { "dra", cp_cmd_dra, "print the ResourceSlices this node publishes for Kubernetes DRA (writes nothing)", NULL, false,
     true },
+  { "measure", cp_cmd_measure, "time a communicating workload on cachepin's choice and spread over the L3s",
+    NULL, false, false },
 };
 
 /* The commands that run as root, change the ledger and cgroups, and hold the

@@ -34,7 +34,7 @@ has () { # has TEXT OPTION: OPTION is a word of TEXT, or one of [request options
   case " $REQUEST " in *" $2 "*) grep -qF "request options" <<<"$1" ;; *) return 1 ;; esac
 }
 
-for cmd in plan hook apply release nri status; do
+for cmd in plan hook apply release nri status measure; do
   opts=$("$BIN" "$cmd" --help | grep -oE -- '--[a-z][a-z-]*' | grep -vx -- '--help' | sort -u)
   [ -n "$opts" ] || { ko "$cmd --help names no option"; continue; }
   r=$(readme_of "$cmd") m=$(man_of "$cmd")

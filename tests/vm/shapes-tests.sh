@@ -9,7 +9,8 @@
 # meaningless, so that is a failure, not a skip.  Then one result per script,
 # SHAPE.cli.NAME (or SHAPE.e2e.NAME): PASS for exit 0, SKIP for exit 77 (with the
 # script's reason), FAIL otherwise, with the script's FAIL lines in the detail and
-# its whole output on the console.
+# its whole output on the console.  A passing script's lines that start with
+# "SHOW: " become info lines (measure.sh shows what it measured in the guest).
 #
 # Environment (run-vm.sh --env):
 #   CPVM_SHAPE        the shape's name (a, b, c: tests/vm/README.md)
@@ -45,7 +46,10 @@ run_script () {
   rc=$?
   secs=$(($(date +%s) - start))
   case $rc in
-    0) cpvm_pass "$S.$kind.$name" "${secs}s: $(grep -Ei 'passed|failed' "$log" | tail -1)" ;;
+    0)
+      # What a script shows of the guest (measure.sh: its output there), as info lines.
+      grep '^SHOW: ' "$log" | while IFS= read -r line; do cpvm_info "$S.$kind.$name: ${line#SHOW: }"; done
+      cpvm_pass "$S.$kind.$name" "${secs}s: $(grep -Ei 'passed|failed' "$log" | tail -1)" ;;
     77) cpvm_skip "$S.$kind.$name" "${secs}s: $(grep -Ei 'skip' "$log" | tail -1)" ;;
     *)
       [ $rc != 124 ] || echo "TIMEOUT after ${T}s" >>"$log"
