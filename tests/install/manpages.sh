@@ -42,7 +42,7 @@ check "packaging/config.json uses only those keys ([$(echo $shipped)])" \
 
 commands=$("$CACHEPIN" --help | awk '/^Commands:/ {on = 1; next} on && /^  [a-z]/ {print $1}')
 for cmd in $commands; do
-  check "cachepin(8) describes \`$cmd\`" grep -q "^\.B $cmd\$" "$MAN8"
+  check "cachepin(8) describes \`$cmd\`" grep -Eq "^\.B $cmd( [a-z]+)?$" "$MAN8"
   for opt in $("$CACHEPIN" "$cmd" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
     check "cachepin(8) names $cmd's $opt" grep -qF -- "$(sed 's/-/\\-/g' <<< "$opt")" "$MAN8"
   done
