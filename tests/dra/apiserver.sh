@@ -30,7 +30,7 @@ echo "warm start: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') 
 G=/apis/resource.k8s.io/v1
 DRIVER=system:serviceaccount:kube-system:cachepin
 expect () { # expect CODE WHAT: the last request's HTTP status was CODE
-  [ "$(status)" = "$1" ] || fail "$2: HTTP $(status), not $1: $(cat "$DRA_D/last" 2>/dev/null | head -c 400)"
+  [ "$(status)" = "$1" ] || fail "$2: HTTP $(status), not $1: $(head -c 400 "$DRA_D/last" 2>/dev/null)"
   echo "ok: $2 (HTTP $1)"
 }
 req () { kc "$@" >"$DRA_D/last"; cat "$DRA_D/last"; }
@@ -117,14 +117,14 @@ req "$ADMIN_TOKEN" PUT $G/namespaces/default/resourceclaims/claim-a/status \
 expect 200 "the allocation written through claim-a/status"
 ALLOC_RV=$(jq -r .metadata.resourceVersion "$DRA_D/last")
 # The driver writes the device's status (what the kubelet plugin reports), by patch.
-req "$TOK" PATCH $G/namespaces/default/resourceclaims/claim-a/status -H 'Content-Type: application/merge-patch+json' \
+req "$TOK" PATCH $G/namespaces/default/resourceclaims/claim-a/status \
   --data '{"status":{"devices":[{"driver":"cachepin.io","pool":"node-a","device":"l3-0","data":{"cpus":"0-7"}}]}}' >/dev/null
 expect 200 "the driver patches claim-a's status"
 for _ in $(seq 100); do
   [ "$(jq -s '[.[] | select(.type == "MODIFIED")] | length' "$DRA_D/watch" 2>/dev/null)" -ge 2 ] && break
   sleep 0.1
 done
-kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null || true
+kill "$WATCH" 2>/dev/null || true; wait "$WATCH" 2>/dev/null || true
 jq -e -s '[.[] | select(.type == "MODIFIED" and .object.status.allocation.devices.results[0].device == "l3-0")] | length >= 1' \
   "$DRA_D/watch" >/dev/null || fail "the watch from $RV did not see the allocation: $(head -c 600 "$DRA_D/watch")"
 jq -e -s '[.[] | select(.type == "MODIFIED" and .object.status.devices[0].data.cpus == "0-7")] | length >= 1' \
@@ -150,22 +150,39 @@ req "$TOK2" GET $G/resourceslices/node-b-cachepin.io >/dev/null; expect 404 "nod
 req "$TOK2" GET $G/namespaces/default/resourceclaims/claim-a >"$DRA_D/c"; expect 200 "claim-a after the restart"
 jq -e '.status.allocation.devices.results[0].consumedCapacity["cachepin.io/cpus"] == "8" and .status.devices[0].data.cpus == "0-7"' \
   "$DRA_D/c" >/dev/null || fail "claim-a's status did not survive the restart: $(head -c 400 "$DRA_D/c")"
-# A client that watched before the restart resumes from its last resourceVersion and gets
-# what changed since (etcd keeps the history), the driver's status patch first.
-curl -sS -N --cacert "$DRA_D/ca.crt" -H "Authorization: Bearer $TOK2" --max-time 20 \
-  "$DRA_URL$G/namespaces/default/resourceclaims?watch=1&resourceVersion=$ALLOC_RV" >"$DRA_D/watch" 2>/dev/null &
-WATCH=$!
-req "$ADMIN_TOKEN" PATCH $G/namespaces/default/resourceclaims/claim-a -H 'Content-Type: application/merge-patch+json' \
-  --data '{"metadata":{"labels":{"after":"restart"}}}' >/dev/null
-expect 200 "claim-a changed after the restart"
-for _ in $(seq 100); do
-  [ "$(jq -s 'length' "$DRA_D/watch" 2>/dev/null)" -ge 2 ] && break
-  sleep 0.1
-done
-kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null || true
-jq -e -s '.[0].object.status.devices[0].data.cpus == "0-7" and .[1].object.metadata.labels.after == "restart"' \
-  "$DRA_D/watch" >/dev/null || fail "the watch from $ALLOC_RV after the restart: $(head -c 600 "$DRA_D/watch")"
-echo "ok: a watch from $ALLOC_RV after the restart caught up (the status patch, then the label)"
+# A client that watched before the restart resumes from its last resourceVersion: the
+# API server either replays what changed since (etcd keeps the history) or, its watch
+# cache begun at the restart, answers 410 Expired, and the client lists again (as
+# client-go's reflector does) and watches from the list's resourceVersion. Either way it
+# misses nothing.
+watch_from () { # watch_from RV CHANGE-LABEL: the watch's events in $DRA_D/watch
+  curl -sS -N --cacert "$DRA_D/ca.crt" -H "Authorization: Bearer $TOK2" --max-time 20 \
+    "$DRA_URL$G/namespaces/default/resourceclaims?watch=1&resourceVersion=$1" >"$DRA_D/watch" 2>/dev/null &
+  WATCH=$!
+  sleep 0.5
+  req "$ADMIN_TOKEN" PATCH $G/namespaces/default/resourceclaims/claim-a --data "{\"metadata\":{\"labels\":{\"$2\":\"yes\"}}}" >/dev/null
+  expect 200 "claim-a labelled $2"
+  for _ in $(seq 100); do
+    jq -e -s --arg l "$2" 'any(.[]; .type == "ERROR" or (.object.metadata.labels[$l]? == "yes"))' "$DRA_D/watch" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  kill "$WATCH" 2>/dev/null || true; wait "$WATCH" 2>/dev/null || true
+}
+watch_from "$ALLOC_RV" after-restart
+if jq -e -s '.[0].type == "ERROR" and .[0].object.code == 410' "$DRA_D/watch" >/dev/null; then
+  echo "ok: a watch from $ALLOC_RV after the restart: 410 Expired, $(jq -r -s '.[0].object.message' "$DRA_D/watch")"
+  req "$TOK2" GET $G/namespaces/default/resourceclaims >"$DRA_D/list"; expect 200 "the list again"
+  jq -e '.items[0].metadata.labels["after-restart"] == "yes" and .items[0].status.devices[0].data.cpus == "0-7"' "$DRA_D/list" \
+    >/dev/null || fail "the list after 410 lacks what changed: $(head -c 600 "$DRA_D/list")"
+  watch_from "$(jq -r .metadata.resourceVersion "$DRA_D/list")" after-relist
+  jq -e -s 'any(.[]; .type == "MODIFIED" and .object.metadata.labels["after-relist"] == "yes")' "$DRA_D/watch" >/dev/null \
+    || fail "the watch from the new list's resourceVersion: $(head -c 600 "$DRA_D/watch")"
+  echo "ok: listed again, everything there, and the watch from the list's resourceVersion sees the next change"
+else
+  jq -e -s '.[0].object.status.devices[0].data.cpus == "0-7" and any(.[]; .object.metadata.labels["after-restart"] == "yes")' \
+    "$DRA_D/watch" >/dev/null || fail "the watch from $ALLOC_RV after the restart: $(head -c 600 "$DRA_D/watch")"
+  echo "ok: a watch from $ALLOC_RV after the restart replayed the status patch, then the label"
+fi
 
 dra_down
 trap - EXIT

@@ -31,8 +31,9 @@ TOP=${CACHEPIN_CACHE:-/var/cache/cachepin}
 APTROOT=${CACHEPIN_APT_ROOT:-$TOP/apt}
 DEBS=${CACHEPIN_DEB_CACHE:-$TOP/debs}
 MAIN=golang-k8s-apiextensions-apiserver-dev
-# Bump when main.go, crdgen or the build's steps change: a DIR of another stamp is built again.
-RECIPE=1
+# A DIR is built again when our Go sources change, or this number (bump it when the build's
+# steps change).
+RECIPE=1-$(cat "$HERE/apiserver/main.go" "$HERE/crdgen/main.go" | sha256sum | cut -c1-16)
 
 note() { echo "fetch-apiserver: $*" >&2; }
 
@@ -57,7 +58,7 @@ fallback() {
 # fetch-debs.sh refreshes sid's lists (at most hourly) and fetches the main package; its
 # directory's name carries the version.
 maindir=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid "$MAIN") || fallback "$MAIN cannot be fetched"
-version=${maindir##*/${MAIN}_}
+version=${maindir##*/"${MAIN}"_}
 DIR=$TOP/apiserver-$version
 if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$RECIPE" ]; then
   echo "$DIR"

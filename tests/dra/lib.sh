@@ -13,8 +13,8 @@
 #   dra_token NAME USER [GROUPS]  a new token for USER added to the token file (printed;
 #                         the server reads the file again on its next request)
 #   dra_token_drop TOKEN  TOKEN removed from the token file
-#   kc TOKEN METHOD PATH [curl args]  one request; the body on stdout, the HTTP status in
-#                         $DRA_D/status
+#   kc TOKEN METHOD PATH [curl args]  one request (JSON; a PATCH a merge patch); the body on
+#                         stdout, the HTTP status in $DRA_D/status
 #   dra_down              everything stopped, the scratch directory removed
 #
 # The sourcing script sets HERE (tests/dra) first. Authentication is a static token file
@@ -81,10 +81,11 @@ EOF
 }
 
 kc () {
-  local tok=$1 method=$2 path=$3
+  local tok=$1 method=$2 path=$3 type=application/json
   shift 3
+  [ "$method" != PATCH ] || type=application/merge-patch+json
   curl -sS --cacert "$DRA_D/ca.crt" ${tok:+-H "Authorization: Bearer $tok"} -X "$method" \
-    -H 'Content-Type: application/json' -o "$DRA_D/body" -w '%{http_code}' "$@" "$DRA_URL$path" \
+    -H "Content-Type: $type" -o "$DRA_D/body" -w '%{http_code}' "$@" "$DRA_URL$path" \
     >"$DRA_D/status" 2>"$DRA_D/curl.err" || true
   cat "$DRA_D/body" 2>/dev/null
   rm -f "$DRA_D/body"
@@ -126,14 +127,29 @@ dra_start_api () {
 
 dra_stop_api () {
   [ -n "${API_PID:-}" ] || return 0
-  kill "$API_PID" 2>/dev/null
+  kill "$API_PID" 2>/dev/null || true
   for _ in $(seq 100); do kill -0 "$API_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$API_PID" 2>/dev/null
-  wait "$API_PID" 2>/dev/null
+  kill -KILL "$API_PID" 2>/dev/null || true
+  wait "$API_PID" 2>/dev/null || true
   API_PID=""
 }
 
-dra_api_restart () { dra_stop_api; dra_start_api; }
+# dra_api_restart: after a start /readyz says ok before a CRD's storage is (answers 429,
+# "storage is (re)initializing", to clients that retry): ready when each kind lists.
+dra_api_restart () { dra_stop_api; dra_start_api; dra_served; }
+
+dra_served () {
+  local f plural
+  for f in "$APISERVER_DIR"/crds/*.json; do
+    plural=$(jq -r .spec.names.plural "$f")
+    for _ in $(seq 100); do
+      kc "$ADMIN_TOKEN" GET "/apis/resource.k8s.io/v1/$plural?limit=1" >/dev/null
+      [ "$(status)" = 200 ] && continue 2
+      sleep 0.2
+    done
+    fail "$plural not served 20 s after the start (HTTP $(status))"
+  done
+}
 
 # dra_crds: the CRDs created and each Established (its resource served).
 dra_crds () {
@@ -151,6 +167,7 @@ dra_crds () {
     done
     fail "CRD $name not Established after 20 s"
   done
+  dra_served
 }
 
 dra_up () {
@@ -175,8 +192,8 @@ dra_logs () {
 dra_down () {
   dra_stop_api
   if [ -n "${ETCD_PID:-}" ]; then
-    kill "$ETCD_PID" 2>/dev/null
-    wait "$ETCD_PID" 2>/dev/null
+    kill "$ETCD_PID" 2>/dev/null || true
+    wait "$ETCD_PID" 2>/dev/null || true
     ETCD_PID=""
   fi
   [ -z "${DRA_D:-}" ] || rm -rf "$DRA_D"

@@ -28,6 +28,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -80,12 +81,17 @@ func parsePkg(pkgPath string) {
 							}
 						}
 					case *ast.ValueSpec:
-						id, ok := s.Type.(*ast.Ident)
-						if gd.Tok != token.CONST || !ok {
+						if gd.Tok != token.CONST {
 							continue
 						}
 						for _, v := range s.Values {
-							if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							// Either `X T = "v"` or `X = T("v")`.
+							id, _ := s.Type.(*ast.Ident)
+							if call, ok := v.(*ast.CallExpr); ok && len(call.Args) == 1 {
+								id, _ = call.Fun.(*ast.Ident)
+								v = call.Args[0]
+							}
+							if lit, ok := v.(*ast.BasicLit); ok && id != nil && lit.Kind == token.STRING {
 								str, _ := strconv.Unquote(lit.Value)
 								enums[pkgPath+"."+id.Name] = append(enums[pkgPath+"."+id.Name], str)
 							}
@@ -140,6 +146,7 @@ var formats = map[string]schema{
 }
 
 func apply(s schema, ts []string) {
+	var keys []string
 	for _, t := range ts {
 		switch {
 		case strings.HasPrefix(t, "+k8s:maxItems="):
@@ -163,12 +170,30 @@ func apply(s schema, ts []string) {
 				s["x-kubernetes-list-type"] = t[strings.Index(t, "=")+1:]
 			}
 		case strings.HasPrefix(t, "+listMapKey=") || strings.HasPrefix(t, "+k8s:listMapKey="):
-			if s["type"] == "array" {
-				keys, _ := s["x-kubernetes-list-map-keys"].([]string)
-				s["x-kubernetes-list-map-keys"] = append(keys, t[strings.Index(t, "=")+1:])
+			if k := t[strings.Index(t, "=")+1:]; !slices.Contains(keys, k) {
+				keys = append(keys, k)
 			}
 		}
 	}
+	if s["type"] != "array" || s["x-kubernetes-list-type"] != "map" {
+		// An atomic list whose items are unique by key (+k8s:unique=map): not said, as a
+		// CEL rule for it costs more than a CRD's budget on these nested lists.
+		return
+	}
+	// A CRD's map keys must be required (or defaulted): optional ones (status.devices'
+	// shareID) are left out, and the list is atomic when none is left.
+	req, _ := s["items"].(schema)["required"].([]string)
+	var kept []string
+	for _, k := range keys {
+		if slices.Contains(req, k) {
+			kept = append(kept, k)
+		}
+	}
+	if len(kept) == 0 {
+		s["x-kubernetes-list-type"] = "atomic"
+		return
+	}
+	s["x-kubernetes-list-map-keys"] = kept
 }
 
 var (
@@ -324,7 +349,9 @@ func crd(k kind) schema {
 	return schema{
 		"apiVersion": "apiextensions.k8s.io/v1",
 		"kind":       "CustomResourceDefinition",
-		"metadata":   schema{"name": k.plural + "." + resourcev1.GroupName},
+		"metadata": schema{"name": k.plural + "." + resourcev1.GroupName,
+			// The API server refuses CRDs in *.k8s.io groups without it: DRA's KEP.
+			"annotations": schema{"api-approved.kubernetes.io": "https://github.com/kubernetes/enhancements/issues/4381"}},
 		"spec": schema{
 			"group": resourcev1.GroupName,
 			"names": schema{"plural": k.plural, "singular": strings.ToLower(t.Name()),
