@@ -15,8 +15,12 @@
 // unions (+oneOf: exactly one of nodeName, nodeSelector, allNodes), CEL compilation of
 // selectors, cross-field rules (a claim's status names devices of its requests, at most
 // 128 devices and attributes+capacity per device, qualified-name syntax), and status
-// rules (allocation immutable once set). Unknown fields are pruned, as for every CRD,
-// where the built-in kinds reject them under strict field validation.
+// rules (allocation immutable once set), items unique by key in atomic lists
+// (+k8s:unique=map: a CEL rule for it is over a CRD's cost budget), and the optional key
+// of status.devices (shareID: a CRD's map keys must be required, so it is left out of
+// them). Unknown fields are pruned, as for every CRD, where the built-in kinds reject
+// them under strict field validation. tests/dra/apiserver.sh tests the limits the driver
+// relies on.
 package main
 
 import (
