@@ -140,7 +140,8 @@ own=$DIR/root/usr/share/gocode/src/cachepin.test/dra
 mkdir -p "$own"
 cp -r "$HERE/apiserver" "$HERE/crdgen" "$own/"
 
-GOROOT=$DIR/root/usr/lib/${gover%-go}
+v=${gover#golang-}
+GOROOT=$DIR/root/usr/lib/go-${v%-go}
 go=$GOROOT/bin/go
 [ -x "$go" ] || { note "no go in $GOROOT"; exit 3; }
 gocache=$(mktemp -d /tmp/cp-gocache.XXXXXX)
