@@ -190,6 +190,7 @@ dra_logs () {
 }
 
 dra_down () {
+  set +e # the EXIT trap: one failed step must not leave etcd behind
   dra_stop_api
   if [ -n "${ETCD_PID:-}" ]; then
     kill "$ETCD_PID" 2>/dev/null || true
