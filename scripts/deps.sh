@@ -15,6 +15,7 @@ PACKAGES=(
   libsystemd-dev
   graphviz                     # docs/kubernetes-routes.svg drawn again from its .dot and compared (tests/docs/kubernetes.py)
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
+  curl openssl                 # tests/dra: the API server's certificates, requests to it
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

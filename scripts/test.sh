@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install, build and run every test (the README's second command; .ci/run calls it):
 #   1. CTest: unit, cli, docs (the README's and docs' command blocks), e2e (real runc and
-#      podman), install (cmake --install, the .deb), cri (containerd), stress-short, vm (QEMU: real kernels, runc and crun, cgroup v1 and
+#      podman), install (cmake --install, the .deb), cri (containerd), dra (a Kubernetes API
+#      server built from Debian's Go packages: tests/dra), stress-short, vm (QEMU: real kernels, runc and crun, cgroup v1 and
 #      v2), vm-sched (the 7.3 kernel: cache-aware scheduling through the hook), vm-systemd
 #      (a systemd PID 1 guest: podman, runc and crun with the systemd cgroup driver; about
 #      2 minutes, plus about 10 to build its root file system on a fresh machine, cached
@@ -22,7 +23,7 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/build.sh
 
-labels="${CACHEPIN_TEST_LABELS:-unit|cli|docs|e2e|install|cri|stress-short|vm|vm-sched|vm-systemd|vm-shapes|vm-isolate}"
+labels="${CACHEPIN_TEST_LABELS:-unit|cli|docs|e2e|install|cri|dra|stress-short|vm|vm-sched|vm-systemd|vm-shapes|vm-isolate}"
 (cd build && ctest --output-on-failure -L "^($labels)\$")
 if [ -z "${CACHEPIN_TEST_LABELS:-}" ]; then
   echo "== sanitizers (ASan+UBSan): unit and cli"
