@@ -15,6 +15,7 @@ PACKAGES=(
   libsystemd-dev
   graphviz                     # docs/kubernetes-routes.svg drawn again from its .dot and compared (tests/docs/kubernetes.py)
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
+  libmicrohttpd-dev            # hook/agent: the NRI agent's metrics and health listener (nri_http.c)
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)
