@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -287,10 +288,11 @@ build_listener_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_erro
       || RULE (ctx, allow, "epoll_pwait", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
       || RULE (ctx, allow, "epoll_pwait2", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0)
     return -1;
-  static const char *const conn[] = { "setsockopt", "getsockopt", "shutdown" };
-  for (size_t i = 0; i < CP_ARRAY_SIZE (conn); i++)
-    if (rule (ctx, allow, conn[i], 0, NULL, err) < 0)
-      return -1;
+  /* On a connection: TCP_NODELAY and TCP_CORK (TCP's level only: no socket
+     option of SOL_SOCKET's), and its end. */
+  if (RULE (ctx, allow, "setsockopt", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) IPPROTO_TCP)) < 0
+      || rule (ctx, allow, "shutdown", 0, NULL, err) < 0)
+    return -1;
   return 0;
 }
 

@@ -72,8 +72,9 @@
  *     hwloc then skips its cpuid pass).  No fork, no exec, no socket of another
  *     family: EPERM or killed as for the hook.
  *     With a listener (`cachepin nri --metrics-listen`): accept4 on its socket
- *     only, epoll_ctl and epoll_wait on its epoll set only, setsockopt, getsockopt
- *     and shutdown (what libmicrohttpd does on a connection).  No bind, no listen:
+ *     only, epoll_ctl and epoll_wait on its epoll set only, setsockopt at TCP's
+ *     level (TCP_NODELAY) and shutdown: what libmicrohttpd does on a connection,
+ *     seen with `strace -f` under tests/nri/http_tests.py.  No bind, no listen:
  *     the socket is bound before, as root. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
@@ -134,7 +135,8 @@ struct cp_sandbox
   /* CP_SANDBOX_PLUGIN only: an HTTP listener bound before (the agent's metrics,
      libmicrohttpd in its external-epoll mode): accept4 on LISTEN_FD, epoll_ctl and
      epoll_wait on EPOLL_FD, and on the connections it accepts what a non-blocking
-     HTTP server does (setsockopt, shutdown; reads and writes are allowed anyway). */
+     HTTP server does (setsockopt at TCP's level, shutdown; reads and writes are
+     allowed anyway). */
   bool listener;
   int listen_fd, epoll_fd;
 };
