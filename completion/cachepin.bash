@@ -49,7 +49,7 @@ _cachepin ()
     hook) words="--config --help createRuntime prestart poststop" ;;
     apply) words="--cgroup --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --config --help" ;;
-    nri) words="--socket --name --idx --config --help" ;;
+    nri) words="--socket --name --idx --metrics-listen --metrics-path --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
