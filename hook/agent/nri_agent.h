@@ -17,7 +17,8 @@ struct cp_nri_agent_options
   const char *name;     /* what it registers as */
   const char *idx;      /* its two-digit index */
   /* Other endpoints of the same process, served by the same loop between the
-     runtime's calls (nri_conn.h); none yet but tests. */
+     runtime's calls (nri_conn.h), besides the agent's own (its tick and its
+     metrics listener: nri_watch.h); tests add theirs. */
   const struct cp_nri_side *side;
   size_t n_side;
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
