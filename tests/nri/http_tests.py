@@ -14,7 +14,7 @@ emulator (tests/nri/nri_emu.py), no containerd; each case's host as emu_tests.py
               are there (the ledger's entries); --metrics-path; 404 and 405
   stalled     scrapers that connect and say nothing, send half a request, or ask for the
               metrics and never read (a receive buffer of 1 KiB): CreateContainer still
-              answered well inside the runtime's timeout, and another scraper answered;
+              answered within 1 s (the runtime's timeout is 2 s), and another scraper answered;
               the stalled ones closed by the listener at its timeout (10 s)
   options     --metrics-listen that is not ADDR:PORT, a port past 65535, an address taken;
               --metrics-path without --metrics-listen, or not a path: exit 2, one line
@@ -129,21 +129,27 @@ def stalled(t, host):
     with Emu(style="v0.8", workdir=host.dir) as emu:
         port = start(emu, host)
         emu.connect()
+        p = pod("pod-s", annotations={"cachepin.io/cpus": "1"})
+        r = emu.create(p, container("ctr-s0", p, cgroups_path=cgroup("ctr-s0")))  # the topology read once
+        t.check("before them: CreateContainer answered", r.ok, r)
         silent = socket.create_connection(("127.0.0.1", port))
         half = socket.create_connection(("127.0.0.1", port))
         half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nUser-Ag")
         deaf = socket.socket()
         deaf.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
         deaf.connect(("127.0.0.1", port))
-        for _ in range(20):  # answers that fill its buffer, never read
-            deaf.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:  # answers that fill its buffer, never read (the listener may drop it for that)
+            for _ in range(20):
+                deaf.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        except (ConnectionResetError, BrokenPipeError):
+            pass
         time.sleep(0.3)
-        p = pod("pod-s", annotations={"cachepin.io/cpus": "1"})
         t0 = time.monotonic()
         r = emu.create(p, container("ctr-s", p, cgroups_path=cgroup("ctr-s")))
         took = time.monotonic() - t0
-        t.check(f"three stalled scrapers: CreateContainer answered in {took * 1000:.0f} ms (< 500)",
-                r.ok and took < 0.5, r)
+        # Blocked by one, it would not be answered at all (the runtime's timeout is 2 s).
+        t.check(f"three stalled scrapers: CreateContainer answered in {took * 1000:.0f} ms (< 1000)",
+                r.ok and took < 1.0, r)
         t0 = time.monotonic()
         code, _ = get(port, "/metrics")
         t.check(f"another scraper answered meanwhile ({time.monotonic() - t0:.2f} s)", code == 200, code)
