@@ -221,15 +221,18 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   int fd = cp_nri_prelaunched_fd (err);
   if (fd < 0 || cp_daemon_open_state (hc, &plugin.state, err) < 0)
     return -1;
-  /* The listener bound before the sandbox (and before the runtime is dialled: its
-     probes say "not ready" until the registration). */
+  cp_started_core_sched_init (hc); /* before the sandbox: a prctl, and a fork */
+  cp_started_isolate_init (hc);   /* before the sandbox: the cgroup mount, and a fork */
+  /* The listener bound before the sandbox and before the runtime is dialled (its
+     probes say "not ready" until the registration), after the helpers' forks: they
+     hold no copy of its socket, which would keep the port bound past the plugin. */
   if (cp_nri_watch_open (&plugin.watch, hc, &o->watch, o->side, o->n_side, err) < 0)
     {
       cp_nri_watch_close (&plugin.watch);
+      cp_started_core_sched_stop ();
+      cp_started_isolate_stop ();
       return -1;
     }
-  cp_started_core_sched_init (hc); /* before the sandbox: a prctl, and a fork */
-  cp_started_isolate_init (hc);   /* before the sandbox: the cgroup mount, and a fork */
   catch_stop_signals ();
   struct cp_nri_stub stub = {
     .name = o->name,

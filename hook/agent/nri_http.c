@@ -229,6 +229,16 @@ check_path (const char *path, cp_error_t *err)
 }
 
 int
+cp_nri_http_check (const char *listen, const char *path, cp_error_t *err)
+{
+  struct sockaddr_storage sa;
+  socklen_t len;
+  if (parse_listen (listen, &sa, &len, err) < 0)
+    return -1;
+  return path ? check_path (path, err) : 0;
+}
+
+int
 cp_nri_http_open (const char *listen, const char *path, const struct cp_nri_http_handlers *h,
                   struct cp_nri_http **out, cp_error_t *err)
 {

@@ -39,6 +39,10 @@ struct cp_nri_http_handlers
 
 struct cp_nri_http;
 
+/* LISTEN and PATH (may be NULL) as cp_nri_http_open() takes them, checked without
+   binding anything: for the command line, before the run starts. */
+int cp_nri_http_check (const char *listen, const char *path, cp_error_t *err);
+
 /* Listen on LISTEN ("ADDR:PORT": an IPv4 address, or an IPv6 one in brackets;
    port 0 takes a free one) and serve H, the metrics at PATH (NULL: the default;
    it must start with `/`, and not be one of the probes' paths).  Errors name the

@@ -148,6 +148,8 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     return -1;
   if (a.watch.path && a.watch.listen == NULL)
     return cp_fail_input (err, "--metrics-path: needs --metrics-listen");
+  if (a.watch.listen && cp_nri_http_check (a.watch.listen, a.watch.path, err) < 0)
+    return -1;
   struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch };
   r = cp_nri_agent_run (&o, &hc, err);
   cp_hostconfig_free (&hc);

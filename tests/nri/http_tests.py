@@ -16,9 +16,9 @@ emulator (tests/nri/nri_emu.py), no containerd; each case's host as emu_tests.py
               metrics and never read (a receive buffer of 1 KiB): CreateContainer still
               answered within 1 s (the runtime's timeout is 2 s), and another scraper answered;
               the stalled ones closed by the listener at its timeout (10 s)
-  options     --metrics-listen that is not ADDR:PORT, a port past 65535, an address taken;
-              --metrics-path without --metrics-listen, or not a path: exit 2, one line
-              naming the option
+  options     --metrics-listen that is not ADDR:PORT, a port past 65535; --metrics-path
+              without --metrics-listen, or not a path: exit 2, one line naming the option,
+              before anything runs; an address taken: exit 1, the last line naming it
 
 Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for).
 """
@@ -185,8 +185,12 @@ def options(t, host):
         r = subprocess.run([emu_tests.BIN, "nri", "--socket", os.path.join(host.dir, "none.sock"), "--config",
                             host.config, *args], capture_output=True, text=True, timeout=10)
         lines = r.stderr.strip().splitlines()
-        t.check(f"{' '.join(args)}: exit {r.returncode}, one line naming {name}",
-                r.returncode in (1, 2) and len(lines) == 1 and name in lines[0], (r.returncode, r.stderr))
+        if args[-1] == busy:  # found at the run's start: after its start-up lines, the last one says it
+            t.check(f"{' '.join(args)}: exit 1, its last line names {name}",
+                    r.returncode == 1 and lines and lines[-1].startswith(f"cachepin nri: {name}"), r.stderr)
+            continue
+        t.check(f"{' '.join(args)}: exit 2, one line naming {name}",
+                r.returncode == 2 and len(lines) == 1 and name in lines[0], (r.returncode, r.stderr))
     taken.close()
 
 
