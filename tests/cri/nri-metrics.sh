@@ -63,6 +63,29 @@ scrape_configs:
       - targets: ['127.0.0.1:$MPORT']
 EOF
 
+# The pods as nri.sh runs them: made, started, and removed with their containers.
+run_pod () {
+  local name=$1
+  shift
+  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
+  PODS+=("$POD")
+}
+create_start () {
+  local pod=$1 name=$2 podname=$3
+  shift 3
+  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
+  cri start "$C" || { bad "$name: StartContainer"; return 1; }
+  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
+}
+teardown () {
+  local pod=$1 c p kept=()
+  shift
+  for c in "$@"; do cri stop "$c" && cri rm "$c" || bad "stop/remove $c"; done
+  cri stop-pod "$pod" && cri rm-pod "$pod" || bad "stop/remove pod $pod"
+  for p in "${PODS[@]}"; do [ "$p" = "$pod" ] || kept+=("$p"); done
+  PODS=(${kept[@]+"${kept[@]}"})
+}
+
 # q EXPR: the value of a PromQL instant query that gives one sample ("" when none).
 q () {
   "$PY" - "$PPORT" "$1" <<'PY'
@@ -129,6 +152,8 @@ if run_pod "$TAG-pod" cachepin.io/cpus=1 && create_start "$POD" app "$TAG-pod" p
   creates=$(num 'cachepin_nri_request_duration_seconds_count{method="CreateContainer"}')
   check "placed: the CreateContainer histogram counted its calls ($creates0 -> $creates)" \
     [ "${creates%.*}" -gt "${creates0%.*}" ]
+else
+  bad "placed: the pod asking 1 CPU did not run"
 fi
 
 # 2. An invalid annotation: refused, counted as invalid.
@@ -138,6 +163,8 @@ if run_pod "$TAG-bad" cachepin.io/cpus=1 cachepin.io/smt=pe1; then
   check "refused: cachepin_refusals_total{route=\"nri\",reason=\"invalid\"} $refused0 -> $((refused0 + 1))" \
     until_q 'cachepin_refusals_total{route="nri",reason="invalid"}' $((refused0 + 1))
   teardown "$POD"
+else
+  bad "refused: the pod with cachepin.io/smt=pe1 did not run"
 fi
 
 # 3. The placed pod gone: released, its CPU free again.
@@ -147,6 +174,8 @@ if [ -n "${C1:-}" ]; then
     until_q 'cachepin_releases_total{route="nri"}' $((released0 + 1))
   check "released: the LLCs' held CPUs back to $held0" until_q 'sum(cachepin_llc_cpus{state="held"})' "$held0"
   check "released: the LLCs' free CPUs back to $free0" until_q 'sum(cachepin_llc_cpus{state="free"})' "$free0"
+else
+  bad "released: no placed container to remove"
 fi
 
 # 4. The exposition as served passes promtool.
