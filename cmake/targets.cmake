@@ -36,6 +36,10 @@ function(cachepin_add_layers suffix)
   target_include_directories(cp_cli${suffix} PUBLIC ${CMAKE_BINARY_DIR}/generated)
   # The protobuf code protoc-c generates from hook/nri/proto (cmake/nri_proto.cmake).
   target_link_libraries(cp_nri${suffix} PUBLIC cp_nri_proto)
+  # libmicrohttpd: the agent's HTTP listener (nri_http.c), its headers only: loaded with
+  # dlopen() when a listener is asked for (CMakeLists.txt).
+  target_include_directories(cp_agent${suffix} PUBLIC ${MHD_INCLUDE_DIRS})
+  target_link_libraries(cp_agent${suffix} PUBLIC ${CMAKE_DL_LIBS})
   add_library(cachepin_core${suffix} INTERFACE)
   target_link_libraries(cachepin_core${suffix} INTERFACE cp_cli${suffix})
 endfunction()

@@ -54,7 +54,7 @@ _cachepin ()
     hook) words="--config --help createRuntime prestart poststop" ;;
     apply) words="--cgroup --unit --runtime --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --unit --config --help" ;;
-    nri) words="--socket --name --idx --config --help" ;;
+    nri) words="--socket --name --idx --metrics-listen --metrics-path --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;

@@ -16,6 +16,7 @@ PACKAGES=(
   graphviz                     # docs/kubernetes-routes.svg drawn again from its .dot and compared (tests/docs/kubernetes.py)
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
   curl openssl                 # tests/dra: the API server's certificates, requests to it
+  libmicrohttpd-dev            # hook/agent: the NRI agent's metrics and health listener (nri_http.c)
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

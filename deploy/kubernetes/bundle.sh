@@ -7,6 +7,8 @@
 #   - so are libsystemd.so.0 and the libraries it needs: cachepin dlopen()s it when it tells
 #     systemd about a placement (hook/host/systemd.h), and a node's own libsystemd would be loaded
 #     into a process running this glibc;
+#   - and libmicrohttpd.so.12 with its libraries (GnuTLS...): dlopen()ed likewise by
+#     `cachepin nri --metrics-listen`, the NRI overlay's listener (hook/agent/nri_http.h);
 #   - the copy runs with them: its ELF interpreter is NODE_PREFIX/lib/<the loader> (an
 #     interpreter path is absolute: the node's install prefix), its DT_RPATH NODE_PREFIX/lib.
 #     DT_RPATH, not DT_RUNPATH: the loader searches an executable's DT_RPATH for the
@@ -18,10 +20,12 @@ set -eu
 bin=$1 dest=$2 prefix=$3
 sd=$(ldconfig -p | awk '$1 == "libsystemd.so.0" { print $NF; exit }')
 [ -n "$sd" ] || { echo "bundle.sh: no libsystemd.so.0 (install libsystemd0)" >&2; exit 1; }
+mhd=$(ldconfig -p | awk '$1 == "libmicrohttpd.so.12" { print $NF; exit }')
+[ -n "$mhd" ] || { echo "bundle.sh: no libmicrohttpd.so.12 (install libmicrohttpd12)" >&2; exit 1; }
 interp=$(patchelf --print-interpreter "$bin")
 mkdir -p "$dest/bin" "$dest/lib"
 # ldd's lines: "libx.so.1 => /lib/.../libx.so.1 (0x...)", the loader as "/lib64/ld-....so.2 (0x...)".
-{ ldd "$bin"; ldd "$sd"; echo "$sd ()"; } |
+{ ldd "$bin"; ldd "$sd"; echo "$sd ()"; ldd "$mhd"; echo "$mhd ()"; } |
   awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && NF == 2 { print $1 }' | sort -u |
   while read -r lib; do cp -L "$lib" "$dest/lib/${lib##*/}"; done
 cp -L "$interp" "$dest/lib/${interp##*/}"

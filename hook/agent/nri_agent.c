@@ -117,6 +117,7 @@ configured (void *ctx, const Nri__Pkg__Api__V1alpha1__ConfigureRequest *req)
   cp_log (CP_LOG_INFO, "nri: configured by %.64s %.64s (registration timeout %lld ms, request timeout %lld ms)",
           req->runtime_name, req->runtime_version, (long long) req->registration_timeout,
           (long long) req->request_timeout);
+  cp_nri_watch_registered (&p->watch, true);
   if (req->request_timeout > 0)
     p->request_timeout_ms = (long) req->request_timeout;
   if (req->request_timeout > 0 && req->request_timeout < 2 * CP_NRI_LOCK_TIMEOUT_MS)
@@ -134,7 +135,9 @@ static int
 connected (void *ctx, cp_error_t *err)
 {
   struct cp_nri_plugin *p = ctx;
-  return cp_front_enter_plugin_sandbox (p->hc, err);
+  struct cp_front_listener l;
+  cp_nri_watch_fds (&p->watch, &l.listen_fd, &l.epoll_fd);
+  return cp_front_enter_plugin_sandbox (p->hc, &l, err);
 }
 
 /* After each answered call: an answer past the runtime's deadline said (it went on
@@ -144,6 +147,7 @@ static int
 answered (void *ctx, const char *method, long us, cp_error_t *err)
 {
   struct cp_nri_plugin *p = ctx;
+  cp_nri_watch_answered (&p->watch, method, us);
   if (us / 1000 >= p->request_timeout_ms)
     cp_log (CP_LOG_WARNING, "nri: %.64s answered after %ld ms, past the runtime's %ld ms: it went on without the "
                             "answer (a placement made stays pending until the container starts, then is settled "
@@ -164,6 +168,7 @@ ended (void *ctx)
 {
   struct cp_nri_plugin *p = ctx;
   cp_nri_sync_clear (&p->sync);
+  cp_nri_watch_registered (&p->watch, false);
 }
 
 static void
@@ -218,6 +223,16 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
     return -1;
   cp_started_core_sched_init (hc); /* before the sandbox: a prctl, and a fork */
   cp_started_isolate_init (hc);   /* before the sandbox: the cgroup mount, and a fork */
+  /* The listener bound before the sandbox and before the runtime is dialled (its
+     probes say "not ready" until the registration), after the helpers' forks: they
+     hold no copy of its socket, which would keep the port bound past the plugin. */
+  if (cp_nri_watch_open (&plugin.watch, hc, &o->watch, o->side, o->n_side, err) < 0)
+    {
+      cp_nri_watch_close (&plugin.watch);
+      cp_started_core_sched_stop ();
+      cp_started_isolate_stop ();
+      return -1;
+    }
   catch_stop_signals ();
   struct cp_nri_stub stub = {
     .name = o->name,
@@ -233,11 +248,12 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
     .answered = answered,
     .ended = ended,
     .log = stub_log,
-    .side = o->side,
-    .n_side = o->n_side,
+    .side = plugin.watch.side,
+    .n_side = plugin.watch.n_side,
   };
   int r = cp_nri_stub_run (&stub, err);
   cp_started_core_sched_stop ();
   cp_started_isolate_stop ();
+  cp_nri_watch_close (&plugin.watch);
   return r;
 }

@@ -15,6 +15,7 @@
 #include "locate.h"
 #include "placer.h"
 #include "nri_stub.h"
+#include "nri_watch.h"
 #include "nri_wire.h"
 #include "owner.h"
 
@@ -35,6 +36,7 @@ struct cp_nri_plugin
   long request_timeout_ms; /* the runtime's, from Configure (2000 until it says) */
   struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
   struct cp_daemon_state state; /* the state directory it started with (its sandbox's) */
+  struct cp_nri_watch watch;    /* its metrics, listener, probes and watchdog (nri_watch.h) */
 };
 
 /* Each answers CALL (a reply, or an error status whose message containerd shows)

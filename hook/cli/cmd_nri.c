@@ -13,11 +13,13 @@
 #include "cli.h"
 #include "log.h"
 #include "nri_agent.h"
+#include "nri_http.h"
 #include "nri_stub.h"
 #include "util.h"
 
 static const char nri_usage[] =
-  "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--config PATH]\n"
+  "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--metrics-listen ADDR:PORT]\n"
+  "                   [--metrics-path PATH] [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
   "updates, release them when they stop; at each connection's Synchronize, catch up\n"
@@ -30,6 +32,13 @@ static const char nri_usage[] =
   "  --name NAME      the plugin's name (default NRI_PLUGIN_NAME, or cachepin)\n"
   "  --idx NN         its index, two digits: the order among plugins (default\n"
   "                   NRI_PLUGIN_IDX, or 50)\n"
+  "  --metrics-listen ADDR:PORT\n"
+  "                   serve metrics and the probes over HTTP there (127.0.0.1:9464,\n"
+  "                   [::1]:9464; off by default): Prometheus' text format at the\n"
+  "                   metrics path, /readyz (registered with the runtime, the ledger\n"
+  "                   readable) and /livez (the loop turns); docs/metrics.md\n"
+  "  --metrics-path PATH\n"
+  "                   where the metrics are served (default " CP_NRI_HTTP_DEFAULT_PATH ")\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  -h, --help       this text\n";
 
@@ -38,6 +47,8 @@ enum
   OPT_SOCKET = 0x200,
   OPT_NAME,
   OPT_IDX,
+  OPT_METRICS_LISTEN,
+  OPT_METRICS_PATH,
 };
 
 struct nri_args
@@ -46,6 +57,7 @@ struct nri_args
   const char *socket; /* NULL: the default, or NRI_PLUGIN_SOCKET's fd */
   const char *name;   /* NULL: NRI_PLUGIN_NAME or "cachepin" */
   const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
+  struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
 };
 
 static int
@@ -66,6 +78,12 @@ nri_option (int opt, const char *arg, void *args, cp_error_t *err)
       if (cp_nri_check_idx ("--idx", arg, err) < 0)
         return -1;
       a->idx = arg;
+      return 1;
+    case OPT_METRICS_LISTEN:
+      a->watch.listen = arg;
+      return 1;
+    case OPT_METRICS_PATH:
+      a->watch.path = arg;
       return 1;
     default:
       return 0;
@@ -100,6 +118,8 @@ static const struct option nri_options[] = {
   { "socket", required_argument, NULL, OPT_SOCKET },
   { "name", required_argument, NULL, OPT_NAME },
   { "idx", required_argument, NULL, OPT_IDX },
+  { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
+  { "metrics-path", required_argument, NULL, OPT_METRICS_PATH },
   CP_CONFIG_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   { NULL, 0, NULL, 0 },
@@ -126,7 +146,11 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
   struct cp_hostconfig hc = { 0 };
   if (cp_cli_load_config (&a.c, &hc, err) < 0)
     return -1;
-  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx };
+  if (a.watch.path && a.watch.listen == NULL)
+    return cp_fail_input (err, "--metrics-path: needs --metrics-listen");
+  if (a.watch.listen && cp_nri_http_check (a.watch.listen, a.watch.path, err) < 0)
+    return -1;
+  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch };
   r = cp_nri_agent_run (&o, &hc, err);
   cp_hostconfig_free (&hc);
   return r;

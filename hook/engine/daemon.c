@@ -9,6 +9,8 @@
 #include "ledger.h"
 #include "placer.h"
 #include "recheck.h"
+#include "sdnotify.h"
+#include "ledger_store.h"
 #include "topocache.h"
 #include "util.h"
 
@@ -58,4 +60,27 @@ cp_daemon_state_trouble (const struct cp_hostconfig *hc, const struct cp_daemon_
                              "cannot set aside", dir, files[i]);
     }
   return NULL;
+}
+
+int
+cp_daemon_ledger_readable (const struct cp_hostconfig *hc, cp_error_t *err)
+{
+  const char *state = NULL;
+  struct cp_ledger *l = NULL;
+  if (cp_ledger_read (hc->state_dir, &state, &l, err) < 0)
+    return cp_error_wrap (err, "ledger in %s", hc->state_dir);
+  cp_ledger_close (l);
+  return 0;
+}
+
+bool
+cp_daemon_notify_init (uint64_t *watchdog_usec)
+{
+  return cp_sdnotify_init (watchdog_usec);
+}
+
+void
+cp_daemon_notify (const char *state)
+{
+  cp_sdnotify (state);
 }

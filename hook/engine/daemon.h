@@ -6,6 +6,8 @@
 #ifndef CP_DAEMON_H
 #define CP_DAEMON_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -38,5 +40,15 @@ int cp_daemon_open_state (const struct cp_hostconfig *hc, struct cp_daemon_state
    directory replaced since ST was taken, a ledger file that is not a regular file
    (setting it aside is a rename the sandbox refuses).  The caller frees. */
 char *cp_daemon_state_trouble (const struct cp_hostconfig *hc, const struct cp_daemon_state *st);
+
+/* HC's ledger can be read now (without its lock, as `cachepin status` reads it):
+   0, or < 0 (*ERR says why).  The readiness probe's second half. */
+int cp_daemon_ledger_readable (const struct cp_hostconfig *hc, cp_error_t *err);
+
+/* The service manager told how the agent is (sdnotify.h): cp_daemon_notify_init()
+   before the sandbox (true: it listens; *WATCHDOG_USEC its WatchdogSec=, 0: none),
+   then "READY=1", "WATCHDOG=1", ... */
+bool cp_daemon_notify_init (uint64_t *watchdog_usec);
+void cp_daemon_notify (const char *state);
 
 #endif

@@ -87,7 +87,7 @@ kubelet_dir (const char *state_file)
 }
 
 int
-cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err)
+cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_front_listener *l, cp_error_t *err)
 {
   cp_front_stay_unsandboxed (); /* this one covers every request */
   if (!hc->sandbox)
@@ -116,6 +116,9 @@ cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err)
     .cgroup_mountfd = -1,
     .read_dirs = { "/proc", "/sys", kubelet },
     .write_files = { cas_switch },
+    .listener = l && l->listen_fd >= 0,
+    .listen_fd = l ? l->listen_fd : -1,
+    .epoll_fd = l ? l->epoll_fd : -1,
   };
   /* No capability past this point (caps.h says why none is needed); given up before
      the filter, which kills capset. */

@@ -76,9 +76,16 @@ void cp_front_stay_unsandboxed (void);
    missing) and the topology cache (discovered now if stale, so that requests
    read it) ready first, then the directories its requests read beneath: /proc,
    /sys (the cgroup mounts with it) and the kubelet state's.  The runtime's
-   connection and syslog's socket are opened before.  Fails (*ERR) when the
-   state directory cannot be had or the sandbox cannot be set up. */
-int cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, cp_error_t *err);
+   connection and syslog's socket are opened before.  L (may be NULL) is the
+   agent's HTTP listener, bound before (nri_http.h): accept on its socket and epoll
+   on its set allowed (-1: none).  Fails (*ERR) when the state directory cannot be
+   had or the sandbox cannot be set up. */
+struct cp_front_listener
+{
+  int listen_fd, epoll_fd;
+};
+int cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_front_listener *l,
+                                   cp_error_t *err);
 
 /* A release through the engine's steps: open, the journal, the sandbox, commit;
    a release done is recorded as FRONT's. */

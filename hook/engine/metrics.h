@@ -44,10 +44,11 @@ enum cp_metrics_call
 #define CP_METRICS_BUCKETS { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10 }
 #define CP_METRICS_N_BUCKETS 14
 
-/* An agent's own counters.  Written by its loop and read by a listener's thread
- * at any time: each is an atomic and nothing takes a lock, so a slow scrape
- * never delays an answer to the runtime (a scrape may see one call counted in
- * its bucket and not yet in the sum: the next one sees both). */
+/* An agent's own counters.  Written by its loop and read by its listener, which
+ * the NRI agent serves from the same loop (nri_http.h); each is an atomic and
+ * nothing takes a lock, so that a listener on a thread of its own could read them
+ * at any time too (a scrape may then see one call counted in its bucket and not
+ * yet in the sum: the next one sees both). */
 struct cp_metrics_agent;
 
 struct cp_metrics_agent *cp_metrics_agent_new (void);

@@ -170,6 +170,45 @@ link_features (json_object *features, json_object *ledger)
   json_object_put (yes);
 }
 
+/* The parts from HC (HAVE_CONFIG false: defaults, the config at CONFIG not read,
+   CFG_ERR says why). */
+static int
+gather (const struct cp_hostconfig *hc, bool have_config, const char *config, cp_error_t cfg_err, json_object **out,
+        cp_error_t *err)
+{
+  struct cp_topo *topo = NULL;
+  cleanup_error cp_error_t topo_err = NULL;
+  struct cp_topocache_origin origin = { 0 };
+  if (cp_topocache_load_from (hc, CP_TOPOCACHE_READ_ONLY, &topo, &origin, &topo_err) < 0)
+    topo = NULL;
+
+  bool ok[5] = { false };
+  json_object *root = json_object_new_object ();
+  add (root, "format", json_object_new_int (CP_STATUS_FORMAT));
+  recent_part (root, hc, have_config); /* what needs attention leads */
+  add (root, "cgroup", cp_status_cgroup (&ok[0]));
+  add (root, "topology", cp_status_topology (topo, hc->topology, &origin, topo_err, &ok[1]));
+  cp_topocache_origin_clear (&origin);
+  json_object *ledger = cp_status_ledger (hc, have_config, topo, &ok[2]);
+  json_object *features = cp_status_features (hc, &ok[3]);
+  link_features (features, ledger);
+  add (root, "ledger", ledger);
+  add (root, "features", features);
+  /* Each manager's part (manager.h): the kubelet's today. */
+  struct cp_manager_ctx mctx = { .step = CP_MANAGER_STATUS, .kubelet_state = hc->kubelet_state };
+  cp_managers_status (NULL, &mctx, root);
+  add (root, "config", config_part (config, hc, cfg_err, &ok[4]));
+  cp_topo_free (topo);
+  if (!ok[0] && !ok[1] && !ok[2] && !ok[3] && !ok[4])
+    {
+      json_object_put (root);
+      return cp_fail_runtime (err, "nothing could be read (the host configuration: %s)",
+                              cfg_err ? cp_error_message (cfg_err) : "read");
+    }
+  *out = root;
+  return 0;
+}
+
 int
 cp_status_gather (const char *config, json_object **out, cp_error_t *err)
 {
@@ -178,37 +217,15 @@ cp_status_gather (const char *config, json_object **out, cp_error_t *err)
   bool have_config = cp_hostconfig_load (config, &hc, &cfg_err) == 0;
   if (!have_config)
     cp_hostconfig_init (&hc); /* the topology still shows; the ledger does not */
-  struct cp_topo *topo = NULL;
-  cleanup_error cp_error_t topo_err = NULL;
-  struct cp_topocache_origin origin = { 0 };
-  if (cp_topocache_load_from (&hc, CP_TOPOCACHE_READ_ONLY, &topo, &origin, &topo_err) < 0)
-    topo = NULL;
-
-  bool ok[5] = { false };
-  json_object *root = json_object_new_object ();
-  add (root, "format", json_object_new_int (CP_STATUS_FORMAT));
-  recent_part (root, &hc, have_config); /* what needs attention leads */
-  add (root, "cgroup", cp_status_cgroup (&ok[0]));
-  add (root, "topology", cp_status_topology (topo, hc.topology, &origin, topo_err, &ok[1]));
-  cp_topocache_origin_clear (&origin);
-  json_object *ledger = cp_status_ledger (&hc, have_config, topo, &ok[2]);
-  json_object *features = cp_status_features (&hc, &ok[3]);
-  link_features (features, ledger);
-  add (root, "ledger", ledger);
-  add (root, "features", features);
-  /* Each manager's part (manager.h): the kubelet's today. */
-  struct cp_manager_ctx mctx = { .step = CP_MANAGER_STATUS, .kubelet_state = hc.kubelet_state };
-  cp_managers_status (NULL, &mctx, root);
-  add (root, "config", config_part (config ? config : CP_HOSTCONFIG_DEFAULT_PATH, &hc, cfg_err, &ok[4]));
-  cp_topo_free (topo);
+  int r = gather (&hc, have_config, config ? config : CP_HOSTCONFIG_DEFAULT_PATH, cfg_err, out, err);
   cp_hostconfig_free (&hc);
-  if (!ok[0] && !ok[1] && !ok[2] && !ok[3] && !ok[4])
-    {
-      json_object_put (root);
-      return cp_fail_runtime (err, "nothing could be read (the host configuration: %s)", cp_error_message (cfg_err));
-    }
-  *out = root;
-  return 0;
+  return r;
+}
+
+int
+cp_status_gather_hc (const struct cp_hostconfig *hc, json_object **out, cp_error_t *err)
+{
+  return gather (hc, true, hc->path ? hc->path : CP_HOSTCONFIG_DEFAULT_PATH, NULL, out, err);
 }
 
 /* EACCES or EPERM in O's "errno" (named as jerrno() names them). */

@@ -26,6 +26,11 @@
  * Fails only when no part could be read at all. */
 int cp_status_gather (const char *config, json_object **out, cp_error_t *err);
 
+/* The same from HC, a host config already loaded (a long-running agent's, whose
+   file may not be readable inside its sandbox). */
+struct cp_hostconfig;
+int cp_status_gather_hc (const struct cp_hostconfig *hc, json_object **out, cp_error_t *err);
+
 /* Whether a part of STATUS (a part at its top, a kernel feature, the journal's
    "recent") could not be read for a permission refused: its "errno" is EACCES
    or EPERM.  Decided on the errnos, never on the messages' text. */

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <netinet/in.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -273,6 +274,28 @@ build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
   return 0;
 }
 
+/* The agent's HTTP listener (libmicrohttpd, external epoll): new connections on
+   its one socket, its one epoll set, and what it does on a connection. */
+static int
+build_listener_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
+{
+  const uint32_t allow = SCMP_ACT_ALLOW;
+  const uint64_t lfd = (uint64_t) sb->listen_fd, efd = (uint64_t) sb->epoll_fd;
+  if (RULE (ctx, allow, "accept4", SCMP_A0 (SCMP_CMP_EQ, lfd)) < 0
+      || RULE (ctx, allow, "accept", SCMP_A0 (SCMP_CMP_EQ, lfd)) < 0
+      || RULE (ctx, allow, "epoll_ctl", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_wait", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_pwait", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_pwait2", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0)
+    return -1;
+  /* On a connection: TCP_NODELAY and TCP_CORK (TCP's level only: no socket
+     option of SOL_SOCKET's), and its end. */
+  if (RULE (ctx, allow, "setsockopt", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) IPPROTO_TCP)) < 0
+      || rule (ctx, allow, "shutdown", 0, NULL, err) < 0)
+    return -1;
+  return 0;
+}
+
 static void
 seccomp_releasep (scmp_filter_ctx *ctx)
 {
@@ -334,6 +357,8 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
           || rule (ctx, allow, "poll", 0, NULL, err) < 0))
     return -1;
   if (sb->profile == CP_SANDBOX_PLUGIN && build_plugin_filter (ctx, err) < 0)
+    return -1;
+  if (sb->profile == CP_SANDBOX_PLUGIN && sb->listener && build_listener_filter (ctx, sb, err) < 0)
     return -1;
   /* raise(): abort() (out of memory, _FORTIFY_SOURCE, the stack protector) and
      the fault-injection builds' simulated kills.  To this process only. */

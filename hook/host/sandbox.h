@@ -70,7 +70,12 @@
  *     sched_getaffinity, and what a topology discovery reads with (getdents64,
  *     faccessat, readlink, uname, fstatfs, lseek; sched_setaffinity is refused:
  *     hwloc then skips its cpuid pass).  No fork, no exec, no socket of another
- *     family: EPERM or killed as for the hook. */
+ *     family: EPERM or killed as for the hook.
+ *     With a listener (`cachepin nri --metrics-listen`): accept4 on its socket
+ *     only, epoll_ctl and epoll_wait on its epoll set only, setsockopt at TCP's
+ *     level (TCP_NODELAY) and shutdown: what libmicrohttpd does on a connection,
+ *     seen with `strace -f` under tests/nri/http_tests.py.  No bind, no listen:
+ *     the socket is bound before, as root. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
 
@@ -127,6 +132,13 @@ struct cp_sandbox
      the hook does.  Opened now without following a symlink; one missing gets no
      rule. */
   const char *write_files[CP_SANDBOX_MAX_WRITE_FILES + 1];
+  /* CP_SANDBOX_PLUGIN only: an HTTP listener bound before (the agent's metrics,
+     libmicrohttpd in its external-epoll mode): accept4 on LISTEN_FD, epoll_ctl and
+     epoll_wait on EPOLL_FD, and on the connections it accepts what a non-blocking
+     HTTP server does (setsockopt at TCP's level, shutdown; reads and writes are
+     allowed anyway). */
+  bool listener;
+  int listen_fd, epoll_fd;
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

@@ -257,9 +257,10 @@ def check_common(overlay, k, version, binary):
               and caps.get("drop") == ["ALL"] and not caps.get("add"), str(sc))
         check(f"{what}: the runtime's default seccomp profile",
               sc.get("seccompProfile", {}).get("type") == "RuntimeDefault")
-    for c in pod["containers"]:
-        check(f"{overlay}: no probe yet (issue 32 item 2: a TODO where it goes)",
-              not any(p in c for p in ("livenessProbe", "readinessProbe", "startupProbe")))
+    if overlay != "nri":
+        for c in all_containers(pod):
+            check(f"{overlay}/{c['name']}: no probe (no listener on this route: nothing runs but sleep)",
+                  not any(p in c for p in ("livenessProbe", "readinessProbe", "startupProbe")))
     return ds, pod, vols
 
 
@@ -352,12 +353,44 @@ def check_nri_overlay(src, binary, pod, vols):
           r.returncode == 0 and r.stdout.startswith("Usage: cachepin nri"), r.stderr.strip())
     args = dict(zip(cmd[2::2], cmd[3::2]))
     check("nri: the default socket", args.get("--socket", "/var/run/nri/nri.sock") == "/var/run/nri/nri.sock")
+    check_nri_probes(binary, c, pod, args)
     init = pod.get("initContainers", [])
     script = " ".join(init[0].get("command", [])) if init else ""
     check(f"nri: an init container makes an empty {state} 0700 and mounts nothing else",
           len(init) == 1 and f"chmod 0700 {state}" in script and f"ls -A {state}" in script
           and [vols[m["name"]]["hostPath"]["path"] for m in init[0].get("volumeMounts", [])] == [state], script)
     check_state_dir_script(script, state)
+
+
+def check_nri_probes(binary, c, pod, args):
+    """The plugin's listener and the probes on it: --metrics-listen on every address of
+    the pod's own network namespace (the kubelet and Prometheus come in at the pod IP), its
+    port the container's named port, /readyz and /livez (the plugin's paths, as its --help
+    says) on that port; the metrics path the binary's default."""
+    listen = args.get("--metrics-listen", "")
+    addr, _, port = listen.rpartition(":")
+    check(f"nri: --metrics-listen on the pod's own addresses ({listen}), no hostNetwork",
+          addr == "0.0.0.0" and port.isdigit() and not pod.get("hostNetwork"), listen)
+    ports = {p.get("name"): p for p in c.get("ports", [])}
+    check(f"nri: containerPort `metrics` is --metrics-listen's port ({ports.get('metrics', {}).get('containerPort')})",
+          str(ports.get("metrics", {}).get("containerPort")) == port
+          and ports["metrics"].get("protocol", "TCP") == "TCP", str(ports))
+    r = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True)
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/livez")):
+        p = c.get(probe, {})
+        get = p.get("httpGet", {})
+        check(f"nri: {probe}: GET {path} on port `metrics` ({get})",
+              get.get("path") == path and get.get("port") in ("metrics", int(port or 0)), str(p))
+        check(f"nri: {probe}: {path} is one of the plugin's paths (`cachepin nri --help` names it)",
+              path in r.stdout)
+        check(f"nri: {probe}: a timeout, a period, a failure threshold",
+              all(isinstance(p.get(k), int) and p[k] > 0 for k in ("timeoutSeconds", "periodSeconds",
+                                                                     "failureThreshold")), str(p))
+    live = c.get("livenessProbe", {})
+    check("nri: liveness fails only after 30 s or more (the plugin's own threshold: its loop turned within 30 s)",
+          live.get("periodSeconds", 0) * live.get("failureThreshold", 0) >= 30, str(live))
+    check("nri: no startup probe (live from its start: the loop turns before it registers)",
+          "startupProbe" not in c)
 
 
 def check_nri_uninstall(src, binary, pod, vols):

@@ -26,14 +26,15 @@ logged () {
   return 1
 }
 
-# start_plugin: `cachepin nri` on the private socket, registered and synchronized (one
-# more "synchronized" line in its log than before).
+# start_plugin: `cachepin nri` on the private socket (and NRI_PLUGIN_ARGS, an array, when
+# set), registered and synchronized (one more "synchronized" line in its log than before).
 start_plugin () {
   local before
   before=$(grep -c 'nri: synchronized' "$D/nri.log" 2>/dev/null)
   # Without the CRI client's pipes (7, 8): a plugin holding them keeps the client from
   # seeing its end when containerd is stopped under it.
-  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" >>"$D/nri.log" 2>&1 7>&- 8<&- &
+  "$BIN" nri --socket "$NRISOCK" --config "$D/cachepin.json" ${NRI_PLUGIN_ARGS[@]+"${NRI_PLUGIN_ARGS[@]}"} \
+    >>"$D/nri.log" 2>&1 7>&- 8<&- &
   PLUGIN_PID=$!
   logged "$D/nri.log" 'nri: synchronized' $((${before:-0} + 1)) && return 0
   cat "$D/nri.log"

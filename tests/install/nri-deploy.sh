@@ -9,7 +9,11 @@
 # script, started as containerd starts it (no environment but NRI_PLUGIN_*, a connected
 # socket as fd 3, no stdout or stderr), both send RegisterPlugin as 50-cachepin to a
 # fake runtime; when it closes the connection the unit's plugin dials again (until SIGTERM,
-# exit 0) and the pre-launched one exits 0 (containerd starts it again).
+# exit 0) and the pre-launched one exits 0 (containerd starts it again). The unit is
+# Type=notify with WatchdogSec=: its ExecStart, run the same way with NOTIFY_SOCKET naming
+# a datagram socket this test reads and WATCHDOG_USEC set, says nothing before a runtime
+# (the NRI emulator, tests/nri/nri_emu.py) has registered it, then READY=1, then
+# WATCHDOG=1 while it waits for calls.
 #   bash tests/install/nri-deploy.sh BUILD_DIR
 # systemd-analyze (systemd) and python3; exit 77 (skipped) without them. The runs need
 # root, unshare and setpriv (util-linux): without them they are skipped and said so.
@@ -36,6 +40,8 @@ check "$PLUGIN_REL installed, executable" [ -x "$PLUGIN" ]
 check "nothing enabled: no .wants link in the staged tree [$(find "$ROOT" -name '*.wants')]" \
   [ -z "$(find "$ROOT" -name '*.wants')" ]
 exec_start=$(sed -n 's/^ExecStart=//p' "$UNIT")
+check "the unit is Type=notify with a WatchdogSec= [$(grep -E '^(Type|WatchdogSec)=' "$UNIT" | tr '\n' ' ')]" \
+  bash -c "grep -qx 'Type=notify' '$UNIT' && grep -qE '^WatchdogSec=[1-9]' '$UNIT'"
 check "the unit runs $PREFIX/bin/cachepin nri [$exec_start]" [ "${exec_start%% *}" = "$PREFIX/bin/cachepin" ]
 exec_line=$(grep '^exec ' "$PLUGIN")
 check "the script execs $PREFIX/bin/cachepin nri [$exec_line]" [ "$exec_line" = "exec $PREFIX/bin/cachepin nri" ]
@@ -102,6 +108,41 @@ if sys.argv[1] == "listen":
 else:
     say(socket.socket(fileno=int(sys.argv[2])))
 EOF
+# The service manager's side of sd_notify: a datagram socket, what arrives on it printed
+# with the moment it came relative to the registration (before / after).
+cat >"$DIR/notify.py" <<'EOF'
+import os, socket, sys, time
+sys.path.insert(0, sys.argv[1])
+sys.dont_write_bytecode = True
+try:
+    from nri_emu import Emu, load_protos
+    load_protos()
+except Exception as e:  # no grpc_tools or protobuf: said, and the checks below fail
+    print(f"the NRI emulator cannot run ({e})")
+    sys.exit(0)
+d, argv = sys.argv[2], sys.argv[3:]
+path = os.path.join(d, "notify.sock")
+n = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+n.bind(path)
+n.settimeout(0.1)
+def drain(seconds, tag):
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            for line in n.recv(4096).decode().splitlines():
+                print(f"{tag} {line}", flush=True)
+        except socket.timeout:
+            pass
+with Emu(workdir=d) as emu:
+    emu.listen("/var/run/nri/nri.sock")
+    emu.start_plugin(["setpriv", "--bounding-set=-all", "--inh-caps=-all", "--no-new-privs", "--", *argv],
+                     env={"NOTIFY_SOCKET": path, "WATCHDOG_USEC": "3000000"},
+                     log=os.path.join(d, "notify-plugin.log"))
+    drain(1.0, "before")
+    emu.connect()
+    drain(2.5, "after")
+    print(f"exit {emu.terminate()}")
+EOF
 if [ "$(id -u)" != 0 ] || ! command -v unshare >/dev/null || ! command -v setpriv >/dev/null; then
   echo "note: not root, or no unshare/setpriv: the unit's and the script's runs are skipped"
   finish
@@ -132,6 +173,8 @@ kill -TERM \$plugin
 wait \$plugin
 echo "exit \$?" >>"$DIR/unit.out"
 wait
+# The unit's ExecStart again, told to notify: READY=1 only once the emulator registered it.
+/usr/bin/python3 "$DIR/notify.py" "$HERE/../nri" "$DIR" $exec_start >"$DIR/notify.out" 2>&1 || true
 # The script as containerd starts it (nri pkg/adaptation/plugin.go: cmd.Env holds only
 # these, ExtraFiles puts the socket on fd 3, stdout and stderr are /dev/null).
 python3 - "$DIR" "$PLUGIN_REL" <<'PY'
@@ -160,6 +203,12 @@ check "unit: the runtime gone, it dials the socket again (it does not exit)" \
   grep -q 'nri: the connection to the runtime ended .* dialling /var/run/nri/nri.sock again' "$DIR/unit.out"
 check "unit: SIGTERM ends it, exit 0 [$(tail -1 "$DIR/unit.out")]" \
   [ "$(tail -1 "$DIR/unit.out")" = "exit 0" ]
+check "notify: nothing before the registration [$(grep -c '^before' "$DIR/notify.out") lines: $(head -1 "$DIR/notify.out")]" \
+  bash -c "! grep -q '^before' '$DIR/notify.out' && grep -q '^after' '$DIR/notify.out'"
+check "notify: READY=1 once registered" grep -qx 'after READY=1' "$DIR/notify.out"
+check "notify: WATCHDOG=1 while waiting for calls (WatchdogSec 3 s: every second)" \
+  grep -qx 'after WATCHDOG=1' "$DIR/notify.out"
+check "notify: SIGTERM ends it, exit 0 [$(tail -1 "$DIR/notify.out")]" [ "$(tail -1 "$DIR/notify.out")" = "exit 0" ]
 check "script: started as containerd starts it, registered on fd 3 as 50-cachepin [$(head -1 "$DIR/script.out" 2>/dev/null)]" \
   grep -qx 'conn 2: RegisterPlugin cachepin 50' "$DIR/script.out"
 check "script: the runtime gone, it exits 0 [$(tail -1 "$DIR/script.out" 2>/dev/null)]" \

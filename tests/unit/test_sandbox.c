@@ -25,14 +25,21 @@
  *     userfaultfd, io_uring_setup, reboot, process_vm_writev, and (x86_64) a
  *     32-bit int $0x80 call.  Every one gets arguments that would do nothing
  *     harmful if the filter let it through (bad fds, NULL pointers, invalid flags).
+ * The plugin's profile with an HTTP listener (the agent's metrics, nri_http.h): accept4
+ * on its socket and epoll on its set, setsockopt at TCP's level, shutdown; accept4 on
+ * another socket, epoll on another set, a socket option of SOL_SOCKET's, bind, listen
+ * and a new TCP socket refused (EPERM), and accept4 and epoll refused without one.
  * Skipped under valgrind (no seccomp or Landlock there); in a sanitizer build,
  * where the sandbox is not loaded (sandbox.h), only checks that it builds. */
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +49,7 @@
 #include <sys/mman.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -775,6 +783,9 @@ plugin_refused (int abi, const char *sock, pid_t target)
   CHILD_REFUSED (kill (target, SIGTERM), EPERM);
   CHILD_REFUSED (syscall (SYS_fork), EPERM);
   CHILD_REFUSED (syscall (SYS_sched_setaffinity, 0, 0, NULL), EPERM);
+  /* No listener in this profile: no accept, no epoll. */
+  CHILD_REFUSED (accept4 (0, NULL, NULL, SOCK_CLOEXEC), EPERM);
+  CHILD_REFUSED (epoll_ctl (0, EPOLL_CTL_DEL, 1, NULL), EPERM);
   if (abi == 0)
     return; /* what only Landlock refuses */
   char path[256];
@@ -812,6 +823,74 @@ test_plugin_execve_killed (void **state)
 {
   (void) state;
   expect_sigsys (run_plugin_sandboxed (plugin_execve), "plugin profile: execve");
+}
+
+/* A TCP socket listening on 127.0.0.1 (a free port), and a client connected to it
+   (in its backlog, not accepted yet). */
+static int
+tcp_listener (int *client)
+{
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t len = sizeof sa;
+  int l = socket (AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  CHILD_CHECK (l >= 0 && bind (l, (struct sockaddr *) &sa, sizeof sa) == 0 && listen (l, 4) == 0);
+  CHILD_CHECK (getsockname (l, (struct sockaddr *) &sa, &len) == 0);
+  *client = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CHILD_CHECK (*client >= 0 && connect (*client, (struct sockaddr *) &sa, sizeof sa) == 0);
+  return l;
+}
+
+/* The listener's rules hold for its socket and its set, and for nothing else. */
+static void
+test_plugin_listener (void **state)
+{
+  (void) state;
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      int client, other_client;
+      int l = tcp_listener (&client), other = tcp_listener (&other_client);
+      int efd = epoll_create1 (EPOLL_CLOEXEC), other_efd = epoll_create1 (EPOLL_CLOEXEC);
+      CHILD_CHECK (efd >= 0 && other_efd >= 0);
+      int dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      CHILD_CHECK (dirfd >= 0);
+      struct cp_sandbox sb = {
+        .profile = CP_SANDBOX_PLUGIN, .state_dirfd = dirfd, .cgroup_mountfd = -1, .read_dirs = { "/proc" },
+        .listener = true, .listen_fd = l, .epoll_fd = efd,
+      };
+      cp_error_t err = NULL;
+      if (cp_sandbox_enter (&sb, &err) < 0)
+        {
+          fprintf (stderr, "child: cp_sandbox_enter (plugin, listener): %s\n", cp_error_message (err));
+          _exit (2);
+        }
+      int c = accept4 (l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      CHILD_CHECK (c >= 0);
+      struct epoll_event ev = { .events = EPOLLIN, .data.fd = c };
+      CHILD_CHECK (epoll_ctl (efd, EPOLL_CTL_ADD, c, &ev) == 0);
+      CHILD_CHECK (send (client, "GET", 3, MSG_NOSIGNAL) == 3);
+      CHILD_CHECK (epoll_wait (efd, &ev, 1, 1000) == 1 && ev.data.fd == c);
+      char buf[8];
+      CHILD_CHECK (recv (c, buf, sizeof buf, 0) == 3 && send (c, "200", 3, MSG_NOSIGNAL) == 3);
+      int one = 1;
+      CHILD_CHECK (setsockopt (c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0);
+      CHILD_CHECK (shutdown (c, SHUT_RDWR) == 0 && close (c) == 0);
+      CHILD_REFUSED (accept4 (other, NULL, NULL, SOCK_CLOEXEC), EPERM);
+      CHILD_REFUSED (epoll_ctl (other_efd, EPOLL_CTL_ADD, client, &ev), EPERM);
+      CHILD_REFUSED (epoll_wait (other_efd, &ev, 1, 0), EPERM);
+      CHILD_REFUSED (setsockopt (client, SOL_SOCKET, SO_RCVBUF, &one, sizeof one), EPERM);
+      struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+      CHILD_REFUSED (bind (other_client, (struct sockaddr *) &sa, sizeof sa), EPERM);
+      CHILD_REFUSED (listen (other_client, 1), EPERM);
+      CHILD_REFUSED (socket (AF_INET, SOCK_STREAM, 0), EPERM);
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  expect_exit0 (status);
 }
 
 /* Where the sandbox cannot be tested: a sanitizer build (it is not loaded there,
@@ -871,6 +950,7 @@ main (void)
     cmocka_unit_test (test_plugin_allowed),
     cmocka_unit_test (test_plugin_refused),
     cmocka_unit_test (test_plugin_execve_killed),
+    cmocka_unit_test (test_plugin_listener),
   };
   return tu_exit (cmocka_run_group_tests (tests, setup, teardown));
 }
