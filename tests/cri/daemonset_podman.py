@@ -5,6 +5,11 @@ the privileges, mounts and limits the manifest gives it, so that a manifest that
 little for the plugin to register and place fails a test.
 
     daemonset_podman.py RENDERED.yaml CONTAINER IMAGE NAME CONFIG_DIR HOSTPATH=LOCAL...
+    daemonset_podman.py --probes RENDERED.yaml CONTAINER
+
+The second form prints the container's HTTP probes, one a line: KIND PORT PATH (readinessProbe
+9464 /readyz), a named port resolved through the container's ports, as the kubelet does; the
+test sends them into the container's network namespace as the kubelet does to the pod's IP.
 
 Prints the arguments of `podman run` for the pod template's container (or init container)
 CONTAINER, NUL-separated: the test's IMAGE for the manifest's, NAME as the container's name,
@@ -109,7 +114,26 @@ def volume_args(mounts, volumes, configmaps, host_paths, config_dir):
     return out
 
 
+def probes(rendered, cname):
+    with open(rendered) as f:
+        ds = [d for d in yaml.safe_load_all(f) if d and d["kind"] == "DaemonSet"]
+    pod = ds[0]["spec"]["template"]["spec"]
+    c = {c["name"]: c for c in pod["containers"]}.get(cname) or fail(f"no container {cname}")
+    ports = {p["name"]: p["containerPort"] for p in c.get("ports", []) if "name" in p}
+    for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+        probe = c.get(kind)
+        if probe is None:
+            continue
+        get = probe.get("httpGet") or fail(f"container {cname}: {kind} is not httpGet")
+        port = get["port"]
+        port = ports.get(port) or fail(f"{kind}: no port named {port}") if isinstance(port, str) else port
+        print(kind, port, get.get("path", "/"))
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["--probes"] and len(argv) == 3:
+        return probes(argv[1], argv[2])
     if len(argv) < 5:
         fail("usage: RENDERED.yaml CONTAINER IMAGE NAME CONFIG_DIR HOSTPATH=LOCAL...")
     rendered, cname, image, name, config_dir = argv[:5]

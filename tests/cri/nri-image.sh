@@ -10,7 +10,10 @@
 # plugin container, with the node's paths the manifest mounts given as the test's private
 # ones (containerd's NRI socket directory, the state directory) and /sys as the host's.
 # Checked: the init container leaves the state directory 0700; the plugin in the image
-# registers with containerd (its log and containerd's); a pod asking for 1 CPU gets it
+# registers with containerd (its log and containerd's); the DaemonSet's readiness and liveness
+# probes answer 200 (sent into the container's network namespace, as the kubelet sends them to
+# the pod's IP), and with containerd stopped readiness says 503 until the plugin registered
+# again; a pod asking for 1 CPU gets it
 # (the ledger in the node's state directory, the container's cgroup and affinity), one
 # without annotations is left alone; its removal frees the entry; the plugin's container
 # stopped as the kubelet stops it (SIGTERM, the DaemonSet's grace period) exits, and started
@@ -28,7 +31,7 @@ SRC=$(cd "$HERE/../.." && pwd)
 . "$HERE/nri-lib.sh"
 cri_args nri-image "$@"
 cri_prereqs
-command -v podman >/dev/null || skip "podman not installed"
+for tool in podman nsenter curl; do command -v "$tool" >/dev/null || skip "$tool not installed"; done
 "$PY" -c 'import yaml' 2>/dev/null || skip "python3-yaml not installed"
 KUBECTL=$(bash "$HERE/fetch-debs.sh" --suite sid kubectl=1.36.4+ds-1)/usr/bin/kubectl
 [ -x "$KUBECTL" ] || skip "kubectl from sid: the Debian archive is unreachable and nothing is cached"
@@ -116,6 +119,26 @@ fi
 check "containerd saw the plugin 50-cachepin register" \
   logged "$D/containerd.log" 'plugin "50-cachepin".*registered\|registered.*50-cachepin\|50-cachepin.*registered' 1
 
+# The DaemonSet's HTTP probes, sent into the plugin container's network namespace as the
+# kubelet sends them to the pod's IP: PROBE KIND prints the answer's status code.
+mapfile -t PROBES < <("$PY" "$HERE/daemonset_podman.py" --probes "$D/rendered.yaml" cachepin)
+probe () {
+  local kind port path pid
+  read -r kind port path < <(printf '%s\n' "${PROBES[@]}" | grep "^$1 ")
+  [ -n "$port" ] || { echo none; return; }
+  pid=$(podman inspect -f '{{.State.Pid}}' "$PLUGIN_CTR" 2>/dev/null)
+  nsenter -t "$pid" -n curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port$path"
+}
+# probe_becomes KIND CODE: the probe answers CODE within 20 s.
+probe_becomes () {
+  for _ in $(seq 100); do [ "$(probe "$1")" = "$2" ] && return 0; sleep 0.2; done
+  return 1
+}
+check "the DaemonSet has a readiness and a liveness probe (${PROBES[*]})" \
+  [ "$(printf '%s\n' "${PROBES[@]}" | grep -c '^\(readiness\|liveness\)Probe [0-9]* /')" = 2 ]
+check "readinessProbe: 200, registered ($(probe readinessProbe))" probe_becomes readinessProbe 200
+check "livenessProbe: 200 ($(probe livenessProbe))" probe_becomes livenessProbe 200
+
 placed_pod () {
   local name=$1 C
   run_pod_named "$name" cachepin.io/cpus=1 || return 1
@@ -142,6 +165,13 @@ if placed_pod "$TAG-a"; then
   cri stop "$A" && cri rm "$A" && cri stop-pod "$A_POD" && cri rm-pod "$A_POD" || bad "removing $A"
   check "removed: the ledger no longer holds $A" [ -z "$(held "$A")" ]
 fi
+
+# containerd restarted: not ready while it is away, ready again once registered again.
+stop_containerd
+check "containerd stopped: readinessProbe 503 ($(probe readinessProbe))" probe_becomes readinessProbe 503
+check "containerd stopped: livenessProbe still 200 (the loop turns)" probe_becomes livenessProbe 200
+start_containerd || { bad "containerd did not start again"; exit 1; }
+check "containerd back: readinessProbe 200 once the plugin registered again" probe_becomes readinessProbe 200
 
 # The kubelet stops the DaemonSet's pod with SIGTERM and its grace period (a rolling update).
 grace=$("$PY" -c 'import sys, yaml
