@@ -142,13 +142,14 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     return r;
   if (names_from_env (&a, err) < 0)
     return -1;
-  cp_log_init ("cachepin", true);
-  struct cp_hostconfig hc = { 0 };
-  if (cp_cli_load_config (&a.c, &hc, err) < 0)
-    return -1;
+  /* The options first, then the host config: nothing to free on their refusal. */
   if (a.watch.path && a.watch.listen == NULL)
     return cp_fail_input (err, "--metrics-path: needs --metrics-listen");
   if (a.watch.listen && cp_nri_http_check (a.watch.listen, a.watch.path, err) < 0)
+    return -1;
+  cp_log_init ("cachepin", true);
+  struct cp_hostconfig hc = { 0 };
+  if (cp_cli_load_config (&a.c, &hc, err) < 0)
     return -1;
   struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch };
   r = cp_nri_agent_run (&o, &hc, err);
