@@ -804,43 +804,6 @@ run_sequence (const struct hw *h, const struct cp_topo *topo, hwloc_const_bitmap
   hwloc_bitmap_free (occupied);
 }
 
-static void
-collect_xml (const char *dir, char ***out, size_t *n)
-{
-  DIR *d = opendir (dir);
-  if (d == NULL)
-    return;
-  struct dirent *e;
-  while ((e = readdir (d)))
-    {
-      if (e->d_name[0] == '.')
-        continue;
-      char *path = cp_xasprintf ("%s/%s", dir, e->d_name);
-      struct stat st;
-      if (stat (path, &st) == 0 && S_ISDIR (st.st_mode))
-        {
-          collect_xml (path, out, n);
-          free (path);
-          continue;
-        }
-      size_t len = strlen (e->d_name);
-      if (len > 4 && strcmp (e->d_name + len - 4, ".xml") == 0)
-        {
-          *out = cp_xrealloc (*out, (*n + 1) * sizeof **out);
-          (*out)[(*n)++] = path;
-        }
-      else
-        free (path);
-    }
-  closedir (d);
-}
-
-static int
-cmp_str (const void *a, const void *b)
-{
-  return strcmp (*(char *const *) a, *(char *const *) b);
-}
-
 /* Every invariant above, on one topology: SOURCE (a file or a synthetic description)
    named NAME; its counts added to TOTAL. */
 static void
@@ -915,22 +878,9 @@ static void
 test_captured_every_topology (void **state)
 {
   (void) state;
-  const char *dir = tu_topologies_dir ();
-  if (dir == NULL)
-    {
-      print_message ("SKIP: CACHEPIN_TOPOLOGIES (%s) is not a folder: no captured topologies to test on\n",
-                     getenv ("CACHEPIN_TOPOLOGIES") ? getenv ("CACHEPIN_TOPOLOGIES") : "unset");
-      tu_skip ();
-    }
-  char **files = NULL;
-  size_t n_files = 0;
-  collect_xml (dir, &files, &n_files);
-  if (n_files == 0)
-    {
-      print_message ("SKIP: no *.xml under %s\n", dir);
-      tu_skip ();
-    }
-  qsort (files, n_files, sizeof *files, cmp_str);
+  const char *dir;
+  size_t n_files;
+  char **files = tu_captured_xml (&dir, &n_files);
   struct stats total = { 0 };
   clock_t start = clock ();
   for (size_t f = 0; f < n_files; f++)

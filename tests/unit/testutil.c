@@ -142,6 +142,65 @@ tu_topologies_dir (void)
   return dir;
 }
 
+static void
+collect_xml (const char *dir, char ***out, size_t *n)
+{
+  DIR *d = opendir (dir);
+  if (d == NULL)
+    return;
+  struct dirent *e;
+  while ((e = readdir (d)))
+    {
+      if (e->d_name[0] == '.')
+        continue;
+      char *path = cp_xasprintf ("%s/%s", dir, e->d_name);
+      struct stat st;
+      if (stat (path, &st) == 0 && S_ISDIR (st.st_mode))
+        {
+          collect_xml (path, out, n);
+          free (path);
+          continue;
+        }
+      size_t len = strlen (e->d_name);
+      if (len > 4 && strcmp (e->d_name + len - 4, ".xml") == 0)
+        {
+          *out = cp_xrealloc (*out, (*n + 1) * sizeof **out);
+          (*out)[(*n)++] = path;
+        }
+      else
+        free (path);
+    }
+  closedir (d);
+}
+
+static int
+cmp_path (const void *a, const void *b)
+{
+  return strcmp (*(char *const *) a, *(char *const *) b);
+}
+
+char **
+tu_captured_xml (const char **dir, size_t *n)
+{
+  *dir = tu_topologies_dir ();
+  if (*dir == NULL)
+    {
+      print_message ("SKIP: CACHEPIN_TOPOLOGIES (%s) is not a folder: no captured topologies to test on\n",
+                     getenv ("CACHEPIN_TOPOLOGIES") ? getenv ("CACHEPIN_TOPOLOGIES") : "unset");
+      tu_skip ();
+    }
+  char **files = NULL;
+  *n = 0;
+  collect_xml (*dir, &files, n);
+  if (*n == 0)
+    {
+      print_message ("SKIP: no *.xml under %s\n", *dir);
+      tu_skip ();
+    }
+  qsort (files, *n, sizeof *files, cmp_path);
+  return files;
+}
+
 char *
 tu_topology_file_or_skip (const char *rel)
 {

@@ -102,6 +102,11 @@ char *tu_place_fail (const struct cp_topo *topo, const char *allowed, const char
  * Fails the test under CACHEPIN_TEST_CAPTURED=skip (above). */
 const char *tu_topologies_dir (void);
 
+/* Every *.xml under the captured topologies folder (its subfolders too), sorted, each
+   a path to free, and the folder in *DIR; skips the case (reported) when the folder
+   or its XMLs are not there. */
+char **tu_captured_xml (const char **dir, size_t *n);
+
 /* "$CACHEPIN_TOPOLOGIES/REL" when the file exists (caller frees); otherwise prints
  * why and skips the calling test. */
 char *tu_topology_file_or_skip (const char *rel);
