@@ -49,6 +49,7 @@ sidgo_fallback () {
 # sidgo_main PKG FALLBACK_PREFIX: fetch-debs.sh refreshes sid's lists (at most hourly)
 # and fetches PKG.
 sidgo_main () {
+  # shellcheck disable=SC2034 # the caller's
   SIDGO_MAINDIR=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid "$1") || sidgo_fallback "$2" "$1 cannot be fetched"
 }
 
