@@ -37,22 +37,7 @@ note() { echo "fetch-apiserver: $*" >&2; }
 # shellcheck source=sid-go.sh
 . "$HERE/sid-go.sh"
 
-sidgo_main "$MAIN" apiserver
-version=${SIDGO_MAINDIR##*/"${MAIN}"_}
-DIR=$TOP/apiserver-$version
-if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$RECIPE" ]; then
-  echo "$DIR"
-  exit 0
-fi
-
-mkdir -p "$TOP"
-exec 9>"$DIR.lock"
-flock 9
-if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$RECIPE" ]; then
-  echo "$DIR"   # built by another run while this one waited
-  exit 0
-fi
-
+sidgo_main "$MAIN" apiserver "$RECIPE"
 sidgo_closure apiserver "$MAIN"
 sidgo_fetch apiserver
 sidgo_root "$DIR"
@@ -63,19 +48,10 @@ own=$DIR/root/usr/share/gocode/src/cachepin.test/dra
 mkdir -p "$own"
 cp -r "$HERE/apiserver" "$HERE/crdgen" "$own/"
 
+# shellcheck disable=SC2016 # $GO and $OUT are sidgo_build's
+sidgo_build "the API server (about 7.5 minutes of 2 cores)" "$own" \
+  '"$GO" build -trimpath -o "$OUT/dra-apiserver" ./apiserver && "$GO" build -trimpath -o "$OUT/dra-crdgen" ./crdgen'
 log=$DIR/build.log
-start=$(date +%s)
-note "building the API server with $("$GO" version 2>/dev/null | cut -d' ' -f3) (about 7.5 minutes of 2 cores); log: $log"
-if ! (cd "$own" &&
-      sidgo_go "$DIR" sh -c "'$GO' build -trimpath -o '$DIR/bin/dra-apiserver' ./apiserver &&
-                             '$GO' build -trimpath -o '$DIR/bin/dra-crdgen' ./crdgen") >"$log" 2>&1; then
-  tail -20 "$log" >&2
-  note "the build failed (log: $log)"
-  exit 3
-fi
-echo "$(( $(date +%s) - start ))" >"$DIR/build-seconds"
 (cd "$DIR/root/usr/share/gocode/src" && "$DIR/bin/dra-crdgen" "$DIR/crds") >>"$log" 2>&1 \
   || { tail -20 "$log" >&2; note "crdgen failed (log: $log)"; exit 3; }
-echo "$RECIPE" >"$DIR/.complete"
-note "built in $(cat "$DIR/build-seconds") s"
-echo "$DIR"
+sidgo_done "$RECIPE"

@@ -32,22 +32,7 @@ note() { echo "fetch-kubelet-standin: $*" >&2; }
 # shellcheck source=sid-go.sh
 . "$HERE/sid-go.sh"
 
-sidgo_main "$MAIN" kubelet-standin
-version=${SIDGO_MAINDIR##*/"${MAIN}"_}
-DIR=$TOP/kubelet-standin-$version
-if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$RECIPE" ]; then
-  echo "$DIR"
-  exit 0
-fi
-
-mkdir -p "$TOP"
-exec 9>"$DIR.lock"
-flock 9
-if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$RECIPE" ]; then
-  echo "$DIR"   # built by another run while this one waited
-  exit 0
-fi
-
+sidgo_main "$MAIN" kubelet-standin "$RECIPE"
 sidgo_closure kubelet-standin "${ROOTS[@]}"
 sidgo_fetch kubelet-standin
 sidgo_root "$DIR"
@@ -56,18 +41,8 @@ own=$DIR/root/usr/share/gocode/src/cachepin.test/dra
 mkdir -p "$own"
 cp -r "$HERE/kubelet" "$HERE/refplugin" "$own/"
 
-log=$DIR/build.log
-start=$(date +%s)
-note "building the kubelet stand-in with $("$GO" version 2>/dev/null | cut -d' ' -f3); log: $log"
-if ! (cd "$own" &&
-      sidgo_go "$DIR" sh -c "'$GO' vet ./kubelet ./refplugin &&
-                             '$GO' build -trimpath -o '$DIR/bin/kubelet-standin' ./kubelet &&
-                             '$GO' build -trimpath -o '$DIR/bin/dra-refplugin' ./refplugin") >"$log" 2>&1; then
-  tail -20 "$log" >&2
-  note "the build failed (log: $log)"
-  exit 3
-fi
-echo "$(( $(date +%s) - start ))" >"$DIR/build-seconds"
-echo "$RECIPE" >"$DIR/.complete"
-note "built in $(cat "$DIR/build-seconds") s"
-echo "$DIR"
+# shellcheck disable=SC2016 # $GO and $OUT are sidgo_build's
+sidgo_build "the kubelet stand-in" "$own" \
+  '"$GO" vet ./kubelet ./refplugin && "$GO" build -trimpath -o "$OUT/kubelet-standin" ./kubelet &&
+   "$GO" build -trimpath -o "$OUT/dra-refplugin" ./refplugin'
+sidgo_done "$RECIPE"

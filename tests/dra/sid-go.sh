@@ -2,8 +2,10 @@
 # once per version into $CACHEPIN_CACHE (default /var/cache/cachepin), sourced by
 # fetch-apiserver.sh and fetch-kubelet-standin.sh (which set HERE, tests/dra, first).
 #
-#   sidgo_main PKG         the directory fetch-debs.sh unpacked sid's PKG into (its name
-#                          carries the version) in SIDGO_MAINDIR, or sidgo_fallback
+#   sidgo_main PKG PREFIX RECIPE  DIR=$TOP/PREFIX-<version of sid's PKG>: printed (and exit)
+#                          when built before with RECIPE, else locked for the caller to build;
+#                          offline, sidgo_fallback
+#   sidgo_done RECIPE      DIR marked built with RECIPE (DIR/build-seconds written), printed
 #   sidgo_closure ROOT...  the ROOTs and the closure of their Depends restricted to
 #                          golang-*-dev (a virtual one by its providers), then Go (what sid's
 #                          golang-go depends on) and its -src, in SIDGO_PKGS
@@ -14,8 +16,10 @@
 #                          need both of its packages in one root, and one GOPATH of 300
 #                          entries would be searched entry by entry for each import),
 #                          DIR/packages.txt; GOROOT and GO set, a Go build cache made
-#   sidgo_go DIR CMD...    CMD run in DIR with GOPATH DIR/root/usr/share/gocode, GO111MODULE=off,
-#                          GOPROXY=off, CGO_ENABLED=0, a Go build cache of its own
+#   sidgo_build WHAT SRC SCRIPT  sh -c SCRIPT in SRC with GOPATH DIR/root/usr/share/gocode,
+#                          GO111MODULE=off, GOPROXY=off, CGO_ENABLED=0, a Go build cache of
+#                          its own, $GO the go command, $OUT DIR/bin; DIR/build.log,
+#                          DIR/build-seconds; exit 3 when it fails
 #   sidgo_newest PREFIX    the newest $TOP/PREFIX-*/ built before (.complete), or nothing
 #   sidgo_fallback PREFIX MESSAGE  offline: that one printed (exit 0), or exit 1 (callers skip)
 #
@@ -46,11 +50,32 @@ sidgo_fallback () {
   exit 0
 }
 
-# sidgo_main PKG FALLBACK_PREFIX: fetch-debs.sh refreshes sid's lists (at most hourly)
-# and fetches PKG.
+# sidgo_main PKG PREFIX RECIPE: fetch-debs.sh refreshes sid's lists (at most hourly) and
+# fetches PKG; DIR is $TOP/PREFIX-<PKG's version>. Built with RECIPE before: printed, and
+# the script exits. Else DIR.lock is held (fd 9) and the caller builds.
 sidgo_main () {
-  # shellcheck disable=SC2034 # the caller's
-  SIDGO_MAINDIR=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid "$1") || sidgo_fallback "$2" "$1 cannot be fetched"
+  local maindir
+  maindir=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid "$1") || sidgo_fallback "$2" "$1 cannot be fetched"
+  DIR=$TOP/$2-${maindir##*/"$1"_}
+  sidgo_reuse "$3"
+  mkdir -p "$TOP"
+  exec 9>"$DIR.lock"
+  flock 9
+  sidgo_reuse "$3"   # built by another run while this one waited
+}
+
+sidgo_reuse () {
+  if [ -e "$DIR/.complete" ] && [ "$(cat "$DIR/.complete")" = "$1" ]; then
+    echo "$DIR"
+    exit 0
+  fi
+}
+
+# sidgo_done RECIPE: DIR marked built with RECIPE, printed.
+sidgo_done () {
+  echo "$1" >"$DIR/.complete"
+  note "built in $(cat "$DIR/build-seconds") s"
+  echo "$DIR"
 }
 
 # sidgo_depends PKG...: the golang-*-dev names PKG... depend on.
@@ -135,11 +160,19 @@ sidgo_root () {
   trap 'rm -rf "$SIDGO_CACHE"' EXIT
 }
 
-# sidgo_go DIR CMD...: after sidgo_root DIR (its build cache removed when the calling
-# script exits).
-sidgo_go () {
-  local dir=$1
-  shift
-  env -i PATH=/usr/bin:/bin HOME="$SIDGO_CACHE" GOROOT="$GOROOT" GOPATH="$dir/root/usr/share/gocode" \
-    GO111MODULE=off GOPROXY=off GOFLAGS= GOTOOLCHAIN=local GOCACHE="$SIDGO_CACHE/build" CGO_ENABLED=0 "$@"
+# sidgo_build WHAT SRC SCRIPT: sh -c SCRIPT run in SRC (Go offline, as above), its output in
+# DIR/build.log, its seconds in DIR/build-seconds; a failure exits 3 (after sidgo_root).
+sidgo_build () {
+  local log=$DIR/build.log start
+  start=$(date +%s)
+  note "building $1 with $("$GO" version 2>/dev/null | cut -d' ' -f3); log: $log"
+  if ! (cd "$2" &&
+        env -i PATH=/usr/bin:/bin HOME="$SIDGO_CACHE" GOROOT="$GOROOT" GOPATH="$DIR/root/usr/share/gocode" \
+          GO111MODULE=off GOPROXY=off GOFLAGS= GOTOOLCHAIN=local GOCACHE="$SIDGO_CACHE/build" CGO_ENABLED=0 \
+          GO="$GO" OUT="$DIR/bin" sh -c "$3") >"$log" 2>&1; then
+    tail -20 "$log" >&2
+    note "the build failed (log: $log)"
+    exit 3
+  fi
+  echo "$(( $(date +%s) - start ))" >"$DIR/build-seconds"
 }

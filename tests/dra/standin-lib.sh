@@ -17,20 +17,13 @@
 # shellcheck shell=bash
 
 standin_fetch () {
-  local rc=0
-  STANDIN_DIR=$(bash "$HERE/fetch-kubelet-standin.sh") || rc=$?
-  case $rc in
-    0) ;;
-    1) skip "the kubelet stand-in from sid: the Debian archive is unreachable and nothing is cached" ;;
-    *) fail "the kubelet stand-in could not be built (fetch-kubelet-standin.sh exit $rc)" ;;
-  esac
+  dra_built STANDIN_DIR fetch-kubelet-standin.sh "the kubelet stand-in"
   [ -x "$STANDIN_DIR/bin/kubelet-standin" ] || fail "$STANDIN_DIR has no bin/kubelet-standin"
 }
 
 standin_up () {
   local root=$1
   mkdir -p "$root"
-  STANDIN_ROOT=$root
   STANDIN_CTL=$root/standin.sock
   "$STANDIN_DIR/bin/kubelet-standin" serve -root "$root" -ctl "$STANDIN_CTL" ${STANDIN_ARGS[@]+"${STANDIN_ARGS[@]}"} \
     >>"$root/standin.log" 2>&1 &
@@ -51,9 +44,6 @@ standin () {
 
 standin_down () {
   [ -n "${STANDIN_PID:-}" ] || return 0
-  kill "$STANDIN_PID" 2>/dev/null || true
-  for _ in $(seq 50); do kill -0 "$STANDIN_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$STANDIN_PID" 2>/dev/null || true
-  wait "$STANDIN_PID" 2>/dev/null || true
+  stop_pid "$STANDIN_PID"
   STANDIN_PID=""
 }

@@ -90,6 +90,25 @@ call () { # call OP CLAIM DRIVER: the answer in $out, its exit status in $rc
 }
 V1=/k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin
 V1BETA1=/k8s.io.kubelet.pkg.apis.dra.v1beta1.DRAPlugin
+# registered NAME SERVICE WHAT: plugin NAME registered, with SERVICE.
+registered () {
+  out=$(standin wait -driver "$1.cachepin.test" -timeout 10s) || fail "plugin $1 not registered: $out"
+  expect "$out" ".plugins[] | select(.name == \"$1.cachepin.test\") | .service == \"$2\" and .registered" "$3"
+}
+# reached OP NAME UID SERVICE_PATH: OP of claim UID on plugin NAME succeeds through that service.
+reached () {
+  local m=NodePrepareResources
+  [ "$1" = prepare ] || m=NodeUnprepareResources
+  call "$1" "$3/default/claim-$3" "$2"
+  [ "$rc" = 0 ] || fail "$1 $3 on $2 (exit $rc): $out"
+  grep -q "call $4/$m claims=$3" "$ROOT/ref-$2.log" || fail "$1 $3 did not reach $4/$m"
+  ok "$1 $3 answered through $4/$m"
+}
+# refused NAME: plugin NAME not registered, and told why.
+refused () {
+  socket_state "$1.cachepin.test-reg.sock" failed
+  wait_log "$ROOT/ref-$1.log" 'registered=false error=".*none of the supported services'
+}
 
 # Timeouts and waits short enough for a test; the defaults are the kubelet's.
 help=$("$STANDIN_DIR/bin/kubelet-standin" serve -h 2>&1 | tr '\n\t' '  ' || true)
@@ -102,37 +121,22 @@ ta=$(date +%s.%N)
 
 echo "== registration, prepare and unprepare; v1 preferred"
 ref_up a
-out=$(standin wait -driver a.cachepin.test -timeout 10s) || fail "plugin a not registered: $out"
-expect "$out" '.plugins[] | select(.name == "a.cachepin.test") | .service == "v1.DRAPlugin" and .registered' \
-  "a plugin listing v1.DRAPlugin first is registered with v1"
+registered a v1.DRAPlugin "a plugin listing v1.DRAPlugin first is registered with v1"
 wait_log "$ROOT/ref-a.log" 'registration status: registered=true error=""'
 ok "the plugin was told it is registered"
-call prepare uid-1/default/claim-1 a
-[ "$rc" = 0 ] || fail "prepare (exit $rc): $out"
+reached prepare a uid-1 $V1
 expect "$out" '.ok and .attempts == 1 and .devices[0].cdiDeviceIDs == ["a.cachepin.test/claim=uid-1"] and .devices[0].poolName == "ref"' \
   "prepare answered with the plugin's CDI device"
-grep -q "call $V1/NodePrepareResources claims=uid-1" "$ROOT/ref-a.log" || fail "the call did not reach the v1 method"
-ok "the call reached $V1/NodePrepareResources"
-call unprepare uid-1/default/claim-1 a
-[ "$rc" = 0 ] || fail "unprepare (exit $rc): $out"
-grep -q "call $V1/NodeUnprepareResources claims=uid-1" "$ROOT/ref-a.log" || fail "unprepare did not reach the v1 method"
-ok "unprepare answered ($V1/NodeUnprepareResources)"
+reached unprepare a uid-1 $V1
 
 echo "== the plugin's order decides; none supported, refused"
 ref_up b -services v1beta1.DRAPlugin,v1.DRAPlugin
-out=$(standin wait -driver b.cachepin.test -timeout 10s) || fail "plugin b not registered: $out"
-expect "$out" '.plugins[] | select(.name == "b.cachepin.test") | .service == "v1beta1.DRAPlugin"' \
-  "a plugin listing v1beta1.DRAPlugin first is registered with v1beta1"
-call prepare uid-2/default/claim-2 b
-[ "$rc" = 0 ] || fail "prepare on b (exit $rc): $out"
-grep -q "call $V1BETA1/NodePrepareResources claims=uid-2" "$ROOT/ref-b.log" || fail "b's call did not reach the v1beta1 method"
-ok "its call reached $V1BETA1/NodePrepareResources"
+registered b v1beta1.DRAPlugin "a plugin listing v1beta1.DRAPlugin first is registered with v1beta1"
+reached prepare b uid-2 $V1BETA1
 ref_up c -services v2.DRAPlugin
-socket_state c.cachepin.test-reg.sock failed
-wait_log "$ROOT/ref-c.log" 'registered=false error=".*none of the supported services'
+refused c
 ok "a plugin listing only v2.DRAPlugin is refused and told why"
-call prepare uid-3/default/claim-3 b
-[ "$rc" = 0 ] || fail "prepare on b after c was refused (exit $rc): $out"
+reached prepare b uid-3 $V1BETA1
 ok "the other plugins go on"
 ref_down c
 ref_down b
@@ -169,16 +173,11 @@ echo "== the kubelet restarted"
 standin_down
 STANDIN_ARGS=(-call-timeout 2s -backoff 300ms -give-up 2s -dial-timeout 1s -services v1beta1.DRAPlugin)
 standin_up "$ROOT/k"
-out=$(standin wait -driver a.cachepin.test -timeout 10s) || fail "plugin a not found by the restarted kubelet: $out"
-expect "$out" '.plugins[] | select(.name == "a.cachepin.test") | .service == "v1beta1.DRAPlugin"' \
-  "the restarted kubelet registers the plugin already there; a v1beta1-only kubelet takes v1beta1"
-call prepare uid-6/default/claim-6 a
-[ "$rc" = 0 ] || fail "prepare with a v1beta1-only kubelet (exit $rc): $out"
-grep -q "call $V1BETA1/NodePrepareResources claims=uid-6" "$ROOT/ref-a.log" || fail "the call did not reach the v1beta1 method"
-ok "a v1beta1-only kubelet calls $V1BETA1/NodePrepareResources of a plugin that lists v1 first"
+registered a v1beta1.DRAPlugin \
+  "the restarted kubelet registers the plugin already there; a v1beta1-only kubelet takes v1beta1 of a plugin that lists v1 first"
+reached prepare a uid-6 $V1BETA1
 ref_up d -services v1.DRAPlugin
-socket_state d.cachepin.test-reg.sock failed
-wait_log "$ROOT/ref-d.log" 'registered=false error=".*none of the supported services'
+refused d
 ok "a v1-only plugin is refused by a v1beta1-only kubelet"
 ref_down d
 
@@ -205,8 +204,7 @@ JUNK_PID=$!
 socket_state junk.sock failed
 ok "a registration socket that is not gRPC fails to register: $(standin plugins | jq -r '.sockets[] | select(.path | endswith("junk.sock")) | .error')"
 kill -0 "$STANDIN_PID" || fail "the stand-in died"
-call prepare uid-8/default/claim-8 a
-[ "$rc" = 0 ] || fail "prepare on a after the garbage (exit $rc): $out"
+reached prepare a uid-8 $V1BETA1
 ok "the stand-in goes on serving (prepare on a well-behaved plugin)"
 out=$(standin prepare -claim not-a-claim 2>&1) && fail "a malformed claim accepted: $out" || rc=$?
 [ "$rc" = 2 ] || fail "a malformed claim: exit $rc, not 2"

@@ -227,12 +227,9 @@ func (dm *draManager) callOnce(op string, claim claimRef, driver string, res *ca
 		if err := conn.Invoke(ctx, method(service, "NodePrepareResources"), in, out); err != nil {
 			return fmt.Errorf("NodePrepareResources: %w", err)
 		}
-		r := out.Claims[claim.UID]
-		if r == nil {
-			return fmt.Errorf("NodePrepareResources: the answer has no result for claim %s", claim.UID)
-		}
-		if r.Error != "" {
-			return fmt.Errorf("NodePrepareResources: claim %s: %s", claim.UID, r.Error)
+		r, err := claimResult("NodePrepareResources", out.Claims, claim.UID)
+		if err != nil {
+			return err
 		}
 		res.Devices = nil
 		for _, d := range r.Devices {
@@ -249,12 +246,21 @@ func (dm *draManager) callOnce(op string, claim claimRef, driver string, res *ca
 	if err := conn.Invoke(ctx, method(service, "NodeUnprepareResources"), in, out); err != nil {
 		return fmt.Errorf("NodeUnprepareResources: %w", err)
 	}
-	r := out.Claims[claim.UID]
+	_, err = claimResult("NodeUnprepareResources", out.Claims, claim.UID)
+	return err
+}
+
+// claimResult: the answer's result for the claim, an error when it has none or it says one.
+func claimResult[T any, P interface {
+	*T
+	GetError() string
+}](call string, results map[string]P, uid string) (P, error) {
+	r := results[uid]
 	if r == nil {
-		return fmt.Errorf("NodeUnprepareResources: the answer has no result for claim %s", claim.UID)
+		return nil, fmt.Errorf("%s: the answer has no result for claim %s", call, uid)
 	}
-	if r.Error != "" {
-		return fmt.Errorf("NodeUnprepareResources: claim %s: %s", claim.UID, r.Error)
+	if msg := r.GetError(); msg != "" {
+		return nil, fmt.Errorf("%s: claim %s: %s", call, uid, msg)
 	}
-	return nil
+	return r, nil
 }
