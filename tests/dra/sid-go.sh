@@ -54,7 +54,13 @@ sidgo_fallback () {
 # fetches PKG; DIR is $TOP/PREFIX-<PKG's version>. Built with RECIPE before: printed, and
 # the script exits. Else DIR.lock is held (fd 9) and the caller builds.
 sidgo_main () {
-  local maindir
+  local maindir stamp=$SIDGO_STATE/lists/.updated
+  # Warm: a DIR built with RECIPE since sid's lists were last refreshed (within the hour, as
+  # fetch-debs.sh refreshes them) has the lists' version: no apt-cache call (a second or more).
+  DIR=$(sidgo_newest "$2")
+  if [ -n "$DIR" ] && [ "$DIR/.complete" -nt "$stamp" ] && [ -z "$(find "$stamp" -mmin +60 2>/dev/null)" ]; then
+    sidgo_reuse "$3"
+  fi
   maindir=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid "$1") || sidgo_fallback "$2" "$1 cannot be fetched"
   DIR=$TOP/$2-${maindir##*/"$1"_}
   sidgo_reuse "$3"
