@@ -27,14 +27,20 @@
 skip () { echo "SKIPPED: $*"; exit 77; }
 fail () { echo "FAIL: $*"; [ -z "${DRA_D:-}" ] || dra_logs; exit 1; }
 
-dra_fetch () {
-  local rc=0
-  APISERVER_DIR=$(bash "$HERE/fetch-apiserver.sh") || rc=$?
+# dra_built VAR SCRIPT WHAT: VAR set to what tests/dra/SCRIPT (a fetch-*.sh) prints, or the
+# test skipped (its exit 1: offline, nothing cached) or failed (the build failed).
+dra_built () {
+  local rc=0 out
+  out=$(bash "$HERE/$2") || rc=$?
   case $rc in
-    0) ;;
-    1) skip "the API server from sid: the Debian archive is unreachable and nothing is cached" ;;
-    *) fail "the API server could not be built (fetch-apiserver.sh exit $rc)" ;;
+    0) printf -v "$1" %s "$out" ;;
+    1) skip "$3 from sid: the Debian archive is unreachable and nothing is cached" ;;
+    *) fail "$3 could not be built ($2 exit $rc)" ;;
   esac
+}
+
+dra_fetch () {
+  dra_built APISERVER_DIR fetch-apiserver.sh "the API server"
   ETCD_DIR=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid etcd-server) \
     || skip "etcd-server from sid: the Debian archive is unreachable and nothing is cached"
   [ -x "$ETCD_DIR/usr/bin/etcd" ] || fail "$ETCD_DIR has no usr/bin/etcd"
@@ -125,12 +131,17 @@ dra_start_api () {
   fail "the API server not ready after 60 s"
 }
 
+# stop_pid PID: a child of this shell stopped (SIGTERM, SIGKILL after 10 s) and reaped.
+stop_pid () {
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
 dra_stop_api () {
   [ -n "${API_PID:-}" ] || return 0
-  kill "$API_PID" 2>/dev/null || true
-  for _ in $(seq 100); do kill -0 "$API_PID" 2>/dev/null || break; sleep 0.1; done
-  kill -KILL "$API_PID" 2>/dev/null || true
-  wait "$API_PID" 2>/dev/null || true
+  stop_pid "$API_PID"
   API_PID=""
 }
 
