@@ -16,6 +16,11 @@
 #include "dra_model.h"
 #include "error.h"
 
+/* The environment tag a prepared claim's CDI device gives its containers
+   ("CACHEPIN_DRA_CLAIM=<uid>", hook/host/cdi.h writes it), by which the NRI plugin
+   finds the claim. */
+#define CP_DRA_CLAIM_ENV "CACHEPIN_DRA_CLAIM"
+
 /* Caps on what is read. */
 #define CP_DRA_CLAIM_MAX_BYTES (1024u * 1024u) /* the claim's JSON */
 #define CP_DRA_CLAIM_MAX_RESULTS 32u           /* status.allocation.devices.results (the API's own cap) */

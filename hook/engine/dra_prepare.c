@@ -18,6 +18,8 @@
 #include "topocache.h"
 #include "util.h"
 
+_Static_assert (sizeof CP_CDI_ENV == sizeof CP_DRA_CLAIM_ENV, "the CDI spec's tag is the one the plugin reads");
+
 void
 cp_dra_prepared_clear (struct cp_dra_prepared *p)
 {
@@ -254,7 +256,7 @@ cp_dra_container_cpus (const struct cp_hostconfig *hc, const char *claim_uid, hw
 {
   hwloc_bitmap_zero (cpus);
   hwloc_bitmap_zero (mems);
-  if (cp_dra_claim_check_uid (CP_CDI_ENV, claim_uid, err) < 0)
+  if (cp_dra_claim_check_uid (CP_DRA_CLAIM_ENV, claim_uid, err) < 0)
     return -1;
   cleanup_ledger struct cp_ledger *l = NULL;
   if (cp_placer_open_ledger (hc, &l, err) < 0)
