@@ -24,8 +24,8 @@ cp_cdi_device_name (const char *uid)
   return cp_xasprintf ("%s=%s", CP_CDI_KIND, uid);
 }
 
-static int
-open_dir (const char *dir, bool create, cp_error_t *err)
+int
+cp_cdi_open_dir (const char *dir, bool create, cp_error_t *err)
 {
   if (dir[0] != '/')
     return cp_fail_input (err, "cdi_dir: expected an absolute path, got \"%.128s\"", dir);
@@ -41,34 +41,15 @@ open_dir (const char *dir, bool create, cp_error_t *err)
   return fd;
 }
 
-static int
-write_tmp (int dirfd, const char *tmp, const char *text, cp_error_t *err)
-{
-  cleanup_close int fd = openat (dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return cp_fail_errno (err, errno, "create %s", tmp);
-  if (cp_io_write_all (fd, text, strlen (text)) < 0 || fsync (fd) < 0)
-    return cp_fail_errno (err, errno, "write %s", tmp);
-  int fd2 = fd;
-  fd = -1;
-  if (close (fd2) < 0)
-    return cp_fail_errno (err, errno, "close %s", tmp);
-  return 0;
-}
-
 int
-cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err)
+cp_cdi_write_at (int dirfd, const char *dir, const char *uid, char **path, cp_error_t *err)
 {
-  cleanup_close int dirfd = open_dir (dir, true, err);
-  if (dirfd < 0)
-    return -1;
   cleanup_free char *name = cp_cdi_spec_name (uid);
   cleanup_free char *tmp = cp_xasprintf (".%s.tmp.%ld", name, (long) getpid ());
   cleanup_free char *text = cp_xasprintf ("{\"cdiVersion\": \"%s\", \"kind\": \"%s\", \"devices\": "
                                           "[{\"name\": \"%s\", \"containerEdits\": {\"env\": [\"%s=%s\"]}}]}\n",
                                           CP_CDI_VERSION, CP_CDI_KIND, uid, CP_CDI_ENV, uid);
-  unlinkat (dirfd, tmp, 0); /* a run of ours killed with this pid */
-  if (write_tmp (dirfd, tmp, text, err) < 0)
+  if (cp_io_create_at (dirfd, tmp, 0644, text, strlen (text), true, err) < 0)
     {
       unlinkat (dirfd, tmp, 0);
       return cp_error_wrap (err, "CDI spec directory %s", dir);
@@ -86,18 +67,8 @@ cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err)
 }
 
 int
-cp_cdi_remove (const char *dir, const char *uid, cp_error_t *err)
+cp_cdi_remove_at (int dirfd, const char *dir, const char *uid, cp_error_t *err)
 {
-  cleanup_close int dirfd = open_dir (dir, false, err);
-  if (dirfd < 0)
-    {
-      if (cp_error_errno (*err) == ENOENT)
-        {
-          cp_error_free (err);
-          return 0;
-        }
-      return -1;
-    }
   cleanup_free char *name = cp_cdi_spec_name (uid);
   if (unlinkat (dirfd, name, 0) < 0)
     {
@@ -107,4 +78,23 @@ cp_cdi_remove (const char *dir, const char *uid, cp_error_t *err)
     }
   fsync (dirfd);
   return 1;
+}
+
+int
+cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err)
+{
+  cleanup_close int dirfd = cp_cdi_open_dir (dir, true, err);
+  return dirfd < 0 ? -1 : cp_cdi_write_at (dirfd, dir, uid, path, err);
+}
+
+int
+cp_cdi_remove (const char *dir, const char *uid, cp_error_t *err)
+{
+  cleanup_close int dirfd = cp_cdi_open_dir (dir, false, err);
+  if (dirfd >= 0)
+    return cp_cdi_remove_at (dirfd, dir, uid, err);
+  if (cp_error_errno (*err) != ENOENT)
+    return -1;
+  cp_error_free (err);
+  return 0;
 }

@@ -11,6 +11,8 @@
 #ifndef CP_CDI_H
 #define CP_CDI_H
 
+#include <stdbool.h>
+
 #include "error.h"
 
 #define CP_CDI_KIND "cachepin.io/claim"
@@ -23,11 +25,21 @@
 char *cp_cdi_spec_name (const char *uid);
 char *cp_cdi_device_name (const char *uid);
 
-/* Write claim UID's spec into DIR (made, 0755, when missing; its parent must exist).
-   *PATH (may be NULL): the spec's path, the caller's. */
-int cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err);
+/* DIR (absolute) opened without following a symlink, made (0755) when missing and
+   CREATE (its parent must exist): the descriptor, or -1 (*ERR).  A front end that
+   runs sandboxed opens it before (sandbox.h: cdi_dirfd). */
+int cp_cdi_open_dir (const char *dir, bool create, cp_error_t *err);
 
-/* Remove claim UID's spec from DIR: 1 removed, 0 there was none. */
+/* Write claim UID's spec into DIRFD, the directory DIR (for the messages and *PATH).
+   *PATH (may be NULL): the spec's path, the caller's. */
+int cp_cdi_write_at (int dirfd, const char *dir, const char *uid, char **path, cp_error_t *err);
+
+/* Remove claim UID's spec from DIRFD (DIR, for the messages): 1 removed, 0 there was none. */
+int cp_cdi_remove_at (int dirfd, const char *dir, const char *uid, cp_error_t *err);
+
+/* The same, DIR opened for the call (made when missing, to write; missing: nothing
+   to remove). */
+int cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err);
 int cp_cdi_remove (const char *dir, const char *uid, cp_error_t *err);
 
 #endif
