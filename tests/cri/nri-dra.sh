@@ -48,19 +48,6 @@ sed -i "s|^\[plugins.'io.containerd.cri.v1.runtime'\]\$|&\n  enable_cdi = true\n
 grep -q "enable_cdi = true" "$D/config.toml" || { echo "FAIL: CDI not enabled in $D/config.toml"; exit 1; }
 mkdir -p "$D/nri-plugins" "$D/nri-conf"
 
-run_pod () {
-  local name=$1
-  shift
-  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
-  PODS+=("$POD")
-}
-create_start () {
-  local pod=$1 name=$2 podname=$3
-  shift 3
-  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
-  cri start "$C" || { bad "$name: StartContainer"; return 1; }
-  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
-}
 
 # ---- the claim -------------------------------------------------------------------------------
 UID_=5e1f0c2a-7b3d-4e6f-8a9b-0c1d2e3f4a5b
