@@ -174,8 +174,10 @@ cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_claim 
   if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
   int found = find_prepared (l, claim, out, err);
-  if (found != 0)
-    return found < 0 ? -1 : 0;
+  if (found < 0)
+    return -1;
+  if (found > 0) /* its spec again, the same, should it be gone (a cleaned CDI directory) */
+    return cp_cdi_write (hc->cdi_dir, claim->uid, &out->cdi_spec, err);
   struct cp_topo *topo = NULL;
   if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");

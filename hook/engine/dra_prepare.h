@@ -11,7 +11,8 @@
  * with the claim's CPUs (cp_dra_container_cpus()).  Unprepare removes both.
  *
  * Prepare is idempotent: a claim prepared already (the kubelet retries, the agent
- * restarted) gets the CPUs it has, nothing changes.  A device lacking the CPUs now
+ * restarted) gets the CPUs it has, the ledger is not written (its CDI spec is
+ * written again, the same, should it have gone).  A device lacking the CPUs now
  * (taken outside DRA since the scheduler last saw the slice) is refused,
  * CP_ERR_UNSATISFIABLE: the pod is scheduled again rather than run split. */
 #ifndef CP_DRA_PREPARE_H
@@ -40,7 +41,7 @@ struct cp_dra_prepared
   hwloc_bitmap_t cpus, mems;              /* the union of the results' */
   struct cp_dra_prepared_result *results; /* in the claim's order */
   size_t n_results;
-  bool already;                           /* prepared before: found, nothing written */
+  bool already;                           /* prepared before: found, the ledger not written */
 };
 void cp_dra_prepared_clear (struct cp_dra_prepared *p);
 #define cleanup_dra_prepared __attribute__ ((cleanup (cp_dra_prepared_clear)))

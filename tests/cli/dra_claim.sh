@@ -89,6 +89,10 @@ check "prepare again: exit 0" "$RC" 0
 check "prepare again: the same CPUs" "$(field .cpus)" "16,18,20,22"
 check "prepare again: prepared already" "$(field .already)" "true"
 check "prepare again: the ledger unchanged" "$(ledger_sum)" "$before"
+rm -f "$(spec $A)"
+prepare "$D/a.json"
+check "prepare again, its CDI spec gone: written again, the ledger unchanged" \
+  "$(jq -r '.devices[0].containerEdits.env[0]' "$(spec $A)" 2>&1) $(ledger_sum)" "CACHEPIN_DRA_CLAIM=$A $before"
 "$BIN" dra prepare --node worker-1 --claim - --config "$D/cfg.json" <"$D/a.json" >"$D/out" 2>"$D/err"
 check "prepare from standard input, text: the CDI device and CPUs" \
   "$(head -1 "$D/out" | grep -o 'CDI device .*')" "CDI device cachepin.io/claim=$A, CPUs 16,18,20,22 (NUMA 0)"
