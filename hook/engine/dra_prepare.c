@@ -218,17 +218,27 @@ cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_claim 
   return 0;
 }
 
+/* The ledger, locked and reconciled, for claim UID (checked, WHAT naming it), and
+   the prefix of the claim's entries' ids. */
+static int
+open_claim (const struct cp_hostconfig *hc, const char *what, const char *uid, struct cp_ledger **l, char **prefix,
+            cp_error_t *err)
+{
+  if (cp_dra_claim_check_uid (what, uid, err) < 0 || cp_placer_open_ledger (hc, l, err) < 0)
+    return -1;
+  *prefix = cp_dra_entry_prefix (uid);
+  return 0;
+}
+
 int
 cp_dra_claim_unprepare (const struct cp_hostconfig *hc, const char *claim_uid, unsigned *released, cp_error_t *err)
 {
   if (released)
     *released = 0;
-  if (cp_dra_claim_check_uid ("claim uid", claim_uid, err) < 0)
-    return -1;
   cleanup_ledger struct cp_ledger *l = NULL;
-  if (cp_placer_open_ledger (hc, &l, err) < 0)
+  cleanup_free char *prefix = NULL;
+  if (open_claim (hc, "claim uid", claim_uid, &l, &prefix, err) < 0)
     return -1;
-  cleanup_free char *prefix = cp_dra_entry_prefix (claim_uid);
   unsigned n = 0;
   for (size_t i = cp_ledger_count (l); i-- > 0;)
     {
@@ -258,12 +268,10 @@ cp_dra_container_cpus (const struct cp_hostconfig *hc, const char *claim_uid, hw
 {
   hwloc_bitmap_zero (cpus);
   hwloc_bitmap_zero (mems);
-  if (cp_dra_claim_check_uid (CP_DRA_CLAIM_ENV, claim_uid, err) < 0)
-    return -1;
   cleanup_ledger struct cp_ledger *l = NULL;
-  if (cp_placer_open_ledger (hc, &l, err) < 0)
+  cleanup_free char *prefix = NULL;
+  if (open_claim (hc, CP_DRA_CLAIM_ENV, claim_uid, &l, &prefix, err) < 0)
     return -1;
-  cleanup_free char *prefix = cp_dra_entry_prefix (claim_uid);
   int found = 0;
   for (size_t i = 0; i < cp_ledger_count (l); i++)
     {
