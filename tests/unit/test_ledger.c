@@ -1863,6 +1863,44 @@ test_reconcile_cgroup_removed (void **state)
   cp_ledger_close (l);
 }
 
+/* A prepared DRA claim's entry (origin dra) has no cgroup behind it: reconcile keeps
+ * it, whatever the real checks say of the path it names, and it is never gone; an
+ * NRI entry of the same shape under another id is judged as usual. */
+static void
+test_reconcile_keeps_claims (void **state)
+{
+  (void) state;
+  cp_error_t err = NULL;
+  struct cp_ledger *l = NULL;
+  expect_ok (cp_ledger_parse (LEDGER (""), strlen (LEDGER ("")), &l, &err), err);
+  struct cp_ledger_entry e[2] = { entry (CP_LEDGER_DRA_PREFIX "u-1:0", CP_MODE_EXCLUSIVE, "0-1", "0-1"),
+                                  entry ("not-a-claim", CP_MODE_EXCLUSIVE, "2-3", "2-3") };
+  for (size_t i = 0; i < 2; i++)
+    {
+      free (e[i].cgroup_mount), free (e[i].cgroup);
+      e[i].cgroup_mount = cp_xstrdup (CP_LEDGER_DRA_MOUNT);
+      e[i].cgroup = cp_xasprintf ("/u-1/%zu", i);
+      e[i].cgroup_ino = 1; /* recorded: judged by its cgroup (none is there) */
+      put_ok (l, &e[i]);
+    }
+  assert_int_equal (cp_ledger_entry_origin (cp_ledger_find (l, CP_LEDGER_DRA_PREFIX "u-1:0")), CP_ORIGIN_DRA);
+  assert_string_equal (cp_ledger_origin_name (CP_ORIGIN_DRA), "dra");
+  static const struct cp_ledger_liveness real = { .cgroup_exists = cp_ledger_cgroup_state,
+                                                  .pid_start_time = cp_ledger_pid_start_time };
+  hwloc_bitmap_t live = hwloc_bitmap_alloc ();
+  char *why = cp_ledger_entry_gone (cp_ledger_find (l, CP_LEDGER_DRA_PREFIX "u-1:0"), &real, live);
+  assert_null (why);
+  hwloc_bitmap_free (live);
+  unsigned dropped;
+  expect_ok (cp_ledger_reconcile (l, NULL, &dropped, &err), err);
+  assert_int_equal (dropped, 1);
+  assert_non_null (cp_ledger_find (l, CP_LEDGER_DRA_PREFIX "u-1:0"));
+  assert_null (cp_ledger_find (l, "not-a-claim"));
+  for (size_t i = 0; i < 2; i++)
+    cp_ledger_entry_clear (&e[i]);
+  cp_ledger_close (l);
+}
+
 /* A fake: cgroups exist unless named "/gone"; pids per the table; -1 is "cannot tell". */
 struct fake
 {
@@ -2609,6 +2647,7 @@ main (void)
     cmocka_unit_test (test_proc_stat_real_comm),
     cmocka_unit_test (test_proc_stat_parse),
     cmocka_unit_test_setup_teardown (test_reconcile_cgroup_removed, tdir_setup, tdir_teardown),
+    cmocka_unit_test (test_reconcile_keeps_claims),
     cmocka_unit_test (test_reconcile_fake),
     cmocka_unit_test (test_reconcile_pending),
     cmocka_unit_test (test_reconcile_pending_no_drift),
