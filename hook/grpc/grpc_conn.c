@@ -37,7 +37,7 @@ struct cp_grpc_conn
   nghttp2_session *session;
   struct stream *streams;
   size_t n_streams;
-  bool refused_logged;
+  bool refused_logged, invalid_logged;
   bool failed;          /* a callback decided the connection is over */
   uint8_t *pending;     /* bytes nghttp2 gave that the socket has not taken */
   size_t pending_len, pending_off;
@@ -331,6 +331,20 @@ on_stream_close (nghttp2_session *session, int32_t id, uint32_t error_code, void
   return 0;
 }
 
+/* A frame nghttp2 refused itself (a stream past our SETTINGS_MAX_CONCURRENT_STREAMS,
+   a frame on a closed stream...): one line per connection. */
+static int
+on_invalid_frame (nghttp2_session *session, const nghttp2_frame *frame, int lib_error_code, void *user)
+{
+  (void) session;
+  struct cp_grpc_conn *c = user;
+  if (!c->invalid_logged)
+    cp_log (CP_LOG_WARNING, "grpc: %s: a frame (type %u, stream %d) refused: %s", c->cfg->name,
+            (unsigned) frame->hd.type, frame->hd.stream_id, nghttp2_strerror (lib_error_code));
+  c->invalid_logged = true;
+  return 0;
+}
+
 /* ---- the connection ----------------------------------------------------------------- */
 
 struct cp_grpc_conn *
@@ -349,6 +363,7 @@ cp_grpc_conn_new (int fd, const struct cp_grpc_conn_config *cfg)
   nghttp2_session_callbacks_set_on_data_chunk_recv_callback (cb, on_data_chunk);
   nghttp2_session_callbacks_set_on_frame_recv_callback (cb, on_frame_recv);
   nghttp2_session_callbacks_set_on_stream_close_callback (cb, on_stream_close);
+  nghttp2_session_callbacks_set_on_invalid_frame_recv_callback (cb, on_invalid_frame);
   /* nghttp2 refuses a peer's streams past our SETTINGS_MAX_CONCURRENT_STREAMS
      once acknowledged; on_begin_headers() counts before that too. */
   nghttp2_option_set_max_deflate_dynamic_table_size (opt, 4096);

@@ -195,7 +195,9 @@ def main(argv):
     print("--- server log\n" + text, end="")
     refused = [l for l in lines if "warning" in l]
     check(all(len(l) < 400 for l in lines), "every log line one short line")
-    check(len(refused) >= 10, f"each refusal logged ({len(refused)} warnings)")
+    check(len(refused) >= 11, f"each refusal logged ({len(refused)} warnings)")
+    check(any("refused: Stream was refused" in l or "calls at once" in l for l in lines),
+          "the ninth call's refusal logged")
     check("Sanitizer" not in text and "runtime error" not in text, "no sanitizer report")
     if failures:
         print(f"{len(failures)} failed: " + "; ".join(failures))
