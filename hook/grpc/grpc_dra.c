@@ -10,12 +10,10 @@
 #include "util.h"
 
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Claim Claim;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesRequest PrepareRequest;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse PrepareResponse;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourcesResponse__ClaimsEntry PrepareEntry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodePrepareResourceResponse PrepareOne;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__Device Device;
-typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesRequest UnprepareRequest;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse UnprepareResponse;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourcesResponse__ClaimsEntry UnprepareEntry;
 typedef K8s__Io__Kubelet__Pkg__Apis__Dra__V1__NodeUnprepareResourceResponse UnprepareOne;
@@ -43,23 +41,43 @@ claims_of (Claim **in, size_t n, const char *what, struct cp_grpc_reply *reply)
   return c;
 }
 
+/* A call's start: its request unpacked as DESC's message (*MSG, the caller frees
+   it), its claims checked and logged (*K of them).  NULL with *REPLY set, and *MSG
+   freed, when the request is refused. */
+static struct cp_grpc_claim *
+begin (const struct cp_grpc_dra_version *m, const ProtobufCMessageDescriptor *desc, const char *what,
+       const uint8_t *req, size_t n, struct cp_grpc_reply *reply, ProtobufCMessage **msg, size_t *k)
+{
+  *msg = cp_grpc_unpack (desc, req, n, what, reply);
+  if (*msg == NULL)
+    return NULL;
+  /* Both requests are `repeated Claim claims = 1` and nothing else: read through
+     the descriptor's offsets. */
+  const ProtobufCFieldDescriptor *f = &desc->fields[0];
+  *k = *(const size_t *) (const void *) ((const char *) *msg + f->quantifier_offset);
+  Claim **in = *(Claim **const *) (const void *) ((const char *) *msg + f->offset);
+  struct cp_grpc_claim *claims = claims_of (in, *k, what, reply);
+  if (claims == NULL)
+    {
+      protobuf_c_message_free_unpacked (*msg, NULL);
+      *msg = NULL;
+      return NULL;
+    }
+  cp_log (CP_LOG_INFO, "grpc: %s %s: %zu claim%s", m->name, what, *k, *k == 1 ? "" : "s");
+  return claims;
+}
+
 static void
 prepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
 {
   const struct cp_grpc_dra_version *m = ctx;
-  PrepareRequest *in = (PrepareRequest *) cp_grpc_unpack (
-    &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor, req, n, CP_GRPC_DRA_PREPARE,
-    reply);
-  if (in == NULL)
-    return;
-  cleanup_free struct cp_grpc_claim *claims = claims_of (in->claims, in->n_claims, CP_GRPC_DRA_PREPARE, reply);
+  ProtobufCMessage *in;
+  size_t k;
+  cleanup_free struct cp_grpc_claim *claims
+    = begin (m, &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+             CP_GRPC_DRA_PREPARE, req, n, reply, &in, &k);
   if (claims == NULL)
-    {
-      protobuf_c_message_free_unpacked (&in->base, NULL);
-      return;
-    }
-  size_t k = in->n_claims;
-  cp_log (CP_LOG_INFO, "grpc: %s %s: %zu claim%s", m->name, CP_GRPC_DRA_PREPARE, k, k == 1 ? "" : "s");
+    return;
   struct cp_grpc_prepared *ans = cp_xcalloc (k ? k : 1, sizeof *ans);
   m->ops->prepare (m->ops->ctx, claims, k, ans);
   PrepareEntry *entries = cp_xcalloc (k ? k : 1, sizeof *entries);
@@ -111,26 +129,20 @@ prepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
   free (ones);
   free (devices);
   free (device_ptrs);
-  protobuf_c_message_free_unpacked (&in->base, NULL);
+  protobuf_c_message_free_unpacked (in, NULL);
 }
 
 static void
 unprepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
 {
   const struct cp_grpc_dra_version *m = ctx;
-  UnprepareRequest *in = (UnprepareRequest *) cp_grpc_unpack (
-    &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor, req, n,
-    CP_GRPC_DRA_UNPREPARE, reply);
-  if (in == NULL)
-    return;
-  cleanup_free struct cp_grpc_claim *claims = claims_of (in->claims, in->n_claims, CP_GRPC_DRA_UNPREPARE, reply);
+  ProtobufCMessage *in;
+  size_t k;
+  cleanup_free struct cp_grpc_claim *claims
+    = begin (m, &k8s__io__kubelet__pkg__apis__dra__v1__node_unprepare_resources_request__descriptor,
+             CP_GRPC_DRA_UNPREPARE, req, n, reply, &in, &k);
   if (claims == NULL)
-    {
-      protobuf_c_message_free_unpacked (&in->base, NULL);
-      return;
-    }
-  size_t k = in->n_claims;
-  cp_log (CP_LOG_INFO, "grpc: %s %s: %zu claim%s", m->name, CP_GRPC_DRA_UNPREPARE, k, k == 1 ? "" : "s");
+    return;
   char **errors = cp_xcalloc (k ? k : 1, sizeof *errors);
   m->ops->unprepare (m->ops->ctx, claims, k, errors);
   UnprepareEntry *entries = cp_xcalloc (k ? k : 1, sizeof *entries);
@@ -156,7 +168,7 @@ unprepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
   free (entries);
   free (entry_ptrs);
   free (ones);
-  protobuf_c_message_free_unpacked (&in->base, NULL);
+  protobuf_c_message_free_unpacked (in, NULL);
 }
 
 const struct cp_grpc_method *
