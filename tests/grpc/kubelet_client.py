@@ -90,21 +90,22 @@ def notify(path, registered, error=""):
                     reg.RegistrationStatus(plugin_registered=registered, error=error), reg.RegistrationStatusResponse)
 
 
-def prepare(path, claims, version="v1"):
-    """NodePrepareResources of CLAIMS ((uid, namespace, name)...): {uid: NodePrepareResourceResponse}."""
+def _dra(path, claims, version, method):
+    """METHOD (NodePrepareResources, NodeUnprepareResources) of CLAIMS ((uid, namespace,
+    name)...) in VERSION: its answer's claims, {uid: the claim's response}."""
     _, v1, v1beta1 = protos()
     pb, base = (v1, DRA_V1) if version == "v1" else (v1beta1, DRA_V1BETA1)
-    req = pb.NodePrepareResourcesRequest(claims=[pb.Claim(uid=u, namespace=ns, name=n) for u, ns, n in claims])
+    req = getattr(pb, method + "Request")(claims=[pb.Claim(uid=u, namespace=ns, name=n) for u, ns, n in claims])
     with channel(path) as ch:
-        return dict(call(ch, base + "NodePrepareResources", req, pb.NodePrepareResourcesResponse).claims)
+        return dict(call(ch, base + method, req, getattr(pb, method + "Response")).claims)
+
+
+def prepare(path, claims, version="v1"):
+    return _dra(path, claims, version, "NodePrepareResources")
 
 
 def unprepare(path, claims, version="v1"):
-    _, v1, v1beta1 = protos()
-    pb, base = (v1, DRA_V1) if version == "v1" else (v1beta1, DRA_V1BETA1)
-    req = pb.NodeUnprepareResourcesRequest(claims=[pb.Claim(uid=u, namespace=ns, name=n) for u, ns, n in claims])
-    with channel(path) as ch:
-        return dict(call(ch, base + "NodeUnprepareResources", req, pb.NodeUnprepareResourcesResponse).claims)
+    return _dra(path, claims, version, "NodeUnprepareResources")
 
 
 def wait_socket(path, proc=None, timeout=10):
