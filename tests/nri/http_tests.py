@@ -37,7 +37,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emu_tests  # noqa: E402
 import nri_emu  # noqa: E402
-from emu_tests import Frame, Host, cgroup  # noqa: E402
+from emu_tests import cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
 SKIP = 77
@@ -211,27 +211,7 @@ def main(argv):
     if shutil.which("lstopo-no-graphics") is None or not emu_tests.cpuset_hierarchy():
         print("SKIPPED: no lstopo-no-graphics, or no cpuset cgroup hierarchy")
         return SKIP
-    t = Frame()
-    t0 = time.monotonic()
-    for case in CASES:
-        if chosen and case.__name__ not in chosen:
-            continue
-        t.case = case.__name__
-        host = Host(case.__name__)
-        failed = t.failed
-        try:
-            case(t, host)
-        except Exception as e:  # noqa: BLE001 (a case that raises is one failure, the others run)
-            t.bad(f"raised {type(e).__name__}: {e}")
-        finally:
-            log = os.path.join(host.dir, "plugin.log")
-            if t.failed > failed and os.path.exists(log):
-                with open(log, errors="replace") as f:
-                    print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
-            host.cleanup()
-    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
-    return 1 if t.failed else 0
-
+    return emu_tests.run_cases(CASES, chosen)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
