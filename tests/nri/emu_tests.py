@@ -564,6 +564,29 @@ def resize(t, host):
         t.check("  its placement stands", host.held("ctr-strict") is not None and len(host.held("ctr-strict")) == 1)
 
 
+def main_of(name, argv, cases, missing=None):
+    """A test script's main on the emulator: its usage, BIN, the prerequisites (the
+    emulator's, and MISSING(), a line saying what else is missing, or None) or 77 and
+    why, then CASES (those named after BIN, or all) through run_cases()."""
+    global BIN
+    if len(argv) < 2:
+        print(f"usage: {name} PATH-TO-cachepin [CASE...]", file=sys.stderr)
+        return 2
+    BIN = os.path.realpath(argv[1])
+    try:
+        nri_emu.load_protos()
+    except nri_emu.Unavailable as e:
+        print(f"SKIPPED: {e}")
+        return SKIP
+    why = missing() if missing else None
+    if why is None and (shutil.which("lstopo-no-graphics") is None or not cpuset_hierarchy()):
+        why = "no lstopo-no-graphics, or no cpuset cgroup hierarchy"
+    if why:
+        print(f"SKIPPED: {why}")
+        return SKIP
+    return run_cases(cases, argv[2:])
+
+
 def run_cases(cases, chosen):
     """Each of CASES (those CHOSEN by name, or all) on a Host of its own, the plugin's
     last log lines shown for one that failed: 0 when every check passed, else 1."""

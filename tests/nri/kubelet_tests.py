@@ -22,7 +22,6 @@ Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for; no grpcio, gr
 """
 
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -33,11 +32,9 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "grpc"))
 import emu_tests  # noqa: E402
 import kubelet_client as kc  # noqa: E402
-import nri_emu  # noqa: E402
 from emu_tests import cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
-SKIP = 77
 NOT_WIRED = "cachepin: claim preparation is not wired yet"
 
 
@@ -133,22 +130,16 @@ def options(t, host):
 CASES = [serve, options]
 
 
-def main(argv):
-    if len(argv) < 2:
-        print("usage: kubelet_tests.py PATH-TO-cachepin [CASE...]", file=sys.stderr)
-        return 2
-    emu_tests.BIN = os.path.realpath(argv[1])
-    chosen = argv[2:]
+def missing():
     try:
-        nri_emu.load_protos()
         kc.protos()
-    except (nri_emu.Unavailable, kc.Unavailable) as e:
-        print(f"SKIPPED: {e}")
-        return SKIP
-    if shutil.which("lstopo-no-graphics") is None or not emu_tests.cpuset_hierarchy():
-        print("SKIPPED: no lstopo-no-graphics, or no cpuset cgroup hierarchy")
-        return SKIP
-    return emu_tests.run_cases(CASES, chosen)
+    except kc.Unavailable as e:
+        return str(e)
+    return None
+
+
+def main(argv):
+    return emu_tests.main_of("kubelet_tests.py", argv, CASES, missing)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
