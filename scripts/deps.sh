@@ -17,6 +17,7 @@ PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
   curl openssl                 # tests/dra: the API server's certificates, requests to it
   libmicrohttpd-dev            # hook/agent: the NRI agent's metrics and health listener (nri_http.c)
+  libcurl4-openssl-dev         # hook/kube: the Kubernetes API client (kube_http.c, dlopen'ed libcurl.so.4)
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

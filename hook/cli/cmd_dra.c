@@ -11,11 +11,15 @@
 #include "cli.h"
 #include "cpulist.h"
 #include "dra.h"
+#include "dra_publish.h"
+#include "kube.h"
 #include "topo.h"
 #include "util.h"
 
 static const char dra_usage[] =
   "Usage: cachepin dra slice --node NAME [OPTIONS]\n"
+  "       cachepin dra publish --node NAME [KUBE OPTIONS] [OPTIONS]\n"
+  "       cachepin dra unpublish --node NAME [KUBE OPTIONS]\n"
   "Print the resource.k8s.io/v1 ResourceSlices of driver " CP_DRA_DRIVER " for this node:\n"
   "one device per L3 (or the domain the host config's align names), its capacity\n"
   "`" CP_DRA_CAPACITY "` the usable CPUs (online, allowed, within `cpus`, not `reserved`)\n"
@@ -27,8 +31,16 @@ static const char dra_usage[] =
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --empty             no ledger: every usable CPU counted as free\n"
   "  --generation N      the pool's generation (default 1)\n"
-  "  --json              the slices, one JSON object a line (one line below 129 devices)\n"
-  "  -h, --help          this text\n";
+  "  --json              the slices, one JSON object a line (one line below 129 devices);\n"
+  "                      publish, unpublish: what the round did, one JSON object\n"
+  "  -h, --help          this text\n\n"
+  "publish makes the node's slices on the API server equal those slice prints (one\n"
+  "round: created, updated, deleted; the pool's generation raised when they differ);\n"
+  "unpublish deletes them.  Kube options (default: in-cluster, the pod's service account):\n"
+  "  --kube-api URL      the API server, https://HOST[:PORT]\n"
+  "  --kube-ca FILE      the CA of its certificate (default " CP_KUBE_SA_DIR "/ca.crt)\n"
+  "  --kube-token-file FILE  the bearer token, read again when it changes\n"
+  "                      (default " CP_KUBE_SA_DIR "/token)\n";
 
 enum
 {
@@ -36,6 +48,9 @@ enum
   OPT_TOPOLOGY,
   OPT_EMPTY,
   OPT_GENERATION,
+  OPT_KUBE_API,
+  OPT_KUBE_CA,
+  OPT_KUBE_TOKEN_FILE,
 };
 
 struct dra_args
@@ -46,6 +61,8 @@ struct dra_args
   const char *topology;
   bool empty;
   int64_t generation;
+  bool generation_set;
+  struct cp_kube_options kube;
 };
 
 static int
@@ -79,7 +96,17 @@ dra_option (int opt, const char *arg, void *args, cp_error_t *err)
       a->empty = true;
       return 1;
     case OPT_GENERATION:
+      a->generation_set = true;
       return parse_generation (arg, &a->generation, err);
+    case OPT_KUBE_API:
+      a->kube.api = arg;
+      return 1;
+    case OPT_KUBE_CA:
+      a->kube.ca = arg;
+      return 1;
+    case OPT_KUBE_TOKEN_FILE:
+      a->kube.token_file = arg;
+      return 1;
     default:
       return 0;
     }
@@ -90,6 +117,9 @@ static const struct option dra_options[] = {
   { "topology", required_argument, NULL, OPT_TOPOLOGY },
   { "empty", no_argument, NULL, OPT_EMPTY },
   { "generation", required_argument, NULL, OPT_GENERATION },
+  { "kube-api", required_argument, NULL, OPT_KUBE_API },
+  { "kube-ca", required_argument, NULL, OPT_KUBE_CA },
+  { "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
   CP_CONFIG_LONG_OPTION,
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,
@@ -161,6 +191,62 @@ run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+/* publish and unpublish: one round against the API server. */
+static int
+run_publish (struct dra_args *a, bool publish, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (a->node == NULL)
+    return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
+  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+    return -1;
+  if (a->generation_set)
+    return cp_fail_input (err, "--generation: slice only (publish raises the pool's generation itself)");
+  if (!publish && (a->topology || a->empty || a->c.config))
+    return cp_fail_input (err, "unpublish takes --node and the kube options only");
+  struct cp_kube_config kcfg = { 0 };
+  if (cp_kube_config_resolve (&a->kube, &kcfg, err) < 0)
+    return -1;
+  cleanup_kube struct cp_kube_client *kc = NULL;
+  int r = cp_kube_open (&kcfg, &kc, err);
+  cp_kube_config_clear (&kcfg);
+  if (r < 0)
+    return -1;
+  struct cp_dra_publish_result res = { 0 };
+  if (publish)
+    {
+      bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
+      bool with_ledger = host && !a->empty;
+      if ((with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
+        return -1;
+      if (!with_ledger && a->c.config == NULL)
+        cp_hostconfig_init (hc);
+      struct cp_topo *topo = NULL;
+      if (!host && cp_topo_load (a->topology, &topo, err) < 0)
+        return cp_error_wrap (err, "--topology");
+      r = cp_dra_publish (kc, hc, topo, with_ledger, a->node, 0, &res, err);
+    }
+  else
+    {
+      json_object *none = json_object_new_array ();
+      r = cp_dra_publish_round (kc, none, a->node, 0, &res, err);
+      json_object_put (none);
+    }
+  if (r < 0)
+    return cp_error_wrap (err, "%s node %s", publish ? "publish" : "unpublish", a->node);
+  if (a->c.json)
+    printf ("{\"node\":\"%s\",\"generation\":%" PRId64 ",\"unchanged\":%s,\"created\":%u,\"updated\":%u,"
+            "\"deleted\":%u,\"tries\":%u}\n",
+            a->node, res.generation, res.unchanged ? "true" : "false", res.created, res.updated, res.deleted,
+            res.tries);
+  else if (res.unchanged)
+    printf ("%s %s: unchanged (generation %" PRId64 ")\n", publish ? "published" : "unpublished", a->node,
+            res.generation);
+  else
+    printf ("%s %s: generation %" PRId64 ", %u created, %u updated, %u deleted\n",
+            publish ? "published" : "unpublished", a->node, res.generation, res.created, res.updated, res.deleted);
+  return 0;
+}
+
 int
 cp_cmd_dra (int argc, char **argv, cp_error_t *err)
 {
@@ -169,11 +255,14 @@ cp_cmd_dra (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   if (a.verb == NULL)
-    return cp_fail_input (err, "a command is required: slice (cachepin dra --help)");
-  if (strcmp (a.verb, "slice") != 0)
-    return cp_fail_input (err, "unknown command `%s` (expected slice)", a.verb);
+    return cp_fail_input (err, "a command is required: slice, publish or unpublish (cachepin dra --help)");
+  bool slice = strcmp (a.verb, "slice") == 0, publish = strcmp (a.verb, "publish") == 0;
+  if (!slice && !publish && strcmp (a.verb, "unpublish") != 0)
+    return cp_fail_input (err, "unknown command `%s` (expected slice, publish or unpublish)", a.verb);
+  if (slice && (a.kube.api || a.kube.ca || a.kube.token_file))
+    return cp_fail_input (err, "--kube-api, --kube-ca, --kube-token-file: publish and unpublish only");
   struct cp_hostconfig hc = { 0 };
-  int ret = run_slice (&a, &hc, err);
+  int ret = slice ? run_slice (&a, &hc, err) : run_publish (&a, publish, &hc, err);
   cp_hostconfig_free (&hc);
   return ret;
 }
