@@ -138,6 +138,16 @@ cp_kube_json_event (const char *line, size_t len, enum cp_kube_event *type, json
         return -1;
       *code = (int) c;
     }
+  else if (event_types[i].type == CP_KUBE_BOOKMARK)
+    {
+      /* Only the version it marks (metadata.resourceVersion), no name. */
+      json_object *meta = NULL;
+      const char *rv = NULL;
+      if (!cp_json_member (obj, "metadata", true, &meta) || cp_json_object (meta, "metadata", err) < 0
+          || !cp_json_member (meta, "resourceVersion", true, &v)
+          || cp_json_string (v, "metadata.resourceVersion", 128, false, &rv, err) < 0)
+        return cp_fail_runtime (err, "watch event BOOKMARK: no metadata.resourceVersion");
+    }
   else
     {
       const char *n, *rv;
