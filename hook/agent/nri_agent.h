@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "nri_conn.h"
+#include "nri_dra.h"
 #include "nri_watch.h"
 #include "placer.h"
 
@@ -22,6 +23,7 @@ struct cp_nri_agent_options
   const struct cp_nri_side *side;
   size_t n_side;
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
+  struct cp_nri_dra_options dra;     /* --dra-node and the kube options */
 };
 
 /* Serve the runtime until SIGTERM or SIGINT (0), or a failure that ends the run
