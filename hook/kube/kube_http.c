@@ -307,7 +307,7 @@ cp_kube_request (struct cp_kube_client *c, const char *method, const char *path,
   if (ans->status == 401)
     {
       /* A rotated token: read it again, whatever its file looks like, once. */
-      cp_log (CP_LOG_INFO, "kube: %s %s: 401, the token file %s read again", method, path, c->cfg.token_file);
+      cp_log (CP_LOG_DEBUG, "kube: %s %s: 401, the token file %s read again", method, path, c->cfg.token_file);
       if (token_load (c, true, err) < 0)
         return -1;
       cp_kube_answer_clear (ans);
