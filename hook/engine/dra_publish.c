@@ -130,6 +130,13 @@ collect_listed (json_object *items, const char *node, struct listed **out, size_
           free (l);
           return -1;
         }
+      for (size_t j = 0; j < k; j++)
+        if (strcmp (l[j].name, l[k].name) == 0)
+          {
+            cp_fail_runtime (err, "listed slice %s: listed twice", l[k].name);
+            free (l);
+            return -1;
+          }
       l[k++].obj = s;
     }
   *out = l;

@@ -210,6 +210,15 @@ test_refused (void **state)
     assert_true (cp_dra_publish_plan (want, listed, "w", 0, &p, &err) < 0);
     assert_non_null (strstr (cp_error_message (err), "w-cachepin.io-0: no spec.pool.generation"));
   }
+  {
+    /* an answer that lists a name twice (the fuzzer's: an update and a delete of one slice) */
+    cleanup_json json_object *want = array (slice ("w-cachepin.io-0", "w", "cachepin.io", 1, 8, NULL), NULL, NULL);
+    cleanup_json json_object *listed = array (served (slice ("w-cachepin.io-0", "w", "cachepin.io", 2, 8, "5")),
+                                              served (slice ("w-cachepin.io-0", "w", "cachepin.io", 3, 4, "6")), NULL);
+    cleanup_error cp_error_t err = NULL;
+    assert_true (cp_dra_publish_plan (want, listed, "w", 0, &p, &err) < 0);
+    assert_non_null (strstr (cp_error_message (err), "w-cachepin.io-0: listed twice"));
+  }
 }
 
 int
