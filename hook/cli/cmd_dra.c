@@ -158,21 +158,40 @@ print_text (const struct cp_dra_model *m, const char *node, const char *source, 
 }
 
 static int
-run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+check_node (const struct dra_args *a, cp_error_t *err)
 {
   if (a->node == NULL)
     return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
-  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+  return cp_dra_check_node_name ("--node", a->node, err);
+}
+
+/* What the devices are read from: the host config (--config, or the host's when the
+   ledger is read), *TOPO (--topology; NULL: the host's), *WITH_LEDGER (this host, not
+   --empty). */
+static int
+node_source (struct dra_args *a, struct cp_hostconfig *hc, struct cp_topo **topo, bool *with_ledger,
+             cp_error_t *err)
+{
+  bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
+  *with_ledger = host && !a->empty;
+  *topo = NULL;
+  if ((*with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
+    return -1;
+  if (!*with_ledger && a->c.config == NULL)
+    cp_hostconfig_init (hc);
+  if (!host && cp_topo_load (a->topology, topo, err) < 0)
+    return cp_error_wrap (err, "--topology");
+  return 0;
+}
+
+static int
+run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  struct cp_topo *topo;
+  bool with_ledger;
+  if (check_node (a, err) < 0 || node_source (a, hc, &topo, &with_ledger, err) < 0)
     return -1;
   bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
-  bool with_ledger = host && !a->empty;
-  if ((with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
-    return -1;
-  if (!with_ledger && a->c.config == NULL)
-    cp_hostconfig_init (hc);
-  struct cp_topo *topo = NULL;
-  if (!host && cp_topo_load (a->topology, &topo, err) < 0)
-    return cp_error_wrap (err, "--topology");
   cleanup_dra_model struct cp_dra_model *m = NULL;
   unsigned held_entries = 0;
   if (cp_dra_gather (hc, topo, with_ledger, &m, &held_entries, err) < 0)
@@ -195,34 +214,23 @@ run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 static int
 run_publish (struct dra_args *a, bool publish, struct cp_hostconfig *hc, cp_error_t *err)
 {
-  if (a->node == NULL)
-    return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
-  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+  if (check_node (a, err) < 0)
     return -1;
   if (a->generation_set)
     return cp_fail_input (err, "--generation: slice only (publish raises the pool's generation itself)");
   if (!publish && (a->topology || a->empty || a->c.config))
     return cp_fail_input (err, "unpublish takes --node and the kube options only");
-  struct cp_kube_config kcfg = { 0 };
-  if (cp_kube_config_resolve (&a->kube, &kcfg, err) < 0)
-    return -1;
   cleanup_kube struct cp_kube_client *kc = NULL;
-  int r = cp_kube_open (&kcfg, &kc, err);
-  cp_kube_config_clear (&kcfg);
-  if (r < 0)
+  if (cp_kube_open_options (&a->kube, &kc, err) < 0)
     return -1;
   struct cp_dra_publish_result res = { 0 };
+  int r;
   if (publish)
     {
-      bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
-      bool with_ledger = host && !a->empty;
-      if ((with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
+      struct cp_topo *topo;
+      bool with_ledger;
+      if (node_source (a, hc, &topo, &with_ledger, err) < 0)
         return -1;
-      if (!with_ledger && a->c.config == NULL)
-        cp_hostconfig_init (hc);
-      struct cp_topo *topo = NULL;
-      if (!host && cp_topo_load (a->topology, &topo, err) < 0)
-        return cp_error_wrap (err, "--topology");
       r = cp_dra_publish (kc, hc, topo, with_ledger, a->node, 0, &res, err);
     }
   else

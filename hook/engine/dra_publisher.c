@@ -133,13 +133,8 @@ cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *
   *p = (struct cp_dra_publisher){ .pid = 0, .fd = -1, .node = node };
   if (cp_dra_check_node_name ("--dra-node", node, err) < 0)
     return -1;
-  struct cp_kube_config cfg = { 0 };
-  if (cp_kube_config_resolve (kube, &cfg, err) < 0)
-    return -1;
   struct cp_kube_client *kc = NULL;
-  int r = cp_kube_open (&cfg, &kc, err);
-  cp_kube_config_clear (&cfg);
-  if (r < 0)
+  if (cp_kube_open_options (kube, &kc, err) < 0)
     return cp_error_wrap (err, "--dra-node %s", node);
   int fd;
   pid_t pid = cp_helper_fork ("the DRA publisher", &fd, err);

@@ -55,6 +55,9 @@ struct cp_kube_client;
  * check that it can be ("--kube-token-file FILE: ..." otherwise). */
 int cp_kube_open (const struct cp_kube_config *config, struct cp_kube_client **out, cp_error_t *err);
 void cp_kube_close (struct cp_kube_client *c);
+
+/* cp_kube_config_resolve() then cp_kube_open(): what a command line asks for. */
+int cp_kube_open_options (const struct cp_kube_options *o, struct cp_kube_client **out, cp_error_t *err);
 static inline void
 cp_kube_closep (struct cp_kube_client **c)
 {

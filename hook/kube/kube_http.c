@@ -156,6 +156,17 @@ cp_kube_open (const struct cp_kube_config *config, struct cp_kube_client **out, 
   return 0;
 }
 
+int
+cp_kube_open_options (const struct cp_kube_options *o, struct cp_kube_client **out, cp_error_t *err)
+{
+  struct cp_kube_config cfg = { 0 };
+  if (cp_kube_config_resolve (o, &cfg, err) < 0)
+    return -1;
+  int r = cp_kube_open (&cfg, out, err);
+  cp_kube_config_clear (&cfg);
+  return r;
+}
+
 void
 cp_kube_close (struct cp_kube_client *c)
 {
