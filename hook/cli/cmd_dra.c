@@ -48,9 +48,6 @@ enum
   OPT_TOPOLOGY,
   OPT_EMPTY,
   OPT_GENERATION,
-  OPT_KUBE_API,
-  OPT_KUBE_CA,
-  OPT_KUBE_TOKEN_FILE,
 };
 
 struct dra_args
@@ -98,17 +95,8 @@ dra_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_GENERATION:
       a->generation_set = true;
       return parse_generation (arg, &a->generation, err);
-    case OPT_KUBE_API:
-      a->kube.api = arg;
-      return 1;
-    case OPT_KUBE_CA:
-      a->kube.ca = arg;
-      return 1;
-    case OPT_KUBE_TOKEN_FILE:
-      a->kube.token_file = arg;
-      return 1;
     default:
-      return 0;
+      return cp_cli_kube_option (opt, arg, &a->kube);
     }
 }
 
@@ -117,9 +105,7 @@ static const struct option dra_options[] = {
   { "topology", required_argument, NULL, OPT_TOPOLOGY },
   { "empty", no_argument, NULL, OPT_EMPTY },
   { "generation", required_argument, NULL, OPT_GENERATION },
-  { "kube-api", required_argument, NULL, OPT_KUBE_API },
-  { "kube-ca", required_argument, NULL, OPT_KUBE_CA },
-  { "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
+  CP_KUBE_LONG_OPTIONS,
   CP_CONFIG_LONG_OPTION,
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,

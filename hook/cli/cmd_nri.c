@@ -58,9 +58,6 @@ enum
   OPT_METRICS_LISTEN,
   OPT_METRICS_PATH,
   OPT_DRA_NODE,
-  OPT_KUBE_API,
-  OPT_KUBE_CA,
-  OPT_KUBE_TOKEN_FILE,
 };
 
 struct nri_args
@@ -101,17 +98,8 @@ nri_option (int opt, const char *arg, void *args, cp_error_t *err)
     case OPT_DRA_NODE:
       a->dra.node = arg;
       return 1;
-    case OPT_KUBE_API:
-      a->dra.kube.api = arg;
-      return 1;
-    case OPT_KUBE_CA:
-      a->dra.kube.ca = arg;
-      return 1;
-    case OPT_KUBE_TOKEN_FILE:
-      a->dra.kube.token_file = arg;
-      return 1;
     default:
-      return 0;
+      return cp_cli_kube_option (opt, arg, &a->dra.kube);
     }
 }
 
@@ -146,9 +134,7 @@ static const struct option nri_options[] = {
   { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
   { "metrics-path", required_argument, NULL, OPT_METRICS_PATH },
   { "dra-node", required_argument, NULL, OPT_DRA_NODE },
-  { "kube-api", required_argument, NULL, OPT_KUBE_API },
-  { "kube-ca", required_argument, NULL, OPT_KUBE_CA },
-  { "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
+  CP_KUBE_LONG_OPTIONS,
   CP_CONFIG_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   { NULL, 0, NULL, 0 },

@@ -19,11 +19,7 @@ for t in curl jq openssl; do command -v $t >/dev/null || skip "$t not installed"
 dra_fetch
 dra_up
 DRIVER=system:serviceaccount:kube-system:cachepin
-jq --arg u "$DRIVER" '.users[$u] = [
-  {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]}]' \
-  "$DRA_D/rules.json" >"$DRA_D/rules.new" && mv "$DRA_D/rules.new" "$DRA_D/rules.json"
-dra_api_restart
-dra_token driver "$DRIVER" system:serviceaccounts >"$DRA_D/token"
+dra_publisher_rules "$DRIVER"
 echo "$API_PID" >"$DRA_D/api.pid"
 # agent.py may start the API server again: the one to stop is the one it names.
 trap 'API_PID=$(cat "$DRA_D/api.pid" 2>/dev/null || echo "$API_PID"); dra_down' EXIT

@@ -25,13 +25,8 @@ G=/apis/resource.k8s.io/v1
 DRIVER=system:serviceaccount:kube-system:cachepin
 TOPO='package:2 numa:1 l3cache:4 core:4 pu:2(indexes=core)'
 NODE=node-a
-# The agent's rules (deploy/kubernetes/overlays/nri-dra): slices only.
-jq --arg u "$DRIVER" '.users[$u] = [
-  {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]}]' \
-  "$DRA_D/rules.json" >"$DRA_D/rules.new" && mv "$DRA_D/rules.new" "$DRA_D/rules.json"
-dra_api_restart
-TOK=$(dra_token driver "$DRIVER" system:serviceaccounts)
-printf '%s\n' "$TOK" >"$DRA_D/token"
+dra_publisher_rules "$DRIVER"
+TOK=$(cat "$DRA_D/token")
 echo '{}' >"$DRA_D/config.json"
 
 pub () { # pub VERB [ARGS]: one round; its JSON line in $DRA_D/round, stderr in $DRA_D/err
