@@ -3,6 +3,7 @@
 #include "dra_publish.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "dra.h"
@@ -282,7 +283,8 @@ run_action (struct cp_kube_client *kc, const struct cp_dra_publish_action *a, cp
 
 /* The node's slices as listed now: *LIST the answer (caller's), *ITEMS in it. */
 static int
-list_node (struct cp_kube_client *kc, const char *node, json_object **list, json_object **items, cp_error_t *err)
+list_node (struct cp_kube_client *kc, const char *node, json_object **list, json_object **items, const char **rv,
+           cp_error_t *err)
 {
   cleanup_free char *sel = cp_xasprintf ("spec.nodeName=%s", node);
   cleanup_free char *esc = cp_kube_escape (sel);
@@ -291,11 +293,10 @@ list_node (struct cp_kube_client *kc, const char *node, json_object **list, json
   if (cp_kube_request (kc, "GET", path, NULL, &ans, err) < 0)
     return -1;
   int r;
-  const char *rv;
   if (ans.status != 200)
     r = cp_kube_fail_answer ("list the node's ResourceSlices", &ans, err);
   else if ((r = cp_kube_json_parse ("list the node's ResourceSlices", ans.body, ans.len, list, err)) == 0
-           && (r = cp_kube_json_list (*list, "ResourceSliceList", items, &rv, err)) < 0)
+           && (r = cp_kube_json_list (*list, "ResourceSliceList", items, rv, err)) < 0)
     cp_error_wrap (err, "list the node's ResourceSlices");
   cp_kube_answer_clear (&ans);
   return r;
@@ -311,8 +312,10 @@ cp_dra_publish_round (struct cp_kube_client *kc, json_object *desired, const cha
       res->tries = t;
       cleanup_json json_object *list = NULL;
       json_object *items = NULL;
-      if (list_node (kc, node, &list, &items, err) < 0)
+      const char *rv = "";
+      if (list_node (kc, node, &list, &items, &rv, err) < 0)
         return -1;
+      snprintf (res->resource_version, sizeof res->resource_version, "%s", rv);
       struct cp_dra_publish_plan plan = { 0 };
       if (cp_dra_publish_plan (desired, items, node, own, &plan, err) < 0)
         return -1;

@@ -66,6 +66,7 @@ struct cp_dra_publish_result
   unsigned created, updated, deleted;
   unsigned tries;
   bool unchanged;
+  char resource_version[129]; /* the last list's: where a watch of the node's slices starts */
 };
 
 /* One round against KC: DESIRED made equal on the server (an empty array:

@@ -21,6 +21,7 @@
 #include "dra_publish.h"
 #include "helper.h"
 #include "json.h"
+#include "kube_json.h"
 #include "log.h"
 #include "util.h"
 
@@ -62,6 +63,50 @@ send_report (int fd, bool ok, bool wrote, int64_t generation)
     _exit (0);
 }
 
+/* What the watch of the node's slices saw since the last look. */
+struct seen
+{
+  bool changed; /* a slice added, changed or deleted (ours too: the round then writes nothing) */
+};
+
+static void
+watch_line (void *ctx, const char *l, size_t n)
+{
+  struct seen *s = ctx;
+  enum cp_kube_event type;
+  json_object *obj = NULL;
+  int code = 0;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_kube_json_event (l, n, &type, &obj, &code, &e) < 0)
+    {
+      cp_log (CP_LOG_DEBUG, "dra: watch: %s", cp_error_message (e));
+      s->changed = true; /* judged by a round */
+      return;
+    }
+  json_object_put (obj);
+  if (type == CP_KUBE_ERROR)
+    cp_log (CP_LOG_DEBUG, "dra: watch: an error event (code %d%s): listed again", code,
+            code == 410 ? ", Gone: its resourceVersion too old" : "");
+  if (type != CP_KUBE_BOOKMARK)
+    s->changed = true;
+}
+
+/* A watch of NODE's slices from the list's resourceVersion RV (bookmarks asked). */
+static struct cp_kube_watch *
+watch_from (struct cp_kube_client *kc, const char *node, const char *rv, struct seen *seen)
+{
+  cleanup_free char *sel = cp_xasprintf ("spec.nodeName=%s", node);
+  cleanup_free char *esc = cp_kube_escape (sel);
+  cleanup_free char *erv = cp_kube_escape (rv);
+  cleanup_free char *path = cp_xasprintf ("%s?fieldSelector=%s&watch=1&allowWatchBookmarks=true&resourceVersion=%s",
+                                          CP_DRA_SLICES_PATH, esc, erv);
+  struct cp_kube_watch *w = NULL;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_kube_watch_start (kc, path, watch_line, seen, &w, &e) < 0)
+    cp_log (CP_LOG_DEBUG, "dra: no watch of node %s's slices: %s", node, cp_error_message (e));
+  return w;
+}
+
 __attribute__ ((noreturn)) static void
 child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_kube_client *kc)
 {
@@ -70,13 +115,31 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
   long backoff = 0;
   bool failing = false, first = true;
   cleanup_free char *published = NULL;
+  struct cp_kube_watch *watch = NULL;
+  struct seen seen = { 0 };
   srandom ((unsigned) getpid () ^ (unsigned) time (NULL));
   for (;;)
     {
       if (!first)
         {
+          int n;
           struct pollfd pfd = { .fd = fd, .events = POLLIN };
-          int n = poll (&pfd, 1, CP_DRA_PUBLISHER_CHECK_MS);
+          if (watch)
+            {
+              cleanup_error cp_error_t we = NULL;
+              n = cp_kube_watch_wait (watch, fd, CP_DRA_PUBLISHER_CHECK_MS, &we);
+              if (n < 0)
+                {
+                  cp_log (CP_LOG_DEBUG, "dra: %s: listed again", cp_error_message (we));
+                  cp_kube_watch_stop (watch);
+                  watch = NULL;
+                  seen.changed = true;
+                }
+              if (n > 0)
+                poll (&pfd, 1, 0);
+            }
+          else
+            n = poll (&pfd, 1, CP_DRA_PUBLISHER_CHECK_MS);
           if (n > 0)
             {
               char b[64];
@@ -91,7 +154,8 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
       cleanup_error cp_error_t e = NULL;
       cleanup_json json_object *slices = NULL;
       cleanup_free char *text = NULL;
-      bool due = failing || published == NULL || now - last_round >= CP_DRA_PUBLISHER_PERIOD_MS;
+      bool due = failing || published == NULL || seen.changed || now - last_round >= CP_DRA_PUBLISHER_PERIOD_MS;
+      seen.changed = false;
       int r = desired_now (hc, node, &slices, &text, &e);
       if (r == 0 && !due && strcmp (text, published) == 0)
         continue;
@@ -123,6 +187,8 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
       free (published);
       published = cp_steal_pointer (&text);
       send_report (fd, true, wrote, res.generation);
+      if (watch == NULL && res.resource_version[0])
+        watch = watch_from (kc, node, res.resource_version, &seen);
     }
 }
 

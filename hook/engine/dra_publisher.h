@@ -6,9 +6,10 @@
  * front end's loop: every CP_DRA_PUBLISHER_CHECK_MS it reads the node's devices
  * (dra.h: the host config, the topology, the ledger as `plan` reads it, unlocked)
  * and publishes a round (dra_publish.h) when they changed (a placement or release
- * outside DRA, by any front end: the hook, `apply`, the NRI plugin), and every
- * CP_DRA_PUBLISHER_PERIOD_MS whatever they are (a slice someone else edited or
- * deleted is put back).  A failed round is tried again after a backoff of 1 s
+ * outside DRA, by any front end: the hook, `apply`, the NRI plugin), when the watch
+ * of the node's slices (from the last list's resourceVersion) sees one added,
+ * changed or deleted (someone else's edit is put back), and every
+ * CP_DRA_PUBLISHER_PERIOD_MS whatever it saw.  A failed round is tried again after a backoff of 1 s
  * doubling to 60 s, with jitter.  Each round's outcome comes back to the front end
  * as one message on the helper's socket, for its metrics.  It dies with the front
  * end; its slices stay published (a restart of the agent publishes the same). */

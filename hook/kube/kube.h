@@ -73,6 +73,20 @@ cp_kube_closep (struct cp_kube_client **c)
 int cp_kube_request (struct cp_kube_client *c, const char *method, const char *path, const char *body,
                      struct cp_kube_answer *ans, cp_error_t *err);
 
+/* A watch (PATH with watch=1): a transfer of its own that runs while the caller waits
+ * in cp_kube_watch_wait(), each line of the answer (one event, at most
+ * CP_KUBE_MAX_EVENT bytes) given to LINE.  The token is the client's as it is at the
+ * start.  Ended by the server (its timeout, a restart), a failure, or
+ * cp_kube_watch_stop(). */
+struct cp_kube_watch;
+int cp_kube_watch_start (struct cp_kube_client *c, const char *path, void (*line) (void *ctx, const char *l, size_t n),
+                         void *ctx, struct cp_kube_watch **out, cp_error_t *err);
+/* Up to TIMEOUT_MS for the watch's lines, or FD (-1: none) readable: 1 FD readable,
+   0 the time passed, -1 the watch ended (*ERR says how, its HTTP status included;
+   a clean end is an error too: start another). */
+int cp_kube_watch_wait (struct cp_kube_watch *w, int fd, int timeout_ms, cp_error_t *err);
+void cp_kube_watch_stop (struct cp_kube_watch *w);
+
 /* "WHAT: HTTP 409: <the Status object's message>" as a runtime error (an input
  * error for 400, 401, 403, 422: what we were given or sent is refused); returns -1. */
 int cp_kube_fail_answer (const char *what, const struct cp_kube_answer *a, cp_error_t *err);

@@ -36,7 +36,8 @@
   X (curl_multi_info_read)                                                                                    \
   X (curl_multi_cleanup)                                                                                      \
   X (curl_slist_append)                                                                                       \
-  X (curl_slist_free_all)
+  X (curl_slist_free_all)                                                                                     \
+  X (curl_multi_wait)
 
 static struct
 {
@@ -339,4 +340,131 @@ cp_kube_fail_answer (const char *what, const struct cp_kube_answer *a, cp_error_
     return cp_error_set (err, kind, 0, "%s: HTTP 401: the API server refused the token%s%s", what,
                          msg ? ": " : "", msg ? msg : "");
   return cp_error_set (err, kind, 0, "%s: HTTP %ld%s%s", what, a->status, msg ? ": " : "", msg ? msg : "");
+}
+
+/* ---- a watch ---------------------------------------------------------------------- */
+
+struct cp_kube_watch
+{
+  CURLM *multi;
+  CURL *easy;
+  struct curl_slist *hdr;
+  void (*line) (void *ctx, const char *l, size_t n);
+  void *ctx;
+  char *buf;
+  size_t len;
+  bool over;
+  char errbuf[CURL_ERROR_SIZE];
+};
+
+static size_t
+watch_write (char *p, size_t size, size_t n, void *user)
+{
+  struct cp_kube_watch *w = user;
+  size_t add = size * n;
+  w->buf = cp_xrealloc (w->buf, w->len + add + 1);
+  memcpy (w->buf + w->len, p, add);
+  w->len += add;
+  size_t start = 0;
+  for (size_t i = 0; i < w->len; i++)
+    if (w->buf[i] == '\n')
+      {
+        if (i > start)
+          w->line (w->ctx, w->buf + start, i - start);
+        start = i + 1;
+      }
+  memmove (w->buf, w->buf + start, w->len - start);
+  w->len -= start;
+  if (w->len > CP_KUBE_MAX_EVENT)
+    {
+      w->over = true;
+      return 0;
+    }
+  return add;
+}
+
+int
+cp_kube_watch_start (struct cp_kube_client *c, const char *path, void (*line) (void *ctx, const char *l, size_t n),
+                     void *ctx, struct cp_kube_watch **out, cp_error_t *err)
+{
+  if (token_load (c, false, err) < 0)
+    return -1;
+  struct cp_kube_watch *w = cp_xmalloc0 (sizeof *w);
+  w->line = line;
+  w->ctx = ctx;
+  w->multi = lc.curl_multi_init ();
+  w->easy = lc.curl_easy_init ();
+  if (w->multi == NULL || w->easy == NULL)
+    cp_oom ();
+  cleanup_free char *url = cp_xasprintf ("%s%s", c->cfg.server, path);
+  cleanup_free char *auth = cp_xasprintf ("Authorization: Bearer %s", c->token);
+  w->hdr = lc.curl_slist_append (NULL, auth);
+  w->hdr = lc.curl_slist_append (w->hdr, "Accept: application/json");
+  explicit_bzero (auth, strlen (auth));
+  CURL *h = w->easy;
+  lc.curl_easy_setopt (h, CURLOPT_URL, url);
+  lc.curl_easy_setopt (h, CURLOPT_PROTOCOLS_STR, "https");
+  lc.curl_easy_setopt (h, CURLOPT_FOLLOWLOCATION, 0L);
+  lc.curl_easy_setopt (h, CURLOPT_CAINFO, c->cfg.ca);
+  lc.curl_easy_setopt (h, CURLOPT_NOSIGNAL, 1L);
+  lc.curl_easy_setopt (h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+  lc.curl_easy_setopt (h, CURLOPT_HTTPHEADER, w->hdr);
+  lc.curl_easy_setopt (h, CURLOPT_ERRORBUFFER, w->errbuf);
+  lc.curl_easy_setopt (h, CURLOPT_WRITEFUNCTION, watch_write);
+  lc.curl_easy_setopt (h, CURLOPT_WRITEDATA, w);
+  lc.curl_easy_setopt (h, CURLOPT_USERAGENT, "cachepin");
+  lc.curl_easy_setopt (h, CURLOPT_FAILONERROR, 1L);
+  lc.curl_multi_add_handle (w->multi, h);
+  *out = w;
+  return 0;
+}
+
+int
+cp_kube_watch_wait (struct cp_kube_watch *w, int fd, int timeout_ms, cp_error_t *err)
+{
+  long long deadline = cp_monotonic_ms () + timeout_ms;
+  for (;;)
+    {
+      int running = 0;
+      lc.curl_multi_perform (w->multi, &running);
+      if (!running)
+        {
+          CURLMsg *m;
+          int left;
+          CURLcode result = CURLE_OK;
+          while ((m = lc.curl_multi_info_read (w->multi, &left)) != NULL)
+            if (m->msg == CURLMSG_DONE)
+              result = m->data.result;
+          long status = 0;
+          lc.curl_easy_getinfo (w->easy, CURLINFO_RESPONSE_CODE, &status);
+          if (w->over)
+            return cp_fail_runtime (err, "watch: an event of more than %u bytes", CP_KUBE_MAX_EVENT);
+          if (result != CURLE_OK)
+            return cp_fail_runtime (err, "watch: HTTP %ld: %s", status,
+                                    w->errbuf[0] ? w->errbuf : lc.curl_easy_strerror (result));
+          return cp_fail_runtime (err, "watch: ended by the server (HTTP %ld)", status);
+        }
+      long long left_ms = deadline - cp_monotonic_ms ();
+      if (left_ms <= 0)
+        return 0;
+      struct curl_waitfd extra = { .fd = fd, .events = CURL_WAIT_POLLIN };
+      int ready = 0;
+      lc.curl_multi_wait (w->multi, fd >= 0 ? &extra : NULL, fd >= 0 ? 1 : 0, (int) (left_ms < 1000 ? left_ms : 1000),
+                          &ready);
+      if (fd >= 0 && (extra.revents & CURL_WAIT_POLLIN))
+        return 1;
+    }
+}
+
+void
+cp_kube_watch_stop (struct cp_kube_watch *w)
+{
+  if (w == NULL)
+    return;
+  lc.curl_multi_remove_handle (w->multi, w->easy);
+  lc.curl_easy_cleanup (w->easy);
+  lc.curl_multi_cleanup (w->multi);
+  lc.curl_slist_free_all (w->hdr);
+  free (w->buf);
+  free (w);
 }
