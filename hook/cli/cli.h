@@ -51,9 +51,21 @@ enum
 {
   CP_OPT_CONFIG = 0x180,
   CP_OPT_JSON,
+  CP_OPT_KUBE_API,
+  CP_OPT_KUBE_CA,
+  CP_OPT_KUBE_TOKEN_FILE,
 };
 #define CP_CONFIG_LONG_OPTION { "config", required_argument, NULL, CP_OPT_CONFIG }
 #define CP_JSON_LONG_OPTION { "json", no_argument, NULL, CP_OPT_JSON }
+/* The API server's options (`dra publish`, `nri --dra-node`): hook/kube/kube.h. */
+#define CP_KUBE_LONG_OPTIONS                                                                                  \
+  { "kube-api", required_argument, NULL, CP_OPT_KUBE_API },                                                   \
+    { "kube-ca", required_argument, NULL, CP_OPT_KUBE_CA },                                                   \
+    { "kube-token-file", required_argument, NULL, CP_OPT_KUBE_TOKEN_FILE }
+
+/* OPT, if one of CP_KUBE_LONG_OPTIONS, into *K: 1; else 0. */
+struct cp_kube_options;
+int cp_cli_kube_option (int opt, const char *arg, struct cp_kube_options *k);
 #define CP_HELP_LONG_OPTION { "help", no_argument, NULL, 'h' }
 
 /* What those options say. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube.h"
 #include "log.h"
 #include "util.h"
 
@@ -78,3 +79,22 @@ cp_cli_load_config (const struct cp_cli_common *common, struct cp_hostconfig *hc
   return 0;
 }
 
+
+int
+cp_cli_kube_option (int opt, const char *arg, struct cp_kube_options *k)
+{
+  switch (opt)
+    {
+    case CP_OPT_KUBE_API:
+      k->api = arg;
+      return 1;
+    case CP_OPT_KUBE_CA:
+      k->ca = arg;
+      return 1;
+    case CP_OPT_KUBE_TOKEN_FILE:
+      k->token_file = arg;
+      return 1;
+    default:
+      return 0;
+    }
+}

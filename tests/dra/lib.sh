@@ -13,6 +13,7 @@
 #   dra_token NAME USER [GROUPS]  a new token for USER added to the token file (printed;
 #                         the server reads the file again on its next request)
 #   dra_token_drop TOKEN  TOKEN removed from the token file
+#   dra_publisher_rules USER  USER's rules those of cachepin's publisher, a token in DRA_D/token
 #   kc TOKEN METHOD PATH [curl args]  one request (JSON; a PATCH a merge patch); the body on
 #                         stdout, the HTTP status in $DRA_D/status
 #   dra_down              everything stopped, the scratch directory removed
@@ -84,6 +85,17 @@ dra_rules () {
 {"users": {}, "groups": {"system:authenticated": [
   {"verbs": ["get"], "nonResourceURLs": ["/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/readyz", "/version", "/openapi/*"]}]}}
 EOF
+}
+
+# dra_publisher_rules USER: USER may do what cachepin's publisher does, its node's slices
+# (deploy/kubernetes/overlays/nri-dra's ClusterRole, less the claims), nothing else; the API
+# server started again (it reads the rules at start), and a token of USER in DRA_D/token.
+dra_publisher_rules () {
+  jq --arg u "$1" '.users[$u] = [
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]}]' \
+    "$DRA_D/rules.json" >"$DRA_D/rules.new" && mv "$DRA_D/rules.new" "$DRA_D/rules.json"
+  dra_api_restart
+  dra_token driver "$1" system:serviceaccounts >"$DRA_D/token"
 }
 
 kc () {
