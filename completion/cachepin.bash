@@ -58,7 +58,7 @@ _cachepin ()
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
-    dra) words="slice --node --topology --config --empty --generation --json --help" ;;
+    dra) words="slice prepare unprepare --node --topology --config --empty --generation --claim --claim-uid --json --help" ;;
     measure) words="--cpus --align --smt --mode --strict --rounds --seconds --config --json --help" ;;
     *) return 0 ;;
   esac

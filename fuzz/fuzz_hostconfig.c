@@ -42,6 +42,7 @@ check_hostconfig (const struct cp_hostconfig *hc)
   FUZZ_CHECK (hc->kernel_root && hc->kernel_root[0] == '/' && strlen (hc->kernel_root) <= CP_HOSTCONFIG_PATH_MAX);
   FUZZ_CHECK (hc->kubelet_state && (hc->kubelet_state[0] == '\0' || hc->kubelet_state[0] == '/')
               && strlen (hc->kubelet_state) <= CP_HOSTCONFIG_PATH_MAX);
+  FUZZ_CHECK (hc->cdi_dir && hc->cdi_dir[0] == '/' && strlen (hc->cdi_dir) <= CP_HOSTCONFIG_PATH_MAX);
 }
 
 static void
@@ -82,6 +83,7 @@ write_back (const struct cp_hostconfig *hc)
   add_string (root, "sched_cache", cp_sched_cache_setting_name (hc->sched_cache));
   add_string (root, "kernel_root", hc->kernel_root);
   add_string (root, "kubelet_state", hc->kubelet_state);
+  add_string (root, "cdi_dir", hc->cdi_dir);
   char *text = strdup (json_object_to_json_string_ext (root, JSON_C_TO_STRING_PRETTY));
   if (text == NULL)
     abort ();
@@ -98,7 +100,8 @@ hostconfig_equal (const struct cp_hostconfig *a, const struct cp_hostconfig *b)
          && a->defaults.strict == b->defaults.strict && strcmp (a->state_dir, b->state_dir) == 0
          && a->on_error == b->on_error && a->log_level == b->log_level && a->lock_timeout_ms == b->lock_timeout_ms
          && strcmp (a->topology, b->topology) == 0 && a->sandbox == b->sandbox && a->sched_cache == b->sched_cache
-         && strcmp (a->kernel_root, b->kernel_root) == 0 && strcmp (a->kubelet_state, b->kubelet_state) == 0;
+         && strcmp (a->kernel_root, b->kernel_root) == 0 && strcmp (a->kubelet_state, b->kubelet_state) == 0
+         && strcmp (a->cdi_dir, b->cdi_dir) == 0;
 }
 
 int

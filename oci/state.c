@@ -38,6 +38,8 @@ cp_oci_id_check (const char *id, cp_error_t *err)
     return cp_fail_input (err, "id: longer than %d bytes", CP_OCI_ID_MAX);
   if (strncmp (id, "apply:", 6) == 0)
     return cp_fail_input (err, "id: starts with `apply:`, which names the ledger's entries of `cachepin apply`");
+  if (strncmp (id, "dra:", 4) == 0)
+    return cp_fail_input (err, "id: starts with `dra:`, which names the ledger's entries of DRA claims");
   for (const char *p = id; *p; p++)
     {
       if ((unsigned char) *p < 0x20 || *p == 0x7f)

@@ -26,7 +26,8 @@
  * NRI messages (the plugin): it names ledger entries, journal records and log
  * lines.  1 to CP_OCI_ID_MAX bytes, no control character, no `/`, not `.` nor
  * `..`, not starting with `apply:` (the ids of `cachepin apply`'s entries: a
- * container of that id would be released by `cachepin release --cgroup`).
+ * container of that id would be released by `cachepin release --cgroup`) nor
+ * `dra:` (a prepared DRA claim's entries, which reconcile never drops).
  * CP_ERR_INPUT naming the rule, never quoting the id. */
 int cp_oci_id_check (const char *id, cp_error_t *err);
 

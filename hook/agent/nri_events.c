@@ -135,10 +135,8 @@ cp_nri_update_of (struct cp_nri_update *u, char *id, char *cpus, char *mems)
 }
 
 static int
-adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *err)
+adjustment_of (struct cp_nri_call *call, char *cpus, char *mems, cp_error_t *err)
 {
-  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
-  cleanup_free char *mems = cp_cpulist_format (plan->mems);
   struct cp_nri_cpuset set;
   Nri__Pkg__Api__V1alpha1__LinuxContainerAdjustment linux_ = NRI__PKG__API__V1ALPHA1__LINUX_CONTAINER_ADJUSTMENT__INIT;
   linux_.resources = cp_nri_cpuset (&set, cpus, mems);
@@ -147,6 +145,38 @@ adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *er
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse resp = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
   resp.adjust = &adj;
   return reply (call, &resp.base, err);
+}
+
+static int
+adjustment (struct cp_nri_call *call, const struct cp_plan *plan, cp_error_t *err)
+{
+  cleanup_free char *cpus = cp_cpulist_format (plan->cpus);
+  cleanup_free char *mems = cp_cpulist_format (plan->mems);
+  return adjustment_of (call, cpus, mems, err);
+}
+
+/* A container tagged with a DRA claim (nri_claim.c): the claim's CPUs, no entry of
+   its own.  A claim that cannot be given: the host's on_error (deny: it fails with
+   the line; allow: it starts unplaced, and that is said).  1: not such a container. */
+static int
+claim_answer (struct cp_nri_plugin *p, const nri_container *c, struct cp_nri_call *call, cp_error_t *err)
+{
+  cleanup_free char *cpus = NULL;
+  cleanup_free char *mems = NULL;
+  cleanup_error cp_error_t why = NULL;
+  int r = cp_nri_claim_cpus (p, c, &cpus, &mems, &why);
+  if (r > 0)
+    return adjustment_of (call, cpus, mems, err);
+  if (r == 0)
+    return 1;
+  if (p->hc->on_error == CP_ON_ERROR_DENY)
+    {
+      cp_log (CP_LOG_ERROR, "%s; refused (on_error deny)", cp_error_message (why));
+      return fail (call, &why, err);
+    }
+  cp_log (CP_LOG_WARNING, "%s; it starts unplaced (on_error allow)", cp_error_message (why));
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse none = NRI__PKG__API__V1ALPHA1__CREATE_CONTAINER_RESPONSE__INIT;
+  return reply (call, &none.base, err);
 }
 
 int
@@ -180,6 +210,15 @@ cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
   if (c == NULL || c->id == NULL || c->id[0] == '\0')
     return reply (call, &none.base, err); /* nothing to place, nothing of ours to fail */
   cleanup_error cp_error_t why = NULL;
+  if (cp_nri_claim_of (c))
+    {
+      if (cp_nri_id_check (c, &why) < 0)
+        {
+          cp_admission_refuse ("(invalid id)", &why);
+          return fail (call, &why, err);
+        }
+      return claim_answer (p, c, call, err) < 0 ? -1 : 0; /* the claim decides, not annotations */
+    }
   struct cp_annotations ann = { 0 };
   if (cp_nri_annotations_of (req->pod, c, &ann, &why) < 0)
     {
@@ -281,6 +320,20 @@ cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
       /* Never fails an update: it goes through as asked, and that is said. */
       cp_log (CP_LOG_WARNING, "update of %s: its placement could not be read, the update goes through: %s", c->id,
               cp_error_message (why));
+      return reply (call, &resp.base, err);
+    }
+  if (cpus == NULL && cp_nri_claim_of (c))
+    {
+      /* A claim's container keeps the claim's CPUs, whatever the update asks. */
+      if (cp_nri_claim_cpus (p, c, &cpus, &mems, &why) <= 0)
+        {
+          cp_log (CP_LOG_WARNING, "update of %s: the update goes through: %s", c->id, cp_error_message (why));
+          return reply (call, &resp.base, err);
+        }
+      struct cp_nri_update u;
+      Nri__Pkg__Api__V1alpha1__ContainerUpdate *updates[1] = { cp_nri_update_of (&u, c->id, cpus, mems) };
+      resp.n_update = 1;
+      resp.update = updates;
       return reply (call, &resp.base, err);
     }
   if (cpus == NULL)

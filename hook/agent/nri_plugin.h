@@ -93,6 +93,17 @@ int cp_nri_cgroup_open (const Nri__Pkg__Api__V1alpha1__Container *c, struct cp_c
 enum cp_seen cp_nri_seen (const Nri__Pkg__Api__V1alpha1__Container *c);
 bool cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap_t cpus);
 
+/* ---- a container given a prepared DRA claim (nri_claim.c) ---- */
+
+/* The claim uid C's environment tags (CACHEPIN_DRA_CLAIM=<uid>, the last one), or NULL. */
+const char *cp_nri_claim_of (const Nri__Pkg__Api__V1alpha1__Container *c);
+
+/* The CPUs and NUMA nodes (cpulists; *MEMS NULL: none known) of the claim C is
+   tagged with: 1, logged; 0 when C carries no tag; -1 when its claim is not
+   prepared here or the ledger cannot be read (*WHY: the caller's on_error policy). */
+int cp_nri_claim_cpus (const struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__Container *c, char **cpus,
+                       char **mems, cp_error_t *why);
+
 /* C's id as cachepin takes ids (cp_oci_id_check()), its error naming the field. */
 int cp_nri_id_check (const Nri__Pkg__Api__V1alpha1__Container *c, cp_error_t *err);
 

@@ -1,8 +1,11 @@
 /* `cachepin dra slice`: the ResourceSlices this node publishes for Kubernetes'
  * Dynamic Resource Allocation (docs/dra.md): its cache domains as devices, their
  * usable CPUs less those held outside DRA as capacity.  Writes nothing: the
- * model is the engine's (hook/engine/dra.h), the JSON policy/dra_model.h's. */
+ * model is the engine's (hook/engine/dra.h), the JSON policy/dra_model.h's.
+ * `cachepin dra prepare` and `unprepare`: a claim allocated on this node prepared
+ * into the ledger and a CDI spec, and back (hook/engine/dra_prepare.h). */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,11 +14,16 @@
 #include "cli.h"
 #include "cpulist.h"
 #include "dra.h"
+#include "dra_claim.h"
+#include "dra_prepare.h"
+#include "io.h"
 #include "topo.h"
 #include "util.h"
 
 static const char dra_usage[] =
   "Usage: cachepin dra slice --node NAME [OPTIONS]\n"
+  "       cachepin dra prepare --node NAME --claim FILE|- [--json] [--config PATH]\n"
+  "       cachepin dra unprepare --claim-uid UID [--json] [--config PATH]\n"
   "Print the resource.k8s.io/v1 ResourceSlices of driver " CP_DRA_DRIVER " for this node:\n"
   "one device per L3 (or the domain the host config's align names), its capacity\n"
   "`" CP_DRA_CAPACITY "` the usable CPUs (online, allowed, within `cpus`, not `reserved`)\n"
@@ -28,7 +36,14 @@ static const char dra_usage[] =
   "  --empty             no ledger: every usable CPU counted as free\n"
   "  --generation N      the pool's generation (default 1)\n"
   "  --json              the slices, one JSON object a line (one line below 129 devices)\n"
-  "  -h, --help          this text\n";
+  "  -h, --help          this text\n\n"
+  "prepare: the ResourceClaim (resource.k8s.io/v1, v1beta2 or v1beta1 JSON, as the API\n"
+  "server gives it) allocated devices of this node's pool: their CPUs chosen, recorded\n"
+  "in the ledger and a CDI spec written in the host config's cdi_dir; prints the CDI\n"
+  "device and the CPUs (again for a claim prepared already; exit 3 when a device\n"
+  "lacks the CPUs now).  unprepare: the claim's CPUs released and its spec removed.\n"
+  "  --claim FILE|-      the claim's JSON (-: standard input; at most 1 MiB)\n"
+  "  --claim-uid UID     the claim's metadata.uid\n";
 
 enum
 {
@@ -36,6 +51,8 @@ enum
   OPT_TOPOLOGY,
   OPT_EMPTY,
   OPT_GENERATION,
+  OPT_CLAIM,
+  OPT_CLAIM_UID,
 };
 
 struct dra_args
@@ -46,6 +63,8 @@ struct dra_args
   const char *topology;
   bool empty;
   int64_t generation;
+  const char *claim;
+  const char *claim_uid;
 };
 
 static int
@@ -80,6 +99,12 @@ dra_option (int opt, const char *arg, void *args, cp_error_t *err)
       return 1;
     case OPT_GENERATION:
       return parse_generation (arg, &a->generation, err);
+    case OPT_CLAIM:
+      a->claim = arg;
+      return 1;
+    case OPT_CLAIM_UID:
+      a->claim_uid = arg;
+      return 1;
     default:
       return 0;
     }
@@ -90,6 +115,8 @@ static const struct option dra_options[] = {
   { "topology", required_argument, NULL, OPT_TOPOLOGY },
   { "empty", no_argument, NULL, OPT_EMPTY },
   { "generation", required_argument, NULL, OPT_GENERATION },
+  { "claim", required_argument, NULL, OPT_CLAIM },
+  { "claim-uid", required_argument, NULL, OPT_CLAIM_UID },
   CP_CONFIG_LONG_OPTION,
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,
@@ -130,6 +157,8 @@ print_text (const struct cp_dra_model *m, const char *node, const char *source, 
 static int
 run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
 {
+  if (a->claim || a->claim_uid)
+    return cp_fail_input (err, "%s: not an option of `dra slice`", a->claim ? "--claim" : "--claim-uid");
   if (a->node == NULL)
     return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
   if (cp_dra_check_node_name ("--node", a->node, err) < 0)
@@ -161,6 +190,121 @@ run_slice (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+/* Options VERB does not take: one line naming the first. */
+static int
+refuse_options (const struct dra_args *a, const char *verb, bool node, bool claim, bool uid, cp_error_t *err)
+{
+  const char *bad = a->topology ? "--topology"
+                    : a->empty ? "--empty"
+                    : a->generation != 1 ? "--generation"
+                    : !node && a->node ? "--node"
+                    : !claim && a->claim ? "--claim"
+                    : !uid && a->claim_uid ? "--claim-uid"
+                    : NULL;
+  if (bad)
+    return cp_fail_input (err, "%s: not an option of `dra %s`", bad, verb);
+  return 0;
+}
+
+static int
+read_claim (const char *path, char **text, size_t *len, cp_error_t *err)
+{
+  if (strcmp (path, "-") == 0)
+    return cp_io_read_fd (0, "standard input", CP_DRA_CLAIM_MAX_BYTES, CP_IO_INPUT, -1, text, len, err) < 0
+               ? cp_error_wrap (err, "--claim")
+               : 0;
+  if (cp_io_read_at (AT_FDCWD, path, 0, path, CP_DRA_CLAIM_MAX_BYTES, CP_IO_INPUT, text, len, err) < 0)
+    return cp_error_wrap (err, "--claim");
+  return 0;
+}
+
+static void
+print_prepared (const struct dra_args *a, const struct cp_dra_claim *claim, const struct cp_dra_prepared *p)
+{
+  cleanup_free char *cpus = cp_cpulist_format (p->cpus);
+  cleanup_free char *mems = cp_cpulist_format (p->mems);
+  if (!a->c.json)
+    {
+      printf ("claim %s (%s/%s) %s: CDI device %s, CPUs %s (NUMA %s)\n", claim->uid, claim->namespace_, claim->name,
+              p->already ? "prepared already" : "prepared", p->cdi_device, cpus, mems);
+      for (size_t i = 0; i < p->n_results; i++)
+        {
+          cleanup_free char *list = cp_cpulist_format (p->results[i].cpus);
+          printf ("  result %u: device %s, CPUs %s\n", p->results[i].index, p->results[i].device, list);
+        }
+      return;
+    }
+  json_object *o = json_object_new_object ();
+  json_object_object_add (o, "claim", json_object_new_string (claim->uid));
+  json_object_object_add (o, "cdi_device", json_object_new_string (p->cdi_device));
+  json_object_object_add (o, "cpus", json_object_new_string (cpus));
+  json_object_object_add (o, "mems", json_object_new_string (mems));
+  json_object_object_add (o, "already", json_object_new_boolean (p->already));
+  json_object *rs = json_object_new_array ();
+  for (size_t i = 0; i < p->n_results; i++)
+    {
+      json_object *r = json_object_new_object ();
+      cleanup_free char *list = cp_cpulist_format (p->results[i].cpus);
+      json_object_object_add (r, "index", json_object_new_int ((int) p->results[i].index));
+      json_object_object_add (r, "device", json_object_new_string (p->results[i].device));
+      json_object_object_add (r, "cpus", json_object_new_string (list));
+      json_object_array_add (rs, r);
+    }
+  json_object_object_add (o, "results", rs);
+  puts (json_object_to_json_string_ext (o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+  json_object_put (o);
+}
+
+static int
+run_prepare (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (refuse_options (a, "prepare", true, true, false, err) < 0)
+    return -1;
+  if (a->node == NULL)
+    return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
+  if (a->claim == NULL)
+    return cp_fail_input (err, "--claim: required (the ResourceClaim's JSON, a file or -)");
+  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+    return -1;
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  if (read_claim (a->claim, &text, &len, err) < 0)
+    return -1;
+  cleanup_dra_claim struct cp_dra_claim claim = { 0 };
+  if (cp_dra_claim_parse (text, len, a->node, &claim, err) < 0)
+    return cp_error_wrap (err, "--claim");
+  if (cp_cli_load_config (&a->c, hc, err) < 0)
+    return -1;
+  cleanup_dra_prepared struct cp_dra_prepared p = { 0 };
+  if (cp_dra_claim_prepare (hc, &claim, &p, err) < 0)
+    return -1;
+  print_prepared (a, &claim, &p);
+  return 0;
+}
+
+static int
+run_unprepare (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (refuse_options (a, "unprepare", false, false, true, err) < 0)
+    return -1;
+  if (a->claim_uid == NULL)
+    return cp_fail_input (err, "--claim-uid: required (the claim's metadata.uid)");
+  if (cp_dra_claim_check_uid ("--claim-uid", a->claim_uid, err) < 0)
+    return -1;
+  if (cp_cli_load_config (&a->c, hc, err) < 0)
+    return -1;
+  unsigned n = 0;
+  if (cp_dra_claim_unprepare (hc, a->claim_uid, &n, err) < 0)
+    return -1;
+  if (a->c.json)
+    printf ("{\"claim\":\"%s\",\"released\":%u}\n", a->claim_uid, n);
+  else if (n)
+    printf ("claim %s unprepared: %u %s released\n", a->claim_uid, n, n == 1 ? "entry" : "entries");
+  else
+    printf ("claim %s: not prepared on this node (nothing to release)\n", a->claim_uid);
+  return 0;
+}
+
 int
 cp_cmd_dra (int argc, char **argv, cp_error_t *err)
 {
@@ -169,11 +313,16 @@ cp_cmd_dra (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   if (a.verb == NULL)
-    return cp_fail_input (err, "a command is required: slice (cachepin dra --help)");
-  if (strcmp (a.verb, "slice") != 0)
-    return cp_fail_input (err, "unknown command `%s` (expected slice)", a.verb);
+    return cp_fail_input (err, "a command is required: slice, prepare or unprepare (cachepin dra --help)");
+  int (*run) (struct dra_args *, struct cp_hostconfig *, cp_error_t *)
+      = strcmp (a.verb, "slice") == 0     ? run_slice
+        : strcmp (a.verb, "prepare") == 0 ? run_prepare
+        : strcmp (a.verb, "unprepare") == 0 ? run_unprepare
+                                              : NULL;
+  if (run == NULL)
+    return cp_fail_input (err, "unknown command `%s` (expected slice, prepare or unprepare)", a.verb);
   struct cp_hostconfig hc = { 0 };
-  int ret = run_slice (&a, &hc, err);
+  int ret = run (&a, &hc, err);
   cp_hostconfig_free (&hc);
   return ret;
 }

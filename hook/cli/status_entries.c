@@ -12,7 +12,8 @@
 /* The entry's state column: ok, DRIFTED (another manager moved it), GONE (its
    cgroup or process is gone: the next placement drops it), PENDING (the NRI
    plugin's, decided before its cgroup was made: settled by the plugin; or a
-   pinned service's while it is stopped, its CPUs held for its next start). */
+   pinned service's while it is stopped, its CPUs held for its next start), CLAIM
+   (a prepared DRA claim's: held for the containers the claim is given). */
 static const char *
 entry_state (json_object *e)
 {
@@ -21,6 +22,8 @@ entry_state (json_object *e)
     return "GONE";
   if (strcmp (state, "pending") == 0)
     return "PENDING";
+  if (strcmp (state, "claim") == 0)
+    return "CLAIM";
   if (strcmp (state, "drifted") == 0 || (is_null (e, "state") && json_object_get_boolean (get (e, "drifted"))))
     return "DRIFTED";
   return "ok";

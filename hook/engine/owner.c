@@ -23,6 +23,7 @@ cp_owner_not_owned (const struct cp_owner *o, const struct cp_ledger_entry *e)
   if (origin != o->origin)
     return cp_xasprintf ("it is %s's entry", origin == CP_ORIGIN_HOOK    ? "the hook"
                                              : origin == CP_ORIGIN_APPLY ? "`cachepin apply`"
+                                             : origin == CP_ORIGIN_DRA   ? "a DRA claim"
                                                                           : "the NRI plugin");
   return cp_xasprintf ("it is the NRI plugin's of the runtime at %.256s", e->runtime);
 }

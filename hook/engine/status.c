@@ -50,7 +50,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
 {
   static const char *const keys[] = { "found", "state_dir", "topology", "cpus", "reserved", "defaults",
                                       "on_error", "log_level", "lock_timeout_ms", "sandbox", "sched_cache",
-                                      "isolate", "kernel_root", "kubelet_state", NULL };
+                                      "isolate", "kernel_root", "kubelet_state", "cdi_dir", NULL };
   if (e)
     {
       json_object *f = failed_part (keys, e);
@@ -74,6 +74,7 @@ config_part (const char *path, const struct cp_hostconfig *hc, cp_error_t e, boo
   add (o, "isolate", jstr (cp_isolate_setting_name (hc->isolate)));
   add (o, "kernel_root", jstr (hc->kernel_root));
   add (o, "kubelet_state", jstr (hc->kubelet_state));
+  add (o, "cdi_dir", jstr (hc->cdi_dir));
   add (o, "errno", NULL);
   add (o, "error", NULL);
   return o;

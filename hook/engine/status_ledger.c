@@ -194,7 +194,12 @@ entry_json (const struct cp_ledger_entry *e, hwloc_const_bitmap_t live, const ch
      pending entry (the NRI plugin's, its cgroup not recorded yet) is judged by
      nothing else. */
   bool pending = !gone && cp_ledger_entry_pending (e);
-  add (o, "state", jstr (gone ? "gone" : pending ? "pending" : drifted ? "drifted" : "ok"));
+  bool claim = cp_ledger_entry_origin (e) == CP_ORIGIN_DRA; /* no cgroup: held for its claim */
+  add (o, "state", jstr (gone      ? "gone"
+                         : claim   ? "claim"
+                         : pending ? "pending"
+                         : drifted ? "drifted"
+                                   : "ok"));
   add (o, "gone_why", jstr (gone));
   add (o, "origin", jstr (cp_ledger_origin_name (cp_ledger_entry_origin (e))));
   add (o, "runtime", jstr (e->runtime));

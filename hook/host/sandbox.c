@@ -146,6 +146,12 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
   if (sb->profile == CP_SANDBOX_PLUGIN
       && (ll_add_read_dirs (ruleset, sb, fs, err) < 0 || ll_add_write_files (ruleset, sb, fs, err) < 0))
     return -1;
+  if (sb->cdi
+      && ll_add (ruleset, sb->cdi_dirfd, LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE | LL_FS_MAKE_REG
+                                             | LL_FS_REMOVE_FILE,
+                 fs, "the CDI spec directory", err)
+             < 0)
+    return -1;
   if (sb->cgroup_mountfd >= 0
       && ll_add (ruleset, sb->cgroup_mountfd, LL_FS_READ_FILE | LL_FS_WRITE_FILE, fs, "the cgroup hierarchy", err)
              < 0)
@@ -321,6 +327,9 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
     return -1;
   /* Creating: relative to the state directory only (ledger.json.tmp). */
   if (sb->state_dirfd >= 0 && RULE (ctx, allow, "openat", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->state_dirfd)) < 0)
+    return -1;
+  /* And relative to the CDI spec directory (a claim's spec, cdi.h). */
+  if (sb->cdi && RULE (ctx, allow, "openat", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) sb->cdi_dirfd)) < 0)
     return -1;
   /* Linking: within the state directory only, never following a symlink
      (ledger.json kept as ledger.json.prev). */

@@ -139,6 +139,11 @@ struct cp_sandbox
      allowed anyway). */
   bool listener;
   int listen_fd, epoll_fd;
+  /* The CDI spec directory a prepared DRA claim's spec is written in (cdi.h,
+     opened by cp_cdi_open_dir()): specs in it may be created (relative to
+     CDI_DIRFD only), written, renamed and removed, and it may be listed. */
+  bool cdi;
+  int cdi_dirfd;
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

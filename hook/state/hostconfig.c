@@ -31,6 +31,7 @@ cp_hostconfig_init (struct cp_hostconfig *hc)
   hc->isolate = CP_ISOLATE_ALLOW;
   hc->kernel_root = cp_xstrdup ("/");
   hc->kubelet_state = cp_xstrdup (CP_HOSTCONFIG_KUBELET_STATE);
+  hc->cdi_dir = cp_xstrdup (CP_HOSTCONFIG_CDI_DIR);
 }
 
 void
@@ -45,6 +46,7 @@ cp_hostconfig_free (struct cp_hostconfig *hc)
   free (hc->topology);
   free (hc->kernel_root);
   free (hc->kubelet_state);
+  free (hc->cdi_dir);
   memset (hc, 0, sizeof *hc);
 }
 
@@ -283,6 +285,19 @@ parse_kubelet_state (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+static int
+parse_cdi_dir (json_object *v, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  const char *s;
+  if (cp_json_string (v, "cdi_dir", CP_HOSTCONFIG_PATH_MAX, false, &s, err) < 0)
+    return -1;
+  if (*s != '/')
+    return cp_fail_input (err, "cdi_dir: expected an absolute path, got \"%.128s\"", s);
+  free (hc->cdi_dir);
+  hc->cdi_dir = cp_xstrdup (s);
+  return 0;
+}
+
 static const struct
 {
   const char *key;
@@ -301,6 +316,7 @@ static const struct
   { "isolate", parse_isolate },
   { "kernel_root", parse_kernel_root },
   { "kubelet_state", parse_kubelet_state },
+  { "cdi_dir", parse_cdi_dir },
 };
 
 /* An unknown top-level KEY, with the known one it is likely a typo of, as the

@@ -23,10 +23,12 @@
  *                             a warning; strict: refused before anything is written)
  *    "kernel_root": "/",      where /sys and /proc are found for the kernel features
  *                             (tests point it at a fake tree)
- *    "kubelet_state": "/var/lib/kubelet/cpu_manager_state"}
+ *    "kubelet_state": "/var/lib/kubelet/cpu_manager_state",
  *                             the kubelet CPU manager's state file: when it names the
  *                             static policy, the hook and `status` warn that the
  *                             kubelet rewrites cpusets (hook/host/kubelet.h); "" = never look
+ *    "cdi_dir": "/var/run/cdi"}  absolute: where a prepared DRA claim's CDI spec is
+ *                             written (hook/host/cdi.h), the runtime's CDI spec directory
  * Every key is optional; an unknown key is an error, as is any malformed value,
  * in one line naming the file and the field:
  *   /etc/cachepin/config.json: on_error: expected "allow" or "deny", got "maybe"
@@ -49,6 +51,7 @@
 #define CP_HOSTCONFIG_LOCK_TIMEOUT_DEFAULT 5000
 #define CP_HOSTCONFIG_LOCK_TIMEOUT_MAX 60000
 #define CP_HOSTCONFIG_KUBELET_STATE "/var/lib/kubelet/cpu_manager_state"
+#define CP_HOSTCONFIG_CDI_DIR "/var/run/cdi"
 
 enum cp_on_error
 {
@@ -89,6 +92,7 @@ struct cp_hostconfig
   enum cp_sched_cache_setting sched_cache;
   char *kernel_root;        /* "/" unless a test says otherwise */
   char *kubelet_state;      /* the kubelet's cpu_manager_state; "": not looked at */
+  char *cdi_dir;            /* the CDI spec directory prepared DRA claims are written to */
   enum cp_isolate_setting isolate;
 };
 

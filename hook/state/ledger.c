@@ -367,6 +367,8 @@ cp_ledger_entry_origin (const struct cp_ledger_entry *e)
 {
   if (e->pid > 0)
     return CP_ORIGIN_HOOK;
+  if (strncmp (e->id, CP_LEDGER_DRA_PREFIX, strlen (CP_LEDGER_DRA_PREFIX)) == 0)
+    return CP_ORIGIN_DRA;
   if (strncmp (e->id, "apply:", 6) == 0)
     return CP_ORIGIN_APPLY;
   return CP_ORIGIN_NRI;
@@ -375,7 +377,7 @@ cp_ledger_entry_origin (const struct cp_ledger_entry *e)
 const char *
 cp_ledger_origin_name (enum cp_ledger_origin o)
 {
-  return o == CP_ORIGIN_HOOK ? "hook" : o == CP_ORIGIN_APPLY ? "apply" : "nri";
+  return o == CP_ORIGIN_HOOK ? "hook" : o == CP_ORIGIN_APPLY ? "apply" : o == CP_ORIGIN_DRA ? "dra" : "nri";
 }
 
 bool
@@ -411,6 +413,11 @@ char *
 cp_ledger_entry_gone (const struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive, hwloc_bitmap_t live)
 {
   unsigned long long ino = 0;
+  if (cp_ledger_entry_origin (e) == CP_ORIGIN_DRA)
+    {
+      hwloc_bitmap_zero (live); /* no cgroup: its claim's unprepare ends it */
+      return NULL;
+    }
   int state = alive->cgroup_cpus
                   ? alive->cgroup_cpus (e->cgroup_mount, e->cgroup, live, e->cgroup_ino ? &ino : NULL, alive->data)
                   : alive->cgroup_exists (e->cgroup_mount, e->cgroup, alive->data);
@@ -480,7 +487,7 @@ drop_if_gone (struct cp_ledger_entry *e, const struct cp_ledger_liveness *alive,
     return false;
   /* Pending: kept whatever its cgroup says, and no drift judged (cp_ledger_entry_gone()):
      nothing to look at until its front end records the cgroup. */
-  if (pending (e))
+  if (pending (e) || cp_ledger_entry_origin (e) == CP_ORIGIN_DRA)
     return false;
   cleanup_free char *why = cp_ledger_entry_gone (e, alive, live);
   if (why)

@@ -82,13 +82,20 @@ struct cp_ledger_entry
  * plugin records no pid (at CreateContainer there is no process yet) under the
  * container's id, which it never lets start with "apply:" (cp_nri_id_check()), and
  * its runtime.  The hook taking over the plugin's entry (placer_takeover.c) gives
- * it a pid: it is the hook's from then on. */
+ * it a pid: it is the hook's from then on.  A prepared DRA claim's entries (the
+ * kubelet plugin's, `cachepin dra prepare`: hook/engine/dra_prepare.h) have no pid
+ * and the id "dra:claim:<uid>:<result>"; no container's cgroup is behind them (their
+ * cgroup fields name the claim, CP_LEDGER_DRA_MOUNT and below it), so reconcile never
+ * drops them: the claim's unprepare does. */
 enum cp_ledger_origin
 {
   CP_ORIGIN_HOOK,
   CP_ORIGIN_APPLY,
   CP_ORIGIN_NRI,
+  CP_ORIGIN_DRA,
 };
+#define CP_LEDGER_DRA_PREFIX "dra:claim:"
+#define CP_LEDGER_DRA_MOUNT "/dra"
 enum cp_ledger_origin cp_ledger_entry_origin (const struct cp_ledger_entry *e);
 const char *cp_ledger_origin_name (enum cp_ledger_origin o);
 

@@ -218,23 +218,6 @@ load_cached (int dirfd, const char *name, const char *key, struct cp_topo **out,
 }
 
 static int
-write_tmp (int dirfd, const char *tmp, const char *buf, size_t len, cp_error_t *err)
-{
-  cleanup_close int fd = openat (dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0 && errno == EEXIST && unlinkat (dirfd, tmp, 0) == 0) /* a killed hook's, with our pid */
-    fd = openat (dirfd, tmp, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return cp_fail_errno (err, errno, "create %s", tmp);
-  if (cp_io_write_all (fd, buf, len) < 0)
-    return cp_fail_errno (err, errno, "write %s", tmp);
-  int fd2 = fd;
-  fd = -1;
-  if (close (fd2) < 0)
-    return cp_fail_errno (err, errno, "close %s", tmp);
-  return 0;
-}
-
-static int
 save (int dirfd, const char *name, const struct cp_topo *topo, const char *key, cp_error_t *err)
 {
   cleanup_free char *buf = NULL;
@@ -242,7 +225,7 @@ save (int dirfd, const char *name, const struct cp_topo *topo, const char *key, 
   if (cp_topo_encode (topo, key, &buf, &len, err) < 0)
     return -1;
   cleanup_free char *tmp = cp_xasprintf ("%s.tmp.%ld", CP_TOPOCACHE_FILE, (long) getpid ());
-  if (write_tmp (dirfd, tmp, buf, len, err) < 0)
+  if (cp_io_create_at (dirfd, tmp, 0600, buf, len, false, err) < 0)
     {
       unlinkat (dirfd, tmp, 0);
       return -1;

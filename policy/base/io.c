@@ -182,3 +182,20 @@ cp_io_same_file_ident (const struct cp_file_ident *a, const struct cp_file_ident
          && a->size == b->size && same_time (a->mtim, b->mtim) && same_time (a->ctim, b->ctim)
          && same_time (a->btim, b->btim);
 }
+
+int
+cp_io_create_at (int dirfd, const char *name, mode_t mode, const void *buf, size_t len, bool sync, cp_error_t *err)
+{
+  cleanup_close int fd = openat (dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0 && errno == EEXIST && unlinkat (dirfd, name, 0) == 0) /* a killed run's, with our pid */
+    fd = openat (dirfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0)
+    return cp_fail_errno (err, errno, "create %s", name);
+  if (cp_io_write_all (fd, buf, len) < 0 || (sync && fsync (fd) < 0))
+    return cp_fail_errno (err, errno, "write %s", name);
+  int fd2 = fd;
+  fd = -1;
+  if (close (fd2) < 0)
+    return cp_fail_errno (err, errno, "close %s", name);
+  return 0;
+}

@@ -46,6 +46,14 @@ int cp_io_read_at (int dirfd, const char *path, int open_flags, const char *name
  * Returns 0, or -1 with errno set (for callers that add their own context). */
 int cp_io_write_all (int fd, const void *buf, size_t len);
 
+/* Create NAME in DIRFD (O_EXCL, never through a symlink; a file of that name left by
+ * a run that was killed, whose pid the name holds, is removed first) with MODE,
+ * write all of BUF (LEN bytes), fsync it when SYNC, close it: the temporary file of
+ * an atomic replace, which the caller renames into place.  CP_ERR_RUNTIME with errno,
+ * naming the step and NAME ("create NAME", "write NAME", "close NAME"). */
+int cp_io_create_at (int dirfd, const char *name, mode_t mode, const void *buf, size_t len, bool sync,
+                     cp_error_t *err);
+
 /* Write VALUE into the existing file FILE in DIRFD as ONE write(2), never creating
  * it and never through a symlink: a kernel control file (cgroupfs) takes each
  * write as a whole value, so a short write is an error, not something to finish

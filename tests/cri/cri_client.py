@@ -18,7 +18,9 @@ process for a whole test (starting Python and gRPC takes a second on a busy mach
     create POD_ID NAME IMAGE CGROUP_PARENT POD_NAME [KEY=VALUE...] [pod:KEY=VALUE...]
                                                     prints the container id; pod: keys are the
                                                     pod's annotations, sent again as the kubelet
-                                                    does (containerd copies them from here)
+                                                    does (containerd copies them from here);
+                                                    cdi:NAME a CDI device (CDI_devices), quota:N
+                                                    a CPU limit
     start ID | state ID | exec ID CMD... | stop ID | rm ID | stop-pod ID | rm-pod ID
     update ID QUOTA [CPUSET]                        UpdateContainerResources as the kubelet sends
                                                     it on a resize: CPU quota (period 100000) and
@@ -79,9 +81,10 @@ def run(rt, cmd, args):
         print(r.pod_sandbox_id)
     elif cmd == "create":
         pod_id, name, image, parent, pod_name = args[:5]
-        own = [a for a in args[5:] if not a.startswith(("pod:", "quota:"))]
+        own = [a for a in args[5:] if not a.startswith(("pod:", "quota:", "cdi:"))]
         pod = [a[len("pod:") :] for a in args[5:] if a.startswith("pod:")]
         quota = [int(a[len("quota:") :]) for a in args[5:] if a.startswith("quota:")]
+        cdi = [a[len("cdi:") :] for a in args[5:] if a.startswith("cdi:")]
         config = cri.ContainerConfig(
             metadata=cri.ContainerMetadata(name=name, attempt=0),
             image=cri.ImageSpec(image=image),
@@ -89,6 +92,8 @@ def run(rt, cmd, args):
             annotations=annotations(own),
             labels={"io.kubernetes.container.name": name},
         )
+        for name in cdi:  # a CDI device, as the kubelet passes a prepared DRA claim's
+            config.CDI_devices.add(name=name)
         if quota:  # a CPU limit, as the kubelet sets it: quota per 100 ms period
             config.linux.resources.CopyFrom(cri.LinuxContainerResources(
                 cpu_period=100000, cpu_quota=quota[0], cpu_shares=quota[0] * 1024 // 100000))

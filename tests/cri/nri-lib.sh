@@ -41,6 +41,23 @@ start_plugin () {
   return 1
 }
 
+# run_pod NAME [KEY=VALUE...]: a pod on runc under PARENT (POD, kept in PODS for the cleanup).
+# create_start POD NAME PODNAME [ARGS...]: its container made (cri_client.py's create
+# arguments) and started (C), checked running.
+run_pod () {
+  local name=$1
+  shift
+  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
+  PODS+=("$POD")
+}
+create_start () {
+  local pod=$1 name=$2 podname=$3
+  shift 3
+  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
+  cri start "$C" || { bad "$name: StartContainer"; return 1; }
+  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
+}
+
 ledger () { cat "$D/cpstate/ledger.json" 2>/dev/null || echo '{"entries":[]}'; }
 held () { ledger | jq -r --arg id "$1" '[.entries[] | select(.id == $id) | .cpus] | join(",")'; }
 

@@ -63,20 +63,7 @@ scrape_configs:
       - targets: ['127.0.0.1:$MPORT']
 EOF
 
-# The pods as nri.sh runs them: made, started, and removed with their containers.
-run_pod () {
-  local name=$1
-  shift
-  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
-  PODS+=("$POD")
-}
-create_start () {
-  local pod=$1 name=$2 podname=$3
-  shift 3
-  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
-  cri start "$C" || { bad "$name: StartContainer"; return 1; }
-  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
-}
+# The pods as nri.sh runs them (nri-lib.sh: run_pod, create_start), removed with their containers.
 teardown () {
   local pod=$1 c p kept=()
   shift

@@ -76,19 +76,6 @@ entries () { ledger | jq '.entries | length'; }
 spec_cpus () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.cpus // empty'; }
 spec_quota () { ctr containers info "$1" 2>/dev/null | jq -r '.Spec.linux.resources.cpu.quota // empty'; }
 
-run_pod () {
-  local name=$1
-  shift
-  POD=$(cri run-pod "$name" "$PARENT" runc "$@") || { bad "$name: RunPodSandbox"; POD=""; return 1; }
-  PODS+=("$POD")
-}
-create_start () {
-  local pod=$1 name=$2 podname=$3
-  shift 3
-  C=$(cri create "$pod" "$name" "$IMAGE" "$PARENT" "$podname" "$@") || { bad "$name: CreateContainer"; C=""; return 1; }
-  cri start "$C" || { bad "$name: StartContainer"; return 1; }
-  check "$name: running" [ "$(cri state "$C")" = CONTAINER_RUNNING ]
-}
 # remove_now POD CONTAINER: stopped and removed, nothing checked of the ledger.
 remove_now () { cri stop "$2" && cri rm "$2" && cri stop-pod "$1" && cri rm-pod "$1"; }
 teardown () {

@@ -30,6 +30,7 @@ assert_defaults (const struct cp_hostconfig *hc)
   assert_int_equal (hc->lock_timeout_ms, 5000);
   assert_string_equal (hc->topology, "host");
   assert_int_equal (hc->isolate, CP_ISOLATE_ALLOW);
+  assert_string_equal (hc->cdi_dir, "/var/run/cdi");
 }
 
 static void
@@ -74,7 +75,8 @@ test_full (void **state)
                              "  \"log_level\": \"debug\",\n"
                              "  \"lock_timeout_ms\": 60000,\n"
                              "  \"topology\": \"/usr/share/cachepin/epyc.xml\",\n"
-                             "  \"isolate\": \"deny\"\n"
+                             "  \"isolate\": \"deny\",\n"
+                             "  \"cdi_dir\": \"/etc/cdi\"\n"
                              "}\n";
   struct cp_hostconfig hc;
   cp_error_t err = NULL;
@@ -94,6 +96,7 @@ test_full (void **state)
   assert_string_equal (hc.topology, "/usr/share/cachepin/epyc.xml");
   assert_int_equal (hc.isolate, CP_ISOLATE_DENY);
   assert_string_equal (cp_isolate_setting_name (hc.isolate), "deny");
+  assert_string_equal (hc.cdi_dir, "/etc/cdi");
   cp_hostconfig_free (&hc);
 
   /* strict also as the annotation's spelling; reserved may be empty. */
@@ -157,6 +160,9 @@ static const struct
   { "state_dir relative", "{\"state_dir\":\"run/cachepin\"}",
     NAME ": state_dir: expected an absolute path, got \"run/cachepin\"" },
   { "state_dir empty", "{\"state_dir\":\"\"}", NAME ": state_dir: empty" },
+  { "cdi_dir relative", "{\"cdi_dir\":\"var/run/cdi\"}",
+    NAME ": cdi_dir: expected an absolute path, got \"var/run/cdi\"" },
+  { "cdi_dir empty", "{\"cdi_dir\":\"\"}", NAME ": cdi_dir: empty" },
   { "state_dir not a string", "{\"state_dir\":null}", NAME ": state_dir: expected a string, got null" },
   { "state_dir with NUL", "{\"state_dir\":\"/run\\u0000/x\"}", NAME ": state_dir: contains a NUL character" },
   { "log_level bad", "{\"log_level\":\"warn\"}",

@@ -14,6 +14,8 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "cpulist.h"
+#include "dra.h"
+#include "dra_prepare.h"
 #include "hostconfig.h"
 #include "ledger.h"
 #include "log.h"
@@ -482,6 +484,109 @@ test_isolate (void **state)
   assert_null (h2);
 }
 
+
+/* A container whose environment carries a prepared claim's tag (the CDI edit,
+   CACHEPIN_DRA_CLAIM=<uid>) gets the claim's CPUs and nodes, whatever its
+   annotations, and no ledger entry of its own; two containers of the claim share
+   them; an update keeps them.  A tag of a claim not prepared here: on_error allow
+   starts it unplaced, deny fails it with one line. */
+static void
+test_claim_tag (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_dra_model struct cp_dra_model *m = NULL;
+  cp_error_t err = NULL;
+  if (cp_dra_gather (&fx->hc, NULL, false, &m, NULL, &err) < 0)
+    fail_msg ("gather: %s", cp_error_message (err));
+  assert_true (m->n_devices > 0);
+  struct cp_dra_claim_result res = { .index = 0, .request = "r", .cpus = 1 };
+  snprintf (res.device, sizeof res.device, "%s", m->devices[0].name);
+  struct cp_dra_claim claim = { .uid = "11111111-0000-4000-8000-00000000c1a1", .name = "c", .namespace_ = "ns",
+                                .results = &res, .n_results = 1 };
+  cleanup_dra_prepared struct cp_dra_prepared prep = { 0 };
+  if (cp_dra_claim_prepare (&fx->hc, &claim, &prep, &err) < 0)
+    fail_msg ("prepare: %s", cp_error_message (err));
+  cleanup_free char *want = cp_cpulist_format (prep.cpus);
+  cleanup_free char *want_mems = cp_cpulist_format (prep.mems);
+  assert_true (hwloc_bitmap_isincluded (prep.cpus, m->devices[0].cpus));
+
+  char tag[80], other[80];
+  snprintf (tag, sizeof tag, "CACHEPIN_DRA_CLAIM=%s", claim.uid);
+  snprintf (other, sizeof other, "CACHEPIN_DRA_CLAIM=%s", "22222222-0000-4000-8000-00000000c1a1");
+  char *env[] = { (char *) "PATH=/bin", tag };
+  const char *ids[] = { "claim-a", "claim-b" };
+  struct msg msgs[2];
+  for (size_t i = 0; i < 2; i++)
+    {
+      struct msg *msg = &msgs[i];
+      build (msg, ids[i], NULL, i == 0 ? "2" : NULL, NULL); /* an annotation, which the claim overrides */
+      msg->ctr.env = env;
+      msg->ctr.n_env = 2;
+      int32_t code;
+      cleanup_free char *message = NULL;
+      Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, msg, &code, &message);
+      assert_int_equal (code, 0);
+      assert_non_null (r->adjust);
+      assert_string_equal (r->adjust->linux->resources->cpu->cpus, want);
+      assert_string_equal (r->adjust->linux->resources->cpu->mems, want_mems);
+      protobuf_c_message_free_unpacked (&r->base, NULL);
+      cleanup_free char *h = held (fx, ids[i]);
+      assert_null (h); /* no entry of its own: the claim's hold the CPUs */
+    }
+
+  /* An update asking every CPU: answered with the claim's. */
+  struct cp_topo *topo = tu_topo ("host");
+  cleanup_free char *all = cp_cpulist_format (topo->allowed);
+  Nri__Pkg__Api__V1alpha1__LinuxCPU asked = NRI__PKG__API__V1ALPHA1__LINUX_CPU__INIT;
+  asked.cpus = all;
+  Nri__Pkg__Api__V1alpha1__LinuxResources lr = NRI__PKG__API__V1ALPHA1__LINUX_RESOURCES__INIT;
+  lr.cpu = &asked;
+  Nri__Pkg__Api__V1alpha1__UpdateContainerRequest up = NRI__PKG__API__V1ALPHA1__UPDATE_CONTAINER_REQUEST__INIT;
+  up.pod = &msgs[0].pod;
+  up.container = &msgs[0].ctr;
+  up.linux_resources = &lr;
+  struct cp_buf out = { 0 };
+  struct cp_nri_call call = { .stream = 7, .out = &out };
+  assert_int_equal (cp_nri_update_container (&fx->plugin, &up, &call, &err), 0);
+  int32_t code;
+  cleanup_free char *msg2 = NULL;
+  Nri__Pkg__Api__V1alpha1__UpdateContainerResponse *ur = (void *) answer (
+      &out, &nri__pkg__api__v1alpha1__update_container_response__descriptor, &code, &msg2);
+  assert_int_equal (code, 0);
+  assert_int_equal (ur->n_update, 1);
+  assert_string_equal (ur->update[0]->linux->resources->cpu->cpus, want);
+  protobuf_c_message_free_unpacked (&ur->base, NULL);
+  cp_buf_free (&out);
+  cp_topo_free (topo);
+
+  /* A claim not prepared here: allow starts it unplaced, deny refuses it. */
+  char *env2[] = { other };
+  struct msg u;
+  build (&u, "claim-unknown", NULL, NULL, NULL);
+  u.ctr.env = env2;
+  u.ctr.n_env = 1;
+  cleanup_free char *m1 = NULL;
+  Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &u, &code, &m1);
+  assert_int_equal (code, 0);
+  assert_null (r->adjust);
+  protobuf_c_message_free_unpacked (&r->base, NULL);
+  fx->hc.on_error = CP_ON_ERROR_DENY;
+  cleanup_free char *m2 = NULL;
+  r = create (fx, &u, &code, &m2);
+  assert_int_not_equal (code, 0);
+  assert_null (r);
+  tu_assert_contains (m2, "DRA claim 22222222-0000-4000-8000-00000000c1a1 (CACHEPIN_DRA_CLAIM): not prepared on this node");
+  assert_null (strchr (m2, '\n'));
+
+  /* Unprepared, the claim's containers find nothing. */
+  unsigned n = 0;
+  assert_int_equal (cp_dra_claim_unprepare (&fx->hc, claim.uid, &n, &err), 0);
+  assert_int_equal (n, 1);
+  cleanup_free char *m3 = NULL;
+  r = create (fx, &msgs[1], &code, &m3);
+  assert_int_not_equal (code, 0);
+}
+
 int
 main (void)
 {
@@ -501,6 +606,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_core_sched_unavailable, setup, teardown),
     cmocka_unit_test_setup_teardown (test_core_sched_at_start, setup, teardown),
     cmocka_unit_test_setup_teardown (test_isolate, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_claim_tag, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

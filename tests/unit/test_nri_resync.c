@@ -17,6 +17,8 @@
 #include "cgroup.h"
 #include "cli.h"
 #include "cpulist.h"
+#include "dra.h"
+#include "dra_prepare.h"
 #include "hostconfig.h"
 #include "ledger.h"
 #include "log.h"
@@ -452,6 +454,46 @@ test_more_bounded (void **state)
   cp_buf_free (&out);
 }
 
+
+/* A container tagged with a prepared DRA claim, started while the plugin was away
+   (and asking cachepin.io/ keys too): an update to the claim's CPUs, no entry of its
+   own; one tagged with a claim not prepared here: nothing. */
+static void
+test_claim_containers (void **state)
+{
+  struct fixture *fx = *state;
+  cleanup_dra_model struct cp_dra_model *mdl = NULL;
+  cp_error_t err = NULL;
+  if (cp_dra_gather (&fx->hc, NULL, false, &mdl, NULL, &err) < 0)
+    fail_msg ("gather: %s", cp_error_message (err));
+  struct cp_dra_claim_result res = { .index = 0, .request = "r", .cpus = 1 };
+  snprintf (res.device, sizeof res.device, "%s", mdl->devices[0].name);
+  struct cp_dra_claim claim = { .uid = "33333333-0000-4000-8000-00000000c1a1", .name = "c", .namespace_ = "ns",
+                                .results = &res, .n_results = 1 };
+  cleanup_dra_prepared struct cp_dra_prepared prep = { 0 };
+  if (cp_dra_claim_prepare (&fx->hc, &claim, &prep, &err) < 0)
+    fail_msg ("prepare: %s", cp_error_message (err));
+  cleanup_free char *want = cp_cpulist_format (prep.cpus);
+  char *env[] = { (char *) "CACHEPIN_DRA_CLAIM=33333333-0000-4000-8000-00000000c1a1" };
+  char *env2[] = { (char *) "CACHEPIN_DRA_CLAIM=44444444-0000-4000-8000-00000000c1a1" };
+  struct ctr a, b;
+  build (&a, "claimed");
+  a.c.env = env;
+  a.c.n_env = 1;
+  build (&b, "unknown-claim");
+  b.c.env = env2;
+  b.c.n_env = 1;
+  nri_container *list[] = { &a.c, &b.c };
+  struct cp_nri_updates u;
+  cp_nri_resync (&fx->plugin, NULL, 0, list, 2, 2000, &u);
+  assert_int_equal (u.n, 1);
+  assert_string_equal (u.p[0]->container_id, "claimed");
+  assert_string_equal (u.p[0]->linux->resources->cpu->cpus, want);
+  assert_false (has (fx, "claimed"));
+  assert_false (has (fx, "unknown-claim"));
+  cp_nri_updates_free (&u);
+}
+
 int
 main (void)
 {
@@ -474,6 +516,7 @@ main (void)
     cmocka_unit_test_setup_teardown (test_listed_twice, setup, teardown),
     cmocka_unit_test_setup_teardown (test_unapplied_told_again, setup, teardown),
     cmocka_unit_test_setup_teardown (test_more_bounded, setup, teardown),
+    cmocka_unit_test_setup_teardown (test_claim_containers, setup, teardown),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

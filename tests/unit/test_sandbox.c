@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cdi.h"
 #include "cgroup_internal.h"
 #include "ledger.h"
 #include "proc.h"
@@ -74,6 +75,8 @@ static struct
   char outside[128]; /* root/outside.txt: covered by no rule */
   char sw[128];      /* root/kernel/enabled: stands for the cache-aware scheduling switch */
   char sw_sibling[128]; /* root/kernel/features: beside it, covered by no rule */
+  char cdi[128];        /* root/cdi: stands for the CDI spec directory (the plugin's cdi_dirfd) */
+  int cdi_fd;           /* the child's, opened before its sandbox */
 } G;
 
 /* ---- helpers -------------------------------------------------------------------- */
@@ -213,9 +216,10 @@ setup (void **state)
   snprintf (G.outside, sizeof G.outside, "%s/outside.txt", G.root);
   snprintf (G.sw, sizeof G.sw, "%s/kernel/enabled", G.root);
   snprintf (G.sw_sibling, sizeof G.sw_sibling, "%s/kernel/features", G.root);
+  snprintf (G.cdi, sizeof G.cdi, "%s/cdi", G.root);
   char p[256];
   snprintf (p, sizeof p, "%s/kernel", G.root);
-  if (mkdir (G.state, 0700) < 0 || mkdir (G.cg, 0755) < 0 || mkdir (p, 0755) < 0)
+  if (mkdir (G.state, 0700) < 0 || mkdir (G.cg, 0755) < 0 || mkdir (p, 0755) < 0 || mkdir (G.cdi, 0755) < 0)
     return -1;
   write_file (G.sw, "0\n");
   write_file (G.sw_sibling, "NO_SCHED_CACHE\n");
@@ -688,9 +692,12 @@ run_plugin_sandboxed (plugin_fn fn)
       int dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       CHILD_CHECK (dirfd >= 0);
       openlog ("cachepin-test", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+      cp_error_t cdi_err = NULL;
+      G.cdi_fd = cp_cdi_open_dir (G.cdi, false, &cdi_err);
+      CHILD_CHECK (G.cdi_fd >= 0);
       struct cp_sandbox sb = {
         .profile = CP_SANDBOX_PLUGIN, .state_dirfd = dirfd, .cgroup_mountfd = -1, .read_dirs = { "/proc", G.cg },
-        .write_files = { G.sw },
+        .write_files = { G.sw }, .cdi = true, .cdi_dirfd = G.cdi_fd,
       };
       cp_error_t err = NULL;
       int abi = cp_sandbox_enter (&sb, &err);
@@ -756,6 +763,16 @@ plugin_allowed (int abi, const char *sock, pid_t target)
   struct timespec nap = { 0, 1000000 };
   CHILD_CHECK (nanosleep (&nap, NULL) == 0);
   syslog (LOG_DEBUG, "plugin sandbox test: syslog still works");
+
+  /* A prepared claim's CDI spec written (a temporary file renamed) and removed in
+     the CDI directory it was given. */
+  cp_error_t err = NULL;
+  char spec[256];
+  snprintf (spec, sizeof spec, "%s/cachepin.io-claim_u-1.json", G.cdi);
+  CHILD_CHECK (cp_cdi_write_at (G.cdi_fd, G.cdi, "u-1", NULL, &err) == 0);
+  fd = open (spec, O_RDONLY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && close (fd) == 0);
+  CHILD_CHECK (cp_cdi_remove_at (G.cdi_fd, G.cdi, "u-1", &err) == 1);
 
   /* The switch: opened as sched_cas.c opens it, written, read back. */
   fd = open (G.sw, O_RDWR | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);

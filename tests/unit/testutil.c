@@ -288,6 +288,8 @@ tu_hostconfig (struct cp_hostconfig *hc, const char *state_dir, const char *kern
     }
   free (hc->kubelet_state);
   hc->kubelet_state = cp_xstrdup ("");
+  free (hc->cdi_dir);
+  hc->cdi_dir = cp_xasprintf ("%s/cdi", state_dir); /* never the host's */
 }
 
 unsigned tu_skipped;

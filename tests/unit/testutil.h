@@ -130,7 +130,8 @@ char *tu_tmpdir (const char *name);
 void tu_rmtree (const char *dir);
 
 /* HC: the defaults, with the ledger in STATE_DIR, the kernel's files under
- * KERNEL_ROOT (NULL: the default, /) and no kubelet state file read, so that a
+ * KERNEL_ROOT (NULL: the default, /), no kubelet state file read and CDI specs in
+ * STATE_DIR/cdi, so that a
  * test touches only its own trees.  cp_hostconfig_free() it. */
 void tu_hostconfig (struct cp_hostconfig *hc, const char *state_dir, const char *kernel_root);
 
