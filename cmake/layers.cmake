@@ -12,10 +12,12 @@
 #   state   what persists between runs: the host config, the ledger, the topology cache
 #   engine  the steps a front end calls: admit, decide, apply, release, status
 #   nri     the NRI transport: the multiplexer's frames, ttrpc, the protobuf messages
+#   grpc    the kubelet plugin's transport: gRPC over HTTP/2 (libnghttp2) on unix sockets,
+#           the registration and DRA services' messages
 #   agent   the long-running NRI agent: its state in one object, its handlers, its loop
 #   cli     the command line (argument parsing and printing), main() aside
 #   support test support (tests/support): the reference ledger codec
-set(CACHEPIN_LAYERS base policy oci host state engine nri agent cli support)
+set(CACHEPIN_LAYERS base policy oci host state engine nri grpc agent cli support)
 
 set(CACHEPIN_LAYER_DIR_base    policy/base)
 set(CACHEPIN_LAYER_DIR_policy  policy)
@@ -24,6 +26,7 @@ set(CACHEPIN_LAYER_DIR_host    hook/host)
 set(CACHEPIN_LAYER_DIR_state   hook/state)
 set(CACHEPIN_LAYER_DIR_engine  hook/engine)
 set(CACHEPIN_LAYER_DIR_nri     hook/nri)
+set(CACHEPIN_LAYER_DIR_grpc    hook/grpc)
 set(CACHEPIN_LAYER_DIR_agent   hook/agent)
 set(CACHEPIN_LAYER_DIR_cli     hook/cli)
 set(CACHEPIN_LAYER_DIR_support tests/support)
@@ -35,13 +38,16 @@ set(CACHEPIN_LAYER_USES_host    base)
 set(CACHEPIN_LAYER_USES_state   host policy base)
 set(CACHEPIN_LAYER_USES_engine  state host oci policy base)
 set(CACHEPIN_LAYER_USES_nri     base)
-set(CACHEPIN_LAYER_USES_agent   engine oci nri policy base)
-set(CACHEPIN_LAYER_USES_cli     agent engine state host oci nri policy base)
+set(CACHEPIN_LAYER_USES_grpc    base)
+set(CACHEPIN_LAYER_USES_agent   engine oci nri grpc policy base)
+set(CACHEPIN_LAYER_USES_cli     agent engine state host oci nri grpc policy base)
 set(CACHEPIN_LAYER_USES_support state base)
 
 # Headers a layer owns that the build generates (not in its folder): protoc-c's, from
 # hook/nri/proto (cmake/nri_proto.cmake).
 set(CACHEPIN_LAYER_GENERATED_nri api.pb-c.h request.pb-c.h status.pb-c.h)
+# protoc-c's from hook/grpc/proto (cmake/kubelet_proto.cmake).
+set(CACHEPIN_LAYER_GENERATED_grpc pluginregistration_v1.pb-c.h dra_v1.pb-c.h dra_v1beta1.pb-c.h)
 
 # No .c or .h under hook/ longer than this (issue 20): a file that long holds two
 # modules; split it along a seam, each piece one module with its prefix, sharing

@@ -36,6 +36,8 @@ function(cachepin_add_layers suffix)
   target_include_directories(cp_cli${suffix} PUBLIC ${CMAKE_BINARY_DIR}/generated)
   # The protobuf code protoc-c generates from hook/nri/proto (cmake/nri_proto.cmake).
   target_link_libraries(cp_nri${suffix} PUBLIC cp_nri_proto)
+  # The kubelet plugin's gRPC: libnghttp2 and its messages (cmake/kubelet_proto.cmake).
+  target_link_libraries(cp_grpc${suffix} PUBLIC cp_kubelet_proto PkgConfig::NGHTTP2)
   # libmicrohttpd: the agent's HTTP listener (nri_http.c), its headers only: loaded with
   # dlopen() when a listener is asked for (CMakeLists.txt).
   target_include_directories(cp_agent${suffix} PUBLIC ${MHD_INCLUDE_DIRS})

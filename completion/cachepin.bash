@@ -45,6 +45,10 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -d -- "${cur:-/sys/fs/cgroup/}"))
       return 0 ;;
+    --kubelet-root)
+      compopt -o filenames 2>/dev/null
+      COMPREPLY=($(compgen -d -- "${cur:-/var/lib/kubelet}"))
+      return 0 ;;
     --cpus | --allowed | --occupied | --rounds | --seconds) return 0 ;; # a number or a cpulist: nothing to offer
   esac
 
@@ -54,7 +58,7 @@ _cachepin ()
     hook) words="--config --help createRuntime prestart poststop" ;;
     apply) words="--cgroup --unit --runtime --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --unit --config --help" ;;
-    nri) words="--socket --name --idx --metrics-listen --metrics-path --config --help" ;;
+    nri) words="--socket --name --idx --metrics-listen --metrics-path --kubelet-plugin --kubelet-root --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;

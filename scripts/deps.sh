@@ -17,6 +17,8 @@ PACKAGES=(
   protobuf-c-compiler libprotobuf-c-dev  # hook/nri: the NRI plugin's protobuf, generated at build time
   curl openssl                 # tests/dra: the API server's certificates, requests to it
   libmicrohttpd-dev            # hook/agent: the NRI agent's metrics and health listener (nri_http.c)
+  libnghttp2-dev               # hook/grpc: the kubelet plugin's gRPC services, HTTP/2 over unix sockets
+  python3-h2                   # tests/grpc: the malformed HTTP/2 and gRPC cases sent to the kubelet plugin's sockets
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

@@ -135,8 +135,15 @@ static int
 connected (void *ctx, cp_error_t *err)
 {
   struct cp_nri_plugin *p = ctx;
-  struct cp_front_listener l;
+  struct cp_front_listener l = { .grpc_listen_fds = { -1, -1 }, .grpc_epoll_fd = -1 };
   cp_nri_watch_fds (&p->watch, &l.listen_fd, &l.epoll_fd);
+  if (p->kubelet.server)
+    {
+      cp_grpc_server_listen_fds (p->kubelet.server, l.grpc_listen_fds, 2);
+      l.grpc_epoll_fd = cp_grpc_server_fd (p->kubelet.server);
+      l.grpc_dirs[0] = p->kubelet.reg_dir;
+      l.grpc_dirs[1] = p->kubelet.dra_dir;
+    }
   return cp_front_enter_plugin_sandbox (p->hc, &l, err);
 }
 
@@ -226,9 +233,19 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   /* The listener bound before the sandbox and before the runtime is dialled (its
      probes say "not ready" until the registration), after the helpers' forks: they
      hold no copy of its socket, which would keep the port bound past the plugin. */
-  if (cp_nri_watch_open (&plugin.watch, hc, &o->watch, o->side, o->n_side, err) < 0)
+  /* The kubelet plugin's sockets likewise: their server one more side. */
+  struct cp_nri_side sides[CP_NRI_WATCH_MAX_SIDES];
+  size_t n_sides = 0;
+  for (size_t i = 0; i < o->n_side && n_sides < CP_NRI_WATCH_MAX_SIDES - 1; i++)
+    sides[n_sides++] = o->side[i];
+  int opened = o->kubelet.enabled ? cp_nri_kubelet_open (&plugin.kubelet, &o->kubelet, err) : 0;
+  if (opened == 0 && plugin.kubelet.server)
+    sides[n_sides++] = cp_nri_kubelet_side (&plugin.kubelet);
+  if (opened < 0 || cp_nri_watch_open (&plugin.watch, hc, &o->watch, sides, n_sides, err) < 0)
     {
-      cp_nri_watch_close (&plugin.watch);
+      if (opened == 0)
+        cp_nri_watch_close (&plugin.watch);
+      cp_nri_kubelet_close (&plugin.kubelet);
       cp_started_core_sched_stop ();
       cp_started_isolate_stop ();
       return -1;
@@ -254,6 +271,7 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   int r = cp_nri_stub_run (&stub, err);
   cp_started_core_sched_stop ();
   cp_started_isolate_stop ();
+  cp_nri_kubelet_close (&plugin.kubelet);
   cp_nri_watch_close (&plugin.watch);
   return r;
 }

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "nri_conn.h"
+#include "nri_kubelet.h"
 #include "nri_watch.h"
 #include "placer.h"
 
@@ -22,12 +23,13 @@ struct cp_nri_agent_options
   const struct cp_nri_side *side;
   size_t n_side;
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
+  struct cp_nri_kubelet_options kubelet; /* --kubelet-plugin, --kubelet-root */
 };
 
 /* Serve the runtime until SIGTERM or SIGINT (0), or a failure that ends the run
    (< 0, *ERR: another agent serves that runtime and state directory, the sandbox
    cannot be entered, the state directory cannot be repaired inside it, the
-   metrics listener cannot listen).  HC is
+   metrics listener or the kubelet plugin's sockets cannot listen).  HC is
    the host config, its lock wait cut to fit the runtime's request timeout. */
 int cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc, cp_error_t *err);
 

@@ -15,6 +15,7 @@
 #include "locate.h"
 #include "placer.h"
 #include "nri_stub.h"
+#include "nri_kubelet.h"
 #include "nri_watch.h"
 #include "nri_wire.h"
 #include "owner.h"
@@ -37,6 +38,7 @@ struct cp_nri_plugin
   struct cp_nri_sync sync; /* the connection's split Synchronize, until its last part */
   struct cp_daemon_state state; /* the state directory it started with (its sandbox's) */
   struct cp_nri_watch watch;    /* its metrics, listener, probes and watchdog (nri_watch.h) */
+  struct cp_nri_kubelet kubelet; /* the kubelet plugin's sockets (nri_kubelet.h; server NULL: none) */
 };
 
 /* Each answers CALL (a reply, or an error status whose message containerd shows)

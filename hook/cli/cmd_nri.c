@@ -9,6 +9,7 @@
  * dialling it. */
 #define _GNU_SOURCE
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "log.h"
@@ -19,7 +20,8 @@
 
 static const char nri_usage[] =
   "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--metrics-listen ADDR:PORT]\n"
-  "                   [--metrics-path PATH] [--config PATH]\n"
+  "                   [--metrics-path PATH] [--kubelet-plugin [--kubelet-root DIR]]\n"
+  "                   [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
   "updates, release them when they stop; at each connection's Synchronize, catch up\n"
@@ -39,6 +41,12 @@ static const char nri_usage[] =
   "                   readable) and /livez (the loop turns); docs/metrics.md\n"
   "  --metrics-path PATH\n"
   "                   where the metrics are served (default " CP_NRI_HTTP_DEFAULT_PATH ")\n"
+  "  --kubelet-plugin serve the kubelet as its DRA plugin cachepin.io too: the plugin\n"
+  "                   registration socket in DIR/plugins_registry, the DRA service (v1,\n"
+  "                   v1beta1) in DIR/plugins/cachepin.io; docs/kubernetes.md (claim\n"
+  "                   preparation is not wired yet: each claim is answered with an error)\n"
+  "  --kubelet-root DIR\n"
+  "                   the kubelet's root directory (default " CP_NRI_KUBELET_DEFAULT_ROOT ")\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  -h, --help       this text\n";
 
@@ -49,6 +57,8 @@ enum
   OPT_IDX,
   OPT_METRICS_LISTEN,
   OPT_METRICS_PATH,
+  OPT_KUBELET_PLUGIN,
+  OPT_KUBELET_ROOT,
 };
 
 struct nri_args
@@ -58,6 +68,7 @@ struct nri_args
   const char *name;   /* NULL: NRI_PLUGIN_NAME or "cachepin" */
   const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
+  struct cp_nri_kubelet_options kubelet; /* --kubelet-plugin, --kubelet-root */
 };
 
 static int
@@ -84,6 +95,17 @@ nri_option (int opt, const char *arg, void *args, cp_error_t *err)
       return 1;
     case OPT_METRICS_PATH:
       a->watch.path = arg;
+      return 1;
+    case OPT_KUBELET_PLUGIN:
+      a->kubelet.enabled = true;
+      return 1;
+    case OPT_KUBELET_ROOT:
+      if (arg[0] != '/')
+        return cp_fail_input (err, "--kubelet-root `%.200s`: not an absolute path", arg);
+      struct stat st;
+      if (stat (arg, &st) < 0 || !S_ISDIR (st.st_mode))
+        return cp_fail_input (err, "--kubelet-root %.200s: not a directory (the kubelet's root)", arg);
+      a->kubelet.root = arg;
       return 1;
     default:
       return 0;
@@ -120,6 +142,8 @@ static const struct option nri_options[] = {
   { "idx", required_argument, NULL, OPT_IDX },
   { "metrics-listen", required_argument, NULL, OPT_METRICS_LISTEN },
   { "metrics-path", required_argument, NULL, OPT_METRICS_PATH },
+  { "kubelet-plugin", no_argument, NULL, OPT_KUBELET_PLUGIN },
+  { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
   CP_CONFIG_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   { NULL, 0, NULL, 0 },
@@ -147,11 +171,13 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     return cp_fail_input (err, "--metrics-path: needs --metrics-listen");
   if (a.watch.listen && cp_nri_http_check (a.watch.listen, a.watch.path, err) < 0)
     return -1;
+  if (a.kubelet.root && !a.kubelet.enabled)
+    return cp_fail_input (err, "--kubelet-root: needs --kubelet-plugin");
   cp_log_init ("cachepin", true);
   struct cp_hostconfig hc = { 0 };
   if (cp_cli_load_config (&a.c, &hc, err) < 0)
     return -1;
-  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch };
+  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch, .kubelet = a.kubelet };
   r = cp_nri_agent_run (&o, &hc, err);
   cp_hostconfig_free (&hc);
   return r;

@@ -119,7 +119,19 @@ cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_f
     .listener = l && l->listen_fd >= 0,
     .listen_fd = l ? l->listen_fd : -1,
     .epoll_fd = l ? l->epoll_fd : -1,
+    .grpc = l && l->grpc_epoll_fd >= 0,
+    .grpc_listen_fds = { -1, -1 },
+    .grpc_epoll_fd = -1,
   };
+  if (sb.grpc)
+    {
+      sb.grpc_epoll_fd = l->grpc_epoll_fd;
+      for (size_t i = 0; i < 2; i++)
+        {
+          sb.grpc_listen_fds[i] = l->grpc_listen_fds[i];
+          sb.remove_dirs[i] = l->grpc_dirs[i];
+        }
+    }
   /* No capability past this point (caps.h says why none is needed); given up before
      the filter, which kills capset. */
   if (cp_caps_drop_all (err) < 0)

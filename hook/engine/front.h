@@ -83,6 +83,12 @@ void cp_front_stay_unsandboxed (void);
 struct cp_front_listener
 {
   int listen_fd, epoll_fd;
+  /* The kubelet plugin's gRPC servers (nri_kubelet.h), bound before: accept on
+     its sockets, epoll on its set, and the sockets' removal beneath GRPC_DIRS
+     allowed (GRPC_EPOLL_FD -1: none). */
+  int grpc_listen_fds[2];
+  int grpc_epoll_fd;
+  const char *grpc_dirs[2];
 };
 int cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_front_listener *l,
                                    cp_error_t *err);

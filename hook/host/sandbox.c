@@ -105,6 +105,24 @@ ll_add_write_files (int ruleset, const struct cp_sandbox *sb, uint64_t handled, 
   return 0;
 }
 
+/* The plugin's REMOVE_DIRS: files beneath each that exists now may be removed
+   (the kubelet plugin's sockets, at its end). */
+static int
+ll_add_remove_dirs (int ruleset, const struct cp_sandbox *sb, uint64_t handled, cp_error_t *err)
+{
+  for (size_t i = 0; i < CP_SANDBOX_MAX_REMOVE_DIRS && sb->remove_dirs[i]; i++)
+    {
+      cleanup_close int fd = open (sb->remove_dirs[i], O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0 && (errno == ENOENT || errno == ENOTDIR))
+        continue; /* removed meanwhile: its socket with it */
+      if (fd < 0)
+        return cp_fail_errno (err, errno, "landlock: open %s", sb->remove_dirs[i]);
+      if (ll_add (ruleset, fd, LL_FS_REMOVE_FILE, handled, sb->remove_dirs[i], err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 /* Returns the ABI applied, 0 when the kernel has no Landlock. */
 static int
 enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
@@ -144,7 +162,8 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
   if (sb->state_dirfd >= 0 && ll_add (ruleset, sb->state_dirfd, state, fs, "the state directory", err) < 0)
     return -1;
   if (sb->profile == CP_SANDBOX_PLUGIN
-      && (ll_add_read_dirs (ruleset, sb, fs, err) < 0 || ll_add_write_files (ruleset, sb, fs, err) < 0))
+      && (ll_add_read_dirs (ruleset, sb, fs, err) < 0 || ll_add_write_files (ruleset, sb, fs, err) < 0
+          || ll_add_remove_dirs (ruleset, sb, fs, err) < 0))
     return -1;
   if (sb->cdi
       && ll_add (ruleset, sb->cdi_dirfd, LL_FS_READ_FILE | LL_FS_READ_DIR | LL_FS_WRITE_FILE | LL_FS_MAKE_REG
@@ -302,6 +321,30 @@ build_listener_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_erro
   return 0;
 }
 
+/* The kubelet plugin's gRPC servers (grpc_server.h): new connections on their
+   sockets, their one epoll set; on a connection, reads and writes (allowed anyway). */
+static int
+build_grpc_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
+{
+  const uint32_t allow = SCMP_ACT_ALLOW;
+  for (size_t i = 0; i < CP_SANDBOX_MAX_GRPC_LISTEN; i++)
+    {
+      if (sb->grpc_listen_fds[i] < 0)
+        continue;
+      const uint64_t lfd = (uint64_t) sb->grpc_listen_fds[i];
+      if (RULE (ctx, allow, "accept4", SCMP_A0 (SCMP_CMP_EQ, lfd)) < 0
+          || RULE (ctx, allow, "accept", SCMP_A0 (SCMP_CMP_EQ, lfd)) < 0)
+        return -1;
+    }
+  const uint64_t efd = (uint64_t) sb->grpc_epoll_fd;
+  if (RULE (ctx, allow, "epoll_ctl", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_wait", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_pwait", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0
+      || RULE (ctx, allow, "epoll_pwait2", SCMP_A0 (SCMP_CMP_EQ, efd)) < 0)
+    return -1;
+  return 0;
+}
+
 static void
 seccomp_releasep (scmp_filter_ctx *ctx)
 {
@@ -368,6 +411,8 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   if (sb->profile == CP_SANDBOX_PLUGIN && build_plugin_filter (ctx, err) < 0)
     return -1;
   if (sb->profile == CP_SANDBOX_PLUGIN && sb->listener && build_listener_filter (ctx, sb, err) < 0)
+    return -1;
+  if (sb->profile == CP_SANDBOX_PLUGIN && sb->grpc && build_grpc_filter (ctx, sb, err) < 0)
     return -1;
   /* raise(): abort() (out of memory, _FORTIFY_SOURCE, the stack protector) and
      the fault-injection builds' simulated kills.  To this process only. */

@@ -75,7 +75,11 @@
  *     only, epoll_ctl and epoll_wait on its epoll set only, setsockopt at TCP's
  *     level (TCP_NODELAY) and shutdown: what libmicrohttpd does on a connection,
  *     seen with `strace -f` under tests/nri/http_tests.py.  No bind, no listen:
- *     the socket is bound before, as root. */
+ *     the socket is bound before, as root.
+ *     With the kubelet plugin (`cachepin nri --kubelet-plugin`): accept4 on its two
+ *     unix sockets only, epoll_ctl and epoll_wait on its epoll set only, and
+ *     (Landlock) the removal of files beneath the two directories its sockets
+ *     are in, so that it takes them away when it ends. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
 
@@ -110,6 +114,8 @@ enum cp_sandbox_profile
 /* The plugin's directories to read beneath, and files to read and write, at most. */
 #define CP_SANDBOX_MAX_READ_DIRS 4
 #define CP_SANDBOX_MAX_WRITE_FILES 2
+#define CP_SANDBOX_MAX_GRPC_LISTEN 2
+#define CP_SANDBOX_MAX_REMOVE_DIRS 2
 
 /* What the rest of the run still needs. */
 struct cp_sandbox
@@ -144,6 +150,15 @@ struct cp_sandbox
      CDI_DIRFD only), written, renamed and removed, and it may be listed. */
   bool cdi;
   int cdi_dirfd;
+  /* CP_SANDBOX_PLUGIN only: the kubelet plugin's gRPC servers, bound before
+     (grpc_server.h, one epoll set for all their sockets): accept4 on each of
+     GRPC_LISTEN_FDS (-1: none), epoll_ctl and epoll_wait on GRPC_EPOLL_FD; and
+     beneath each of REMOVE_DIRS (absolute paths, NULL-terminated) files may be
+     removed: their sockets, when the agent ends. */
+  bool grpc;
+  int grpc_listen_fds[CP_SANDBOX_MAX_GRPC_LISTEN];
+  int grpc_epoll_fd;
+  const char *remove_dirs[CP_SANDBOX_MAX_REMOVE_DIRS + 1];
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

@@ -564,6 +564,54 @@ def resize(t, host):
         t.check("  its placement stands", host.held("ctr-strict") is not None and len(host.held("ctr-strict")) == 1)
 
 
+def main_of(name, argv, cases, missing=None):
+    """A test script's main on the emulator: its usage, BIN, the prerequisites (the
+    emulator's, and MISSING(), a line saying what else is missing, or None) or 77 and
+    why, then CASES (those named after BIN, or all) through run_cases()."""
+    global BIN
+    if len(argv) < 2:
+        print(f"usage: {name} PATH-TO-cachepin [CASE...]", file=sys.stderr)
+        return 2
+    BIN = os.path.realpath(argv[1])
+    try:
+        nri_emu.load_protos()
+    except nri_emu.Unavailable as e:
+        print(f"SKIPPED: {e}")
+        return SKIP
+    why = missing() if missing else None
+    if why is None and (shutil.which("lstopo-no-graphics") is None or not cpuset_hierarchy()):
+        why = "no lstopo-no-graphics, or no cpuset cgroup hierarchy"
+    if why:
+        print(f"SKIPPED: {why}")
+        return SKIP
+    return run_cases(cases, argv[2:])
+
+
+def run_cases(cases, chosen):
+    """Each of CASES (those CHOSEN by name, or all) on a Host of its own, the plugin's
+    last log lines shown for one that failed: 0 when every check passed, else 1."""
+    t = Frame()
+    t0 = time.monotonic()
+    for case in cases:
+        if chosen and case.__name__ not in chosen:
+            continue
+        t.case = case.__name__
+        host = Host(case.__name__)
+        failed = t.failed
+        try:
+            case(t, host)
+        except Exception as e:  # noqa: BLE001 (a case that raises is one failure, the others run)
+            t.bad(f"raised {type(e).__name__}: {e}")
+        finally:
+            log = os.path.join(host.dir, "plugin.log")
+            if t.failed > failed and os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
+            host.cleanup()
+    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
+    return 1 if t.failed else 0
+
+
 CASES = [registration_dial, registration_prelaunched, create_stop, sync_parts, back_pressure, names, ids,
          two_runtimes, sync_bounds, sigterm_blocked, untrusted_state, resize]
 
@@ -590,27 +638,7 @@ def main(argv):
     if not cpuset_hierarchy():
         print("SKIPPED: no cpuset cgroup hierarchy (the plugin names a container's cgroup in one)")
         return SKIP
-    t = Frame()
-    t0 = time.monotonic()
-    for case in CASES:
-        if chosen and case.__name__ not in chosen:
-            continue
-        t.case = case.__name__
-        host = Host(case.__name__)
-        failed = t.failed
-        try:
-            case(t, host)
-        except Exception as e:  # noqa: BLE001 (a case that raises is one failure, the others run)
-            t.bad(f"raised {type(e).__name__}: {e}")
-        finally:
-            log = os.path.join(host.dir, "plugin.log")
-            if t.failed > failed and os.path.exists(log):
-                with open(log, errors="replace") as f:
-                    print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
-            host.cleanup()
-    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
-    return 1 if t.failed else 0
-
+    return run_cases(CASES, chosen)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

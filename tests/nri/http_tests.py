@@ -25,7 +25,6 @@ Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for).
 
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,11 +35,9 @@ import urllib.request
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import emu_tests  # noqa: E402
-import nri_emu  # noqa: E402
-from emu_tests import Frame, Host, cgroup  # noqa: E402
+from emu_tests import cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
-SKIP = 77
 
 
 def start(emu, host, *extra, listen="127.0.0.1:0"):
@@ -198,40 +195,7 @@ CASES = [probes, stalled, options]
 
 
 def main(argv):
-    if len(argv) < 2:
-        print("usage: http_tests.py PATH-TO-cachepin [CASE...]", file=sys.stderr)
-        return 2
-    emu_tests.BIN = os.path.realpath(argv[1])
-    chosen = argv[2:]
-    try:
-        nri_emu.load_protos()
-    except nri_emu.Unavailable as e:
-        print(f"SKIPPED: {e}")
-        return SKIP
-    if shutil.which("lstopo-no-graphics") is None or not emu_tests.cpuset_hierarchy():
-        print("SKIPPED: no lstopo-no-graphics, or no cpuset cgroup hierarchy")
-        return SKIP
-    t = Frame()
-    t0 = time.monotonic()
-    for case in CASES:
-        if chosen and case.__name__ not in chosen:
-            continue
-        t.case = case.__name__
-        host = Host(case.__name__)
-        failed = t.failed
-        try:
-            case(t, host)
-        except Exception as e:  # noqa: BLE001 (a case that raises is one failure, the others run)
-            t.bad(f"raised {type(e).__name__}: {e}")
-        finally:
-            log = os.path.join(host.dir, "plugin.log")
-            if t.failed > failed and os.path.exists(log):
-                with open(log, errors="replace") as f:
-                    print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
-            host.cleanup()
-    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
-    return 1 if t.failed else 0
-
+    return emu_tests.main_of("http_tests.py", argv, CASES)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))

@@ -29,6 +29,10 @@
  * on its socket and epoll on its set, setsockopt at TCP's level, shutdown; accept4 on
  * another socket, epoll on another set, a socket option of SOL_SOCKET's, bind, listen
  * and a new TCP socket refused (EPERM), and accept4 and epoll refused without one.
+ * The plugin's profile with the kubelet plugin's sockets (nri_kubelet.h): accept4 on
+ * its two unix sockets, epoll on its set, the removal of files beneath its two
+ * directories; accept4 on another socket, epoll on another set, bind, listen and
+ * the removal of a file elsewhere refused.
  * Skipped under valgrind (no seccomp or Landlock there); in a sanitizer build,
  * where the sandbox is not loaded (sandbox.h), only checks that it builds. */
 #define _GNU_SOURCE
@@ -910,6 +914,94 @@ test_plugin_listener (void **state)
   expect_exit0 (status);
 }
 
+/* A unix socket listening at DIR/NAME, and a client connected to it (in its
+   backlog, not accepted yet). */
+static int
+unix_listener (const char *dir, const char *name, int *client)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "%s/%s", dir, name);
+  int l = socket (AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  CHILD_CHECK (l >= 0 && bind (l, (struct sockaddr *) &sa, sizeof sa) == 0 && listen (l, 4) == 0);
+  *client = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  CHILD_CHECK (*client >= 0 && connect (*client, (struct sockaddr *) &sa, sizeof sa) == 0);
+  return l;
+}
+
+/* The kubelet plugin's rules (nri_kubelet.h): accept on its two sockets, epoll on
+   its set, the removal of files beneath its two directories; nothing else. */
+static void
+test_plugin_grpc (void **state)
+{
+  (void) state;
+  char reg[256], dra[256], elsewhere[256], keep[300];
+  snprintf (reg, sizeof reg, "%s/plugins_registry", G.root);
+  snprintf (dra, sizeof dra, "%s/dra", G.root);
+  snprintf (elsewhere, sizeof elsewhere, "%s/elsewhere", G.root);
+  snprintf (keep, sizeof keep, "%s/keep.sock", elsewhere);
+  assert_int_equal (mkdir (reg, 0700), 0);
+  assert_int_equal (mkdir (dra, 0700), 0);
+  assert_int_equal (mkdir (elsewhere, 0700), 0);
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      int c1, c2, c3;
+      int l1 = unix_listener (reg, "reg.sock", &c1), l2 = unix_listener (dra, "dra.sock", &c2);
+      int other = unix_listener (elsewhere, "keep.sock", &c3);
+      int efd = epoll_create1 (EPOLL_CLOEXEC), other_efd = epoll_create1 (EPOLL_CLOEXEC);
+      CHILD_CHECK (efd >= 0 && other_efd >= 0);
+      int dirfd = open (G.state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      CHILD_CHECK (dirfd >= 0);
+      struct cp_sandbox sb = {
+        .profile = CP_SANDBOX_PLUGIN, .state_dirfd = dirfd, .cgroup_mountfd = -1, .read_dirs = { "/proc" },
+        .grpc = true, .grpc_listen_fds = { l1, l2 }, .grpc_epoll_fd = efd, .remove_dirs = { reg, dra },
+      };
+      cp_error_t err = NULL;
+      int abi = cp_sandbox_enter (&sb, &err);
+      if (abi < 0)
+        {
+          fprintf (stderr, "child: cp_sandbox_enter (plugin, grpc): %s\n", cp_error_message (err));
+          _exit (2);
+        }
+      int a = accept4 (l1, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int b = accept4 (l2, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      CHILD_CHECK (a >= 0 && b >= 0);
+      struct epoll_event ev = { .events = EPOLLIN, .data.fd = a };
+      CHILD_CHECK (epoll_ctl (efd, EPOLL_CTL_ADD, a, &ev) == 0);
+      CHILD_CHECK (send (c1, "PRI", 3, MSG_NOSIGNAL) == 3);
+      CHILD_CHECK (epoll_wait (efd, &ev, 1, 1000) == 1 && ev.data.fd == a);
+      char buf[8];
+      CHILD_CHECK (read (a, buf, sizeof buf) == 3 && write (a, "ok", 2) == 2);
+      CHILD_CHECK (close (a) == 0 && close (b) == 0);
+      CHILD_REFUSED (accept4 (other, NULL, NULL, SOCK_CLOEXEC), EPERM);
+      CHILD_REFUSED (epoll_ctl (other_efd, EPOLL_CTL_ADD, c3, &ev), EPERM);
+      CHILD_REFUSED (epoll_wait (other_efd, &ev, 1, 0), EPERM);
+      CHILD_REFUSED (bind (c3, (struct sockaddr *) &(struct sockaddr_un) { .sun_family = AF_UNIX }, sizeof (sa_family_t)),
+                     EPERM);
+      CHILD_REFUSED (listen (c3, 1), EPERM);
+      /* The sockets go at the end; a file elsewhere stays (Landlock: where it is). */
+      char path[300];
+      snprintf (path, sizeof path, "%s/reg.sock", reg);
+      CHILD_CHECK (unlinkat (AT_FDCWD, path, 0) == 0);
+      snprintf (path, sizeof path, "%s/dra.sock", dra);
+      CHILD_CHECK (unlinkat (AT_FDCWD, path, 0) == 0);
+      snprintf (path, sizeof path, "%s/keep.sock", elsewhere);
+      if (abi > 0)
+        CHILD_REFUSED (unlinkat (AT_FDCWD, path, 0), EACCES);
+      _exit (abi > 0 ? 0 : 77);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 77)
+    tu_skip (); /* no Landlock: the removal rule is not there to check */
+  else
+    expect_exit0 (status);
+  assert_int_equal (access (keep, F_OK), 0); /* the refused removal left it */
+}
+
 /* Where the sandbox cannot be tested: a sanitizer build (it is not loaded there,
    see sandbox.h) and valgrind (which implements neither seccomp nor Landlock). */
 static const char *
@@ -968,6 +1060,7 @@ main (void)
     cmocka_unit_test (test_plugin_refused),
     cmocka_unit_test (test_plugin_execve_killed),
     cmocka_unit_test (test_plugin_listener),
+    cmocka_unit_test (test_plugin_grpc),
   };
   return tu_exit (cmocka_run_group_tests (tests, setup, teardown));
 }
