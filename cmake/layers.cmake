@@ -11,19 +11,21 @@
 #   host    the host's files and buses: cgroups, /proc, debugfs, systemd, the kubelet, logs
 #   state   what persists between runs: the host config, the ledger, the topology cache
 #   engine  the steps a front end calls: admit, decide, apply, release, status
+#   kube    the Kubernetes API client: its config, libcurl (dlopen'ed), JSON answers, list + watch
 #   nri     the NRI transport: the multiplexer's frames, ttrpc, the protobuf messages
 #   grpc    the kubelet plugin's transport: gRPC over HTTP/2 (libnghttp2) on unix sockets,
 #           the registration and DRA services' messages
 #   agent   the long-running NRI agent: its state in one object, its handlers, its loop
 #   cli     the command line (argument parsing and printing), main() aside
 #   support test support (tests/support): the reference ledger codec
-set(CACHEPIN_LAYERS base policy oci host state engine nri grpc agent cli support)
+set(CACHEPIN_LAYERS base policy oci host state kube engine nri grpc agent cli support)
 
 set(CACHEPIN_LAYER_DIR_base    policy/base)
 set(CACHEPIN_LAYER_DIR_policy  policy)
 set(CACHEPIN_LAYER_DIR_oci     oci)
 set(CACHEPIN_LAYER_DIR_host    hook/host)
 set(CACHEPIN_LAYER_DIR_state   hook/state)
+set(CACHEPIN_LAYER_DIR_kube    hook/kube)
 set(CACHEPIN_LAYER_DIR_engine  hook/engine)
 set(CACHEPIN_LAYER_DIR_nri     hook/nri)
 set(CACHEPIN_LAYER_DIR_grpc    hook/grpc)
@@ -36,11 +38,12 @@ set(CACHEPIN_LAYER_USES_policy  base)
 set(CACHEPIN_LAYER_USES_oci     policy base)
 set(CACHEPIN_LAYER_USES_host    base)
 set(CACHEPIN_LAYER_USES_state   host policy base)
-set(CACHEPIN_LAYER_USES_engine  state host oci policy base)
+set(CACHEPIN_LAYER_USES_kube    base)
+set(CACHEPIN_LAYER_USES_engine  state host kube oci policy base)
 set(CACHEPIN_LAYER_USES_nri     base)
 set(CACHEPIN_LAYER_USES_grpc    base)
-set(CACHEPIN_LAYER_USES_agent   engine oci nri grpc policy base)
-set(CACHEPIN_LAYER_USES_cli     agent engine state host oci nri grpc policy base)
+set(CACHEPIN_LAYER_USES_agent   engine kube oci nri grpc policy base)
+set(CACHEPIN_LAYER_USES_cli     agent engine state host kube oci nri grpc policy base)
 set(CACHEPIN_LAYER_USES_support state base)
 
 # Headers a layer owns that the build generates (not in its folder): protoc-c's, from

@@ -42,6 +42,10 @@ function(cachepin_add_layers suffix)
   # dlopen() when a listener is asked for (CMakeLists.txt).
   target_include_directories(cp_agent${suffix} PUBLIC ${MHD_INCLUDE_DIRS})
   target_link_libraries(cp_agent${suffix} PUBLIC ${CMAKE_DL_LIBS})
+  # libcurl: the Kubernetes API client (hook/kube/kube_http.c), its headers only: loaded
+  # with dlopen() when a command talks to an API server (CMakeLists.txt).
+  target_include_directories(cp_kube${suffix} PUBLIC ${CURL_INCLUDE_DIRS})
+  target_link_libraries(cp_kube${suffix} PUBLIC ${CMAKE_DL_LIBS})
   add_library(cachepin_core${suffix} INTERFACE)
   target_link_libraries(cachepin_core${suffix} INTERFACE cp_cli${suffix})
 endfunction()

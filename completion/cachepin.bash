@@ -31,11 +31,11 @@ _cachepin ()
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
-    --socket | --output)
+    --socket | --output | --kube-ca | --kube-token-file)
       compopt -o filenames 2>/dev/null
       COMPREPLY=($(compgen -f -- "$cur"))
       return 0 ;;
-    --name | --idx | --node | --generation) return 0 ;;
+    --name | --idx | --node | --generation | --dra-node | --kube-api) return 0 ;;
     --unit)
       # The services systemd knows (none offered where systemctl is missing).
       COMPREPLY=($(compgen -W "$(systemctl list-units --all --type=service --plain --no-legend 2>/dev/null |
@@ -58,11 +58,11 @@ _cachepin ()
     hook) words="--config --help createRuntime prestart poststop" ;;
     apply) words="--cgroup --unit --runtime --mems --name --config --dry-run --json $request --help" ;;
     release) words="--cgroup --unit --config --help" ;;
-    nri) words="--socket --name --idx --metrics-listen --metrics-path --kubelet-plugin --kubelet-root --config --help" ;;
+    nri) words="--socket --name --idx --metrics-listen --metrics-path --kubelet-plugin --kubelet-root --dra-node --kube-api --kube-ca --kube-token-file --config --help" ;;
     status) words="--json --wide --config --help" ;;
     why) words="--json --config --help" ;;
     metrics) words="--output --config --help" ;;
-    dra) words="slice prepare unprepare --node --topology --config --empty --generation --claim --claim-uid --json --help" ;;
+    dra) words="slice prepare unprepare publish unpublish --node --topology --config --empty --generation --claim --claim-uid --kube-api --kube-ca --kube-token-file --json --help" ;;
     measure) words="--cpus --align --smt --mode --strict --rounds --seconds --config --json --help" ;;
     *) return 0 ;;
   esac

@@ -19,6 +19,7 @@ PACKAGES=(
   libmicrohttpd-dev            # hook/agent: the NRI agent's metrics and health listener (nri_http.c)
   libnghttp2-dev               # hook/grpc: the kubelet plugin's gRPC services, HTTP/2 over unix sockets
   python3-h2                   # tests/grpc: the malformed HTTP/2 and gRPC cases sent to the kubelet plugin's sockets
+  libcurl4-openssl-dev         # hook/kube: the Kubernetes API client (kube_http.c, dlopen'ed libcurl.so.4)
 )
 # podman as Debian recommends it (netavark, catatonit, fuse-overlayfs): the setup its tests ran on.
 WITH_RECOMMENDS=(podman)

@@ -9,6 +9,8 @@
 #     into a process running this glibc;
 #   - and libmicrohttpd.so.12 with its libraries (GnuTLS...): dlopen()ed likewise by
 #     `cachepin nri --metrics-listen`, the NRI overlay's listener (hook/agent/nri_http.h);
+#   - and libcurl.so.4 with its libraries (OpenSSL, nghttp2...): dlopen()ed by the Kubernetes
+#     API client (hook/kube/kube_http.c: `cachepin dra publish`, `cachepin nri --dra-node`);
 #   - the copy runs with them: its ELF interpreter is NODE_PREFIX/lib/<the loader> (an
 #     interpreter path is absolute: the node's install prefix), its DT_RPATH NODE_PREFIX/lib.
 #     DT_RPATH, not DT_RUNPATH: the loader searches an executable's DT_RPATH for the
@@ -22,10 +24,12 @@ sd=$(ldconfig -p | awk '$1 == "libsystemd.so.0" { print $NF; exit }')
 [ -n "$sd" ] || { echo "bundle.sh: no libsystemd.so.0 (install libsystemd0)" >&2; exit 1; }
 mhd=$(ldconfig -p | awk '$1 == "libmicrohttpd.so.12" { print $NF; exit }')
 [ -n "$mhd" ] || { echo "bundle.sh: no libmicrohttpd.so.12 (install libmicrohttpd12)" >&2; exit 1; }
+curl=$(ldconfig -p | awk '$1 == "libcurl.so.4" { print $NF; exit }')
+[ -n "$curl" ] || { echo "bundle.sh: no libcurl.so.4 (install libcurl4)" >&2; exit 1; }
 interp=$(patchelf --print-interpreter "$bin")
 mkdir -p "$dest/bin" "$dest/lib"
 # ldd's lines: "libx.so.1 => /lib/.../libx.so.1 (0x...)", the loader as "/lib64/ld-....so.2 (0x...)".
-{ ldd "$bin"; ldd "$sd"; echo "$sd ()"; ldd "$mhd"; echo "$mhd ()"; } |
+{ ldd "$bin"; ldd "$sd"; echo "$sd ()"; ldd "$mhd"; echo "$mhd ()"; ldd "$curl"; echo "$curl ()"; } |
   awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// && NF == 2 { print $1 }' | sort -u |
   while read -r lib; do cp -L "$lib" "$dest/lib/${lib##*/}"; done
 cp -L "$interp" "$dest/lib/${interp##*/}"

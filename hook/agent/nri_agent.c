@@ -228,18 +228,24 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   int fd = cp_nri_prelaunched_fd (err);
   if (fd < 0 || cp_daemon_open_state (hc, &plugin.state, err) < 0)
     return -1;
+  /* --dra-node: the publisher, forked first (it closes what it inherits) and before
+     the sandbox; its outcomes read by the loop as one more side. */
+  struct cp_nri_dra dra;
+  struct cp_nri_side sides[CP_NRI_WATCH_MAX_SIDES];
+  size_t n_sides = 0, n_dra = 0;
+  for (size_t i = 0; i < o->n_side && n_sides < CP_NRI_WATCH_MAX_SIDES - 1; i++)
+    sides[n_sides++] = o->side[i];
+  if (cp_nri_dra_start (&dra, hc, &o->dra, &sides[n_sides], &n_dra, err) < 0)
+    return -1;
+  n_sides += n_dra;
   cp_started_core_sched_init (hc); /* before the sandbox: a prctl, and a fork */
   cp_started_isolate_init (hc);   /* before the sandbox: the cgroup mount, and a fork */
   /* The listener bound before the sandbox and before the runtime is dialled (its
      probes say "not ready" until the registration), after the helpers' forks: they
      hold no copy of its socket, which would keep the port bound past the plugin. */
   /* The kubelet plugin's sockets likewise: their server one more side. */
-  struct cp_nri_side sides[CP_NRI_WATCH_MAX_SIDES];
-  size_t n_sides = 0;
-  for (size_t i = 0; i < o->n_side && n_sides < CP_NRI_WATCH_MAX_SIDES - 1; i++)
-    sides[n_sides++] = o->side[i];
   int opened = o->kubelet.enabled ? cp_nri_kubelet_open (&plugin.kubelet, &o->kubelet, err) : 0;
-  if (opened == 0 && plugin.kubelet.server)
+  if (opened == 0 && plugin.kubelet.server && n_sides < CP_NRI_WATCH_MAX_SIDES)
     sides[n_sides++] = cp_nri_kubelet_side (&plugin.kubelet);
   if (opened < 0 || cp_nri_watch_open (&plugin.watch, hc, &o->watch, sides, n_sides, err) < 0)
     {
@@ -248,7 +254,13 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
       cp_nri_kubelet_close (&plugin.kubelet);
       cp_started_core_sched_stop ();
       cp_started_isolate_stop ();
+      cp_nri_dra_stop (&dra);
       return -1;
+    }
+  if (n_dra)
+    {
+      plugin.watch.dra = &dra.pub;
+      cp_nri_dra_attach (&dra, plugin.watch.side, plugin.watch.n_side);
     }
   catch_stop_signals ();
   struct cp_nri_stub stub = {
@@ -272,6 +284,7 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   cp_started_core_sched_stop ();
   cp_started_isolate_stop ();
   cp_nri_kubelet_close (&plugin.kubelet);
+  cp_nri_dra_stop (&dra);
   cp_nri_watch_close (&plugin.watch);
   return r;
 }

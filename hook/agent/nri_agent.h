@@ -7,6 +7,7 @@
 #include "error.h"
 #include "nri_conn.h"
 #include "nri_kubelet.h"
+#include "nri_dra.h"
 #include "nri_watch.h"
 #include "placer.h"
 
@@ -24,6 +25,7 @@ struct cp_nri_agent_options
   size_t n_side;
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
   struct cp_nri_kubelet_options kubelet; /* --kubelet-plugin, --kubelet-root */
+  struct cp_nri_dra_options dra;     /* --dra-node and the kube options */
 };
 
 /* Serve the runtime until SIGTERM or SIGINT (0), or a failure that ends the run

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "dra_publisher.h"
 #include "log.h"
 #include "status.h"
 #include "util.h"
@@ -199,5 +200,12 @@ cp_nri_watch_metrics (struct cp_nri_watch *w)
   char *text = cp_metrics_render (status, w->metrics);
   if (status)
     json_object_put (status);
+  if (w->dra)
+    {
+      cleanup_free char *dra = cp_dra_publisher_metrics (w->dra);
+      char *both = cp_xasprintf ("%s%s", text, dra);
+      free (text);
+      text = both;
+    }
   return text;
 }

@@ -27,6 +27,7 @@
 #include "nri_http.h"
 
 struct cp_hostconfig;
+struct cp_dra_publisher;
 
 #define CP_NRI_WATCH_TICK_MS 1000
 #define CP_NRI_WATCH_LIVE_S 30
@@ -47,6 +48,7 @@ struct cp_nri_watch
   struct timespec last_watchdog;
   struct cp_nri_side side[CP_NRI_WATCH_MAX_SIDES];
   size_t n_side;
+  const struct cp_dra_publisher *dra; /* --dra-node's publisher (NULL: none): its metrics too */
 };
 
 /* What the command line asks of it. */

@@ -17,6 +17,8 @@
 #include "dra_claim.h"
 #include "dra_prepare.h"
 #include "io.h"
+#include "dra_publish.h"
+#include "kube.h"
 #include "topo.h"
 #include "util.h"
 
@@ -24,6 +26,8 @@ static const char dra_usage[] =
   "Usage: cachepin dra slice --node NAME [OPTIONS]\n"
   "       cachepin dra prepare --node NAME --claim FILE|- [--json] [--config PATH]\n"
   "       cachepin dra unprepare --claim-uid UID [--json] [--config PATH]\n"
+  "       cachepin dra publish --node NAME [KUBE OPTIONS] [OPTIONS]\n"
+  "       cachepin dra unpublish --node NAME [KUBE OPTIONS]\n"
   "Print the resource.k8s.io/v1 ResourceSlices of driver " CP_DRA_DRIVER " for this node:\n"
   "one device per L3 (or the domain the host config's align names), its capacity\n"
   "`" CP_DRA_CAPACITY "` the usable CPUs (online, allowed, within `cpus`, not `reserved`)\n"
@@ -35,7 +39,9 @@ static const char dra_usage[] =
   "  --config PATH       host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  --empty             no ledger: every usable CPU counted as free\n"
   "  --generation N      the pool's generation (default 1)\n"
-  "  --json              the slices, one JSON object a line (one line below 129 devices)\n"
+  "  --json              the slices, one JSON object a line (one line below 129 devices);\n"
+  "                      publish, unpublish: what the round did, one JSON object;\n"
+  "                      prepare, unprepare: what was prepared or released\n"
   "  -h, --help          this text\n\n"
   "prepare: the ResourceClaim (resource.k8s.io/v1, v1beta2 or v1beta1 JSON, as the API\n"
   "server gives it) allocated devices of this node's pool: their CPUs chosen, recorded\n"
@@ -43,7 +49,15 @@ static const char dra_usage[] =
   "device and the CPUs (again for a claim prepared already; exit 3 when a device\n"
   "lacks the CPUs now).  unprepare: the claim's CPUs released and its spec removed.\n"
   "  --claim FILE|-      the claim's JSON (-: standard input; at most 1 MiB)\n"
-  "  --claim-uid UID     the claim's metadata.uid\n";
+  "  --claim-uid UID     the claim's metadata.uid\n"
+  "\n"
+  "publish makes the node's slices on the API server equal those slice prints (one\n"
+  "round: created, updated, deleted; the pool's generation raised when they differ);\n"
+  "unpublish deletes them.  Kube options (default: in-cluster, the pod's service account):\n"
+  "  --kube-api URL      the API server, https://HOST[:PORT]\n"
+  "  --kube-ca FILE      the CA of its certificate (default " CP_KUBE_SA_DIR "/ca.crt)\n"
+  "  --kube-token-file FILE  the bearer token, read again when it changes\n"
+  "                      (default " CP_KUBE_SA_DIR "/token)\n";
 
 enum
 {
@@ -53,6 +67,9 @@ enum
   OPT_GENERATION,
   OPT_CLAIM,
   OPT_CLAIM_UID,
+  OPT_KUBE_API,
+  OPT_KUBE_CA,
+  OPT_KUBE_TOKEN_FILE,
 };
 
 struct dra_args
@@ -65,6 +82,8 @@ struct dra_args
   int64_t generation;
   const char *claim;
   const char *claim_uid;
+  bool generation_set;
+  struct cp_kube_options kube;
 };
 
 static int
@@ -98,12 +117,22 @@ dra_option (int opt, const char *arg, void *args, cp_error_t *err)
       a->empty = true;
       return 1;
     case OPT_GENERATION:
+      a->generation_set = true;
       return parse_generation (arg, &a->generation, err);
     case OPT_CLAIM:
       a->claim = arg;
       return 1;
     case OPT_CLAIM_UID:
       a->claim_uid = arg;
+      return 1;
+    case OPT_KUBE_API:
+      a->kube.api = arg;
+      return 1;
+    case OPT_KUBE_CA:
+      a->kube.ca = arg;
+      return 1;
+    case OPT_KUBE_TOKEN_FILE:
+      a->kube.token_file = arg;
       return 1;
     default:
       return 0;
@@ -117,6 +146,9 @@ static const struct option dra_options[] = {
   { "generation", required_argument, NULL, OPT_GENERATION },
   { "claim", required_argument, NULL, OPT_CLAIM },
   { "claim-uid", required_argument, NULL, OPT_CLAIM_UID },
+  { "kube-api", required_argument, NULL, OPT_KUBE_API },
+  { "kube-ca", required_argument, NULL, OPT_KUBE_CA },
+  { "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
   CP_CONFIG_LONG_OPTION,
   CP_JSON_LONG_OPTION,
   CP_HELP_LONG_OPTION,
@@ -305,6 +337,62 @@ run_unprepare (struct dra_args *a, struct cp_hostconfig *hc, cp_error_t *err)
   return 0;
 }
 
+/* publish and unpublish: one round against the API server. */
+static int
+run_publish (struct dra_args *a, bool publish, struct cp_hostconfig *hc, cp_error_t *err)
+{
+  if (a->node == NULL)
+    return cp_fail_input (err, "--node: required (the Kubernetes node name, the pool's name)");
+  if (cp_dra_check_node_name ("--node", a->node, err) < 0)
+    return -1;
+  if (a->generation_set)
+    return cp_fail_input (err, "--generation: slice only (publish raises the pool's generation itself)");
+  if (!publish && (a->topology || a->empty || a->c.config))
+    return cp_fail_input (err, "unpublish takes --node and the kube options only");
+  struct cp_kube_config kcfg = { 0 };
+  if (cp_kube_config_resolve (&a->kube, &kcfg, err) < 0)
+    return -1;
+  cleanup_kube struct cp_kube_client *kc = NULL;
+  int r = cp_kube_open (&kcfg, &kc, err);
+  cp_kube_config_clear (&kcfg);
+  if (r < 0)
+    return -1;
+  struct cp_dra_publish_result res = { 0 };
+  if (publish)
+    {
+      bool host = a->topology == NULL || strcmp (a->topology, "host") == 0;
+      bool with_ledger = host && !a->empty;
+      if ((with_ledger || a->c.config != NULL) && cp_cli_load_config (&a->c, hc, err) < 0)
+        return -1;
+      if (!with_ledger && a->c.config == NULL)
+        cp_hostconfig_init (hc);
+      struct cp_topo *topo = NULL;
+      if (!host && cp_topo_load (a->topology, &topo, err) < 0)
+        return cp_error_wrap (err, "--topology");
+      r = cp_dra_publish (kc, hc, topo, with_ledger, a->node, 0, &res, err);
+    }
+  else
+    {
+      json_object *none = json_object_new_array ();
+      r = cp_dra_publish_round (kc, none, a->node, 0, &res, err);
+      json_object_put (none);
+    }
+  if (r < 0)
+    return cp_error_wrap (err, "%s node %s", publish ? "publish" : "unpublish", a->node);
+  if (a->c.json)
+    printf ("{\"node\":\"%s\",\"generation\":%" PRId64 ",\"unchanged\":%s,\"created\":%u,\"updated\":%u,"
+            "\"deleted\":%u,\"tries\":%u}\n",
+            a->node, res.generation, res.unchanged ? "true" : "false", res.created, res.updated, res.deleted,
+            res.tries);
+  else if (res.unchanged)
+    printf ("%s %s: unchanged (generation %" PRId64 ")\n", publish ? "published" : "unpublished", a->node,
+            res.generation);
+  else
+    printf ("%s %s: generation %" PRId64 ", %u created, %u updated, %u deleted\n",
+            publish ? "published" : "unpublished", a->node, res.generation, res.created, res.updated, res.deleted);
+  return 0;
+}
+
 int
 cp_cmd_dra (int argc, char **argv, cp_error_t *err)
 {
@@ -313,16 +401,23 @@ cp_cmd_dra (int argc, char **argv, cp_error_t *err)
   if (r <= 0)
     return r;
   if (a.verb == NULL)
-    return cp_fail_input (err, "a command is required: slice, prepare or unprepare (cachepin dra --help)");
+    return cp_fail_input (err, "a command is required: slice, prepare, unprepare, publish or unpublish "
+                               "(cachepin dra --help)");
+  bool publish = strcmp (a.verb, "publish") == 0, unpublish = strcmp (a.verb, "unpublish") == 0;
+  if (!publish && !unpublish && (a.kube.api || a.kube.ca || a.kube.token_file))
+    return cp_fail_input (err, "--kube-api, --kube-ca, --kube-token-file: publish and unpublish only");
+  if ((publish || unpublish) && (a.claim || a.claim_uid))
+    return cp_fail_input (err, "%s: not an option of `dra %s`", a.claim ? "--claim" : "--claim-uid", a.verb);
   int (*run) (struct dra_args *, struct cp_hostconfig *, cp_error_t *)
-      = strcmp (a.verb, "slice") == 0     ? run_slice
-        : strcmp (a.verb, "prepare") == 0 ? run_prepare
+      = strcmp (a.verb, "slice") == 0       ? run_slice
+        : strcmp (a.verb, "prepare") == 0   ? run_prepare
         : strcmp (a.verb, "unprepare") == 0 ? run_unprepare
-                                              : NULL;
-  if (run == NULL)
-    return cp_fail_input (err, "unknown command `%s` (expected slice, prepare or unprepare)", a.verb);
+                                            : NULL;
+  if (run == NULL && !publish && !unpublish)
+    return cp_fail_input (err, "unknown command `%s` (expected slice, prepare, unprepare, publish or unpublish)",
+                          a.verb);
   struct cp_hostconfig hc = { 0 };
-  int ret = run (&a, &hc, err);
+  int ret = run ? run (&a, &hc, err) : run_publish (&a, publish, &hc, err);
   cp_hostconfig_free (&hc);
   return ret;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "dra_model.h"
 #include "log.h"
 #include "nri_agent.h"
 #include "nri_http.h"
@@ -21,6 +22,7 @@
 static const char nri_usage[] =
   "Usage: cachepin nri [--socket PATH] [--name NAME] [--idx NN] [--metrics-listen ADDR:PORT]\n"
   "                   [--metrics-path PATH] [--kubelet-plugin [--kubelet-root DIR]]\n"
+  "                   [--dra-node NAME [--kube-api URL --kube-ca FILE --kube-token-file FILE]]\n"
   "                   [--config PATH]\n"
   "Run as an NRI plugin of containerd or CRI-O: place the containers that ask (their pod's\n"
   "or their own cachepin.io/ annotations) as they are created, keep their cpusets through\n"
@@ -47,6 +49,12 @@ static const char nri_usage[] =
   "                   preparation is not wired yet: each claim is answered with an error)\n"
   "  --kubelet-root DIR\n"
   "                   the kubelet's root directory (default " CP_NRI_KUBELET_DEFAULT_ROOT ")\n"
+  "  --dra-node NAME  publish this node's ResourceSlices for Kubernetes DRA and keep\n"
+  "                   them true (docs/dra.md: a round when the node's devices change,\n"
+  "                   every 30 s, after a failure 1 to 60 s later), from a process of\n"
+  "                   its own; the API server in-cluster (the pod's service account)\n"
+  "                   unless --kube-api, --kube-ca, --kube-token-file say (as for\n"
+  "                   `cachepin dra publish`)\n"
   "  --config PATH    host configuration (default " CP_HOSTCONFIG_DEFAULT_PATH ")\n"
   "  -h, --help       this text\n";
 
@@ -59,6 +67,10 @@ enum
   OPT_METRICS_PATH,
   OPT_KUBELET_PLUGIN,
   OPT_KUBELET_ROOT,
+  OPT_DRA_NODE,
+  OPT_KUBE_API,
+  OPT_KUBE_CA,
+  OPT_KUBE_TOKEN_FILE,
 };
 
 struct nri_args
@@ -69,6 +81,7 @@ struct nri_args
   const char *idx;    /* NULL: NRI_PLUGIN_IDX or "50" */
   struct cp_nri_watch_options watch; /* --metrics-listen, --metrics-path */
   struct cp_nri_kubelet_options kubelet; /* --kubelet-plugin, --kubelet-root */
+  struct cp_nri_dra_options dra;         /* --dra-node, --kube-* */
 };
 
 static int
@@ -107,6 +120,18 @@ nri_option (int opt, const char *arg, void *args, cp_error_t *err)
         return cp_fail_input (err, "--kubelet-root %.200s: not a directory (the kubelet's root)", arg);
       a->kubelet.root = arg;
       return 1;
+    case OPT_DRA_NODE:
+      a->dra.node = arg;
+      return 1;
+    case OPT_KUBE_API:
+      a->dra.kube.api = arg;
+      return 1;
+    case OPT_KUBE_CA:
+      a->dra.kube.ca = arg;
+      return 1;
+    case OPT_KUBE_TOKEN_FILE:
+      a->dra.kube.token_file = arg;
+      return 1;
     default:
       return 0;
     }
@@ -144,6 +169,10 @@ static const struct option nri_options[] = {
   { "metrics-path", required_argument, NULL, OPT_METRICS_PATH },
   { "kubelet-plugin", no_argument, NULL, OPT_KUBELET_PLUGIN },
   { "kubelet-root", required_argument, NULL, OPT_KUBELET_ROOT },
+  { "dra-node", required_argument, NULL, OPT_DRA_NODE },
+  { "kube-api", required_argument, NULL, OPT_KUBE_API },
+  { "kube-ca", required_argument, NULL, OPT_KUBE_CA },
+  { "kube-token-file", required_argument, NULL, OPT_KUBE_TOKEN_FILE },
   CP_CONFIG_LONG_OPTION,
   CP_HELP_LONG_OPTION,
   { NULL, 0, NULL, 0 },
@@ -173,11 +202,16 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     return -1;
   if (a.kubelet.root && !a.kubelet.enabled)
     return cp_fail_input (err, "--kubelet-root: needs --kubelet-plugin");
+  if (a.dra.node == NULL && (a.dra.kube.api || a.dra.kube.ca || a.dra.kube.token_file))
+    return cp_fail_input (err, "--kube-api, --kube-ca, --kube-token-file: need --dra-node");
+  if (a.dra.node && cp_dra_check_node_name ("--dra-node", a.dra.node, err) < 0)
+    return -1;
   cp_log_init ("cachepin", true);
   struct cp_hostconfig hc = { 0 };
   if (cp_cli_load_config (&a.c, &hc, err) < 0)
     return -1;
-  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch, .kubelet = a.kubelet };
+  struct cp_nri_agent_options o = { .socket = a.socket, .name = a.name, .idx = a.idx, .watch = a.watch,
+                                    .kubelet = a.kubelet, .dra = a.dra };
   r = cp_nri_agent_run (&o, &hc, err);
   cp_hostconfig_free (&hc);
   return r;

@@ -111,6 +111,9 @@ def check_base_spec(src):
           "rlimits" not in spec.get("process", {}), json.dumps(spec.get("process", {}).get("rlimits")))
 
 
+VIRTUAL_DEV = {"libcurl-dev": "libcurl4-openssl-dev"}
+
+
 def check_image_build(src, version):
     cf = read(src, "deploy/kubernetes/Containerfile")
     inst = read(src, "deploy/kubernetes/install.sh")
@@ -127,6 +130,8 @@ def check_image_build(src, version):
     have = set(re.findall(r"\blib[\w.+-]+-dev\b", cf))
     modules = re.findall(r"pkg_check_modules\(\w+ REQUIRED (?:IMPORTED_TARGET )?([\w.+-]+)", read(src, "CMakeLists.txt"))
     want = {("" if mod.startswith("lib") else "lib") + re.split(r"[<>=]", mod)[0] + "-dev" for mod in modules}
+    # libcurl-dev is a virtual package in Debian: the build installs the flavour that provides it.
+    want = {VIRTUAL_DEV.get(p, p) for p in want}
     check("Containerfile: its build stage installs every -dev package CMakeLists.txt requires",
           bool(modules) and want <= have, f"missing {sorted(want - have)}")
     check("Containerfile: installs install.sh as its entrypoint",
@@ -140,7 +145,7 @@ def check_image_build(src, version):
 
 
 KUBECTL_DEB = "kubectl=1.36.4+ds-1"
-OVERLAYS = ("nri", "hook", "nri-uninstall", "hook-uninstall")
+OVERLAYS = ("nri", "hook", "nri-uninstall", "hook-uninstall", "nri-dra")
 K8S = "deploy/kubernetes"
 SYNTHETIC = "pack:1 l3:2 core:4 pu:2"
 
@@ -202,6 +207,9 @@ def check_common(overlay, k, version, binary):
     """What every overlay shares (base/): its objects, where they run, how they update, the
     ConfigMap's config, one image, every container bounded."""
     want = ["ConfigMap", "DaemonSet", "Namespace", "PriorityClass"] + (["RuntimeClass"] if "hook" in overlay else [])
+    if overlay == "nri-dra":  # its credentials and their bounds (check_nri_dra_overlay)
+        want = sorted(want + ["ClusterRole", "ClusterRoleBinding", "ServiceAccount", "ValidatingAdmissionPolicy",
+                              "ValidatingAdmissionPolicyBinding"])
     check(f"{overlay}: {', '.join(want)}, one of each, nothing else",
           sorted(k) == want and all(len(v) == 1 for v in k.values()), str({x: len(v) for x, v in k.items()}))
     ns, cm, ds, pc = (k[x][0] for x in ("Namespace", "ConfigMap", "DaemonSet", "PriorityClass"))
@@ -226,11 +234,15 @@ def check_common(overlay, k, version, binary):
     us = ds["spec"].get("updateStrategy", {})
     check(f"{overlay}: a rolling update, one node at a time",
           us.get("type") == "RollingUpdate" and us.get("rollingUpdate", {}).get("maxUnavailable") == 1, str(us))
-    check(f"{overlay}: no service account token, no service links",
-          pod.get("automountServiceAccountToken") is False and pod.get("enableServiceLinks") is False)
+    if overlay == "nri-dra":
+        check(f"{overlay}: the service account's token (the API client's one credential), no service links",
+              pod.get("automountServiceAccountToken") is True and pod.get("enableServiceLinks") is False)
+    else:
+        check(f"{overlay}: no service account token, no service links",
+              pod.get("automountServiceAccountToken") is False and pod.get("enableServiceLinks") is False)
     for host in ("hostNetwork", "hostIPC"):
         check(f"{overlay}: no {host}", not pod.get(host))
-    check(f"{overlay}: hostPID only on the NRI route", bool(pod.get("hostPID")) == (overlay == "nri"))
+    check(f"{overlay}: hostPID only on the NRI route", bool(pod.get("hostPID")) == (overlay in ("nri", "nri-dra")))
     vols = {v["name"]: v for v in pod["volumes"]}
     cms = [v["configMap"]["name"] for v in vols.values() if "configMap" in v]
     check(f"{overlay}: mounts the ConfigMap it ships ({cm['metadata']['name']})", cms == [cm["metadata"]["name"]],
@@ -257,7 +269,7 @@ def check_common(overlay, k, version, binary):
               and caps.get("drop") == ["ALL"] and not caps.get("add"), str(sc))
         check(f"{what}: the runtime's default seccomp profile",
               sc.get("seccompProfile", {}).get("type") == "RuntimeDefault")
-    if overlay != "nri":
+    if overlay not in ("nri", "nri-dra"):
         for c in all_containers(pod):
             check(f"{overlay}/{c['name']}: no probe (no listener on this route: nothing runs but sleep)",
                   not any(p in c for p in ("livenessProbe", "readinessProbe", "startupProbe")))
@@ -360,6 +372,70 @@ def check_nri_overlay(src, binary, pod, vols):
           len(init) == 1 and f"chmod 0700 {state}" in script and f"ls -A {state}" in script
           and [vols[m["name"]]["hostPath"]["path"] for m in init[0].get("volumeMounts", [])] == [state], script)
     check_state_dir_script(script, state)
+
+
+def check_nri_dra_overlay(binary, k, ds, nri):
+    """DRA publishing on the NRI route (docs/dra.md, "Publishing"): the NRI overlay's pod with
+    --dra-node $(NODE_NAME) from the downward API and the service account's token, the
+    in-cluster API server (no --kube-* option); RBAC of slices and claims only; the admission
+    policy that keeps a node's token to its own node's slices."""
+    pod = ds["spec"]["template"]["spec"]
+    ns = ds["metadata"]["namespace"]
+    (sa,) = k["ServiceAccount"]
+    check(f"nri-dra: the pod runs as ServiceAccount {sa['metadata']['name']} of its namespace",
+          pod.get("serviceAccountName") == sa["metadata"]["name"] and sa["metadata"].get("namespace") == ns)
+    (c,) = pod["containers"]
+    env = {e["name"]: e for e in c.get("env", [])}
+    check("nri-dra: NODE_NAME from the downward API (spec.nodeName)",
+          env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") == "spec.nodeName",
+          str(env))
+    args = c.get("args", [])
+    check("nri-dra: --dra-node $(NODE_NAME), in-cluster (no --kube-* option)",
+          "--dra-node" in args and args[args.index("--dra-node") + 1:][:1] == ["$(NODE_NAME)"]
+          and not any(a.startswith("--kube-") for a in args), str(args))
+    r = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True)
+    check("nri-dra: --dra-node is the plugin's option (`cachepin nri --help` names it)", "--dra-node" in r.stdout)
+    if nri:
+        plain = json.loads(json.dumps(nri["DaemonSet"][0]["spec"]["template"]["spec"]))
+        mine = json.loads(json.dumps(pod))
+        for p in (plain, mine):
+            for key in ("serviceAccountName", "automountServiceAccountToken"):
+                p.pop(key, None)
+            p["containers"][0].pop("env", None)
+            p["containers"][0]["args"] = [a for a in p["containers"][0].get("args", [])
+                                          if a not in ("--dra-node", "$(NODE_NAME)")]
+        check("nri-dra: otherwise the NRI overlay's pod, to the letter", plain == mine)
+    (role,) = k["ClusterRole"]
+    rules = {(g, res): sorted(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"]
+             for res in rule["resources"]}
+    want = {("resource.k8s.io", "resourceslices"): sorted(["list", "watch", "create", "update", "delete"]),
+            ("resource.k8s.io", "resourceclaims"): ["get"]}
+    check("nri-dra: RBAC: slices (list, watch, create, update, delete) and claims (get), nothing else",
+          rules == want, str(rules))
+    (rb,) = k["ClusterRoleBinding"]
+    check("nri-dra: the role bound to the plugin's service account alone",
+          rb["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": role["metadata"]["name"]}
+          and rb["subjects"] == [{"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": ns}],
+          str(rb))
+    (vap,) = k["ValidatingAdmissionPolicy"]
+    spec = vap["spec"]
+    rr = spec["matchConstraints"]["resourceRules"]
+    check("nri-dra: the admission policy sees every write of a ResourceSlice",
+          len(rr) == 1 and rr[0]["resources"] == ["resourceslices"]
+          and sorted(rr[0]["operations"]) == ["CREATE", "DELETE", "UPDATE"] and spec.get("failurePolicy") == "Fail",
+          str(rr))
+    user = f"system:serviceaccount:{ns}:{sa['metadata']['name']}"
+    check(f"nri-dra: ... of the plugin's service account ({user})",
+          any(user in m["expression"] for m in spec.get("matchConditions", [])))
+    exprs = " ".join(v["expression"] for v in spec["validations"]) + " ".join(
+        v["expression"] for v in spec.get("variables", []))
+    check("nri-dra: it compares the slice's spec.nodeName, new and old, with the token's node-name claim",
+          "object.spec.nodeName" in exprs and "oldObject.spec.nodeName" in exprs
+          and "authentication.kubernetes.io/node-name" in exprs)
+    (vb,) = k["ValidatingAdmissionPolicyBinding"]
+    check("nri-dra: the policy bound, denying",
+          vb["spec"]["policyName"] == vap["metadata"]["name"] and vb["spec"]["validationActions"] == ["Deny"])
 
 
 def check_nri_probes(binary, c, pod, args):
@@ -745,8 +821,10 @@ def main(argv):
             args = check_hook_overlay(src, overlay, k, pod, vols)
             if overlay == "hook-uninstall":
                 uninstall_args = args
-        elif overlay == "nri":
+        elif overlay in ("nri", "nri-dra"):
             check_nri_overlay(src, binary, pod, vols)
+            if overlay == "nri-dra":
+                check_nri_dra_overlay(binary, k, ds, rendered.get("nri"))
         else:
             check_nri_uninstall(src, binary, pod, vols)
     check_examples(src, binary, rendered.get("hook"))

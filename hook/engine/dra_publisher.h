@@ -1,0 +1,57 @@
+/* cachepin: the process that keeps a node's ResourceSlices true for a long-running
+ * front end (`cachepin nri --dra-node NAME`, docs/dra.md "Publishing").
+ *
+ * Forked before the front end's sandbox (helper.h), it gives up every capability
+ * and runs on its own, so that no request to the API server ever waits in the
+ * front end's loop: every CP_DRA_PUBLISHER_CHECK_MS it reads the node's devices
+ * (dra.h: the host config, the topology, the ledger as `plan` reads it, unlocked)
+ * and publishes a round (dra_publish.h) when they changed (a placement or release
+ * outside DRA, by any front end: the hook, `apply`, the NRI plugin), and every
+ * CP_DRA_PUBLISHER_PERIOD_MS whatever they are (a slice someone else edited or
+ * deleted is put back).  A failed round is tried again after a backoff of 1 s
+ * doubling to 60 s, with jitter.  Each round's outcome comes back to the front end
+ * as one message on the helper's socket, for its metrics.  It dies with the front
+ * end; its slices stay published (a restart of the agent publishes the same). */
+#ifndef CP_DRA_PUBLISHER_H
+#define CP_DRA_PUBLISHER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "hostconfig.h"
+#include "kube.h"
+
+#define CP_DRA_PUBLISHER_CHECK_MS 2000
+#define CP_DRA_PUBLISHER_PERIOD_MS 30000
+#define CP_DRA_PUBLISHER_BACKOFF_MIN_MS 1000
+#define CP_DRA_PUBLISHER_BACKOFF_MAX_MS 60000
+
+struct cp_dra_publisher
+{
+  pid_t pid;
+  int fd; /* the front end's end of the socket: readable when a round's outcome came */
+  const char *node;
+  bool gone; /* the process exited: nothing is kept true any more */
+  uint64_t rounds, failures, writes;
+  int64_t generation;     /* the pool's, after the last round that succeeded */
+  double last_success_s;  /* its wall-clock time (0: none yet) */
+};
+
+/* Checked in the front end (an input error names the option: --dra-node, --kube-*),
+   the API client opened (libcurl loaded, the token read), then forked.  NODE is
+   kept (it must outlive the publisher). */
+int cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *hc, const char *node,
+                            const struct cp_kube_options *kube, cp_error_t *err);
+
+/* The outcomes that came, read (never blocks); the process's exit seen (logged once,
+   P->gone: its socket stays readable, the caller stops polling it). */
+void cp_dra_publisher_read (struct cp_dra_publisher *p);
+
+/* Its metrics, Prometheus' text (docs/metrics.md); the caller frees. */
+char *cp_dra_publisher_metrics (const struct cp_dra_publisher *p);
+
+void cp_dra_publisher_stop (struct cp_dra_publisher *p);
+
+#endif
