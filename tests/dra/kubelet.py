@@ -14,7 +14,9 @@ entries, N CPUs inside that device (its CPUs computed from the pinned topology's
 hard-coded); the CDI spec is in cdi_dir with the tag; CreateContainer
 of a container tagged CACHEPIN_DRA_CLAIM=<uid> is answered with those CPUs; prepare again: the
 same; the agent killed and started again: prepare again the same; unprepare: the entries and the
-spec gone. A claim whose uid is not the kubelet's: an error naming both, nothing recorded.
+spec gone. A claim whose uid is not the kubelet's: an error naming both, nothing recorded. The
+API server stopped: prepare answered with the fetch's error within the bound, and the NRI path
+answers the claim's container as fast as ever.
 
 Exit: 0 passed, 1 failed, 77 skipped (what tests/nri/emu_tests.py skips for).
 """
@@ -34,7 +36,8 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "nri"))
 import emu_tests  # noqa: E402
 import nri_emu  # noqa: E402
-from agent import D, G, NODE, URL, api, listed, wait  # noqa: E402  (agent.py's API helpers)
+import agent  # noqa: E402  (agent.py's API helpers)
+from agent import D, G, NODE, URL, api, listed, wait  # noqa: E402
 from emu_tests import Frame, Host, adjusted_cpus, cgroup, cpulist  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
@@ -109,7 +112,9 @@ def run(t, host):
     with open(host.config, "w") as f:
         json.dump(cfg, f)
     cpus_of = device_cpus(host)
-    sp = subprocess.Popen([STANDIN, "serve", "-root", root, "-ctl", os.path.join(root, "standin.sock")],
+    # The kubelet's retries, shortened: a failed prepare is retried for 10 s, not 2 minutes.
+    sp = subprocess.Popen([STANDIN, "serve", "-root", root, "-ctl", os.path.join(root, "standin.sock"),
+                           "-backoff", "1s", "-give-up", "10s"],
                           stdout=open(os.path.join(host.dir, "standin.log"), "w"), stderr=subprocess.STDOUT)
     try:
         wait(lambda: os.path.exists(os.path.join(root, "standin.sock")), 10)
@@ -155,6 +160,22 @@ def run(t, host):
             t.check("a uid that is not the API server's: an error naming both, nothing recorded",
                     not r4.get("ok") and uid in err and bad in err and not claim_entries(host, bad)
                     and not os.path.exists(os.path.join(cdi, f"cachepin.io-claim_{bad}.json")), r4)
+            argv = agent.api_stop()
+            t0 = time.monotonic()
+            r5 = standin(root, "prepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
+            took = time.monotonic() - t0
+            err = r5.get("error", "") + " ".join(r5.get("errors") or [])
+            t.check(f"the API server stopped: prepare an error naming the fetch, within the bound ({took:.1f} s)",
+                    not r5.get("ok") and "GET resourceclaim default/claim-k" in err and took < 30, r5)
+            p2 = pod("pod-k2")
+            c2 = container("ctr-k2", p2, cgroups_path=cgroup("ctr-k2"))
+            c2.env.append(f"CACHEPIN_DRA_CLAIM={uid}")
+            t0 = time.monotonic()
+            cr2 = emu.create(p2, c2)
+            took = time.monotonic() - t0
+            t.check(f"and the NRI path answers meanwhile ({took * 1000:.0f} ms): the claim's CPUs",
+                    adjusted_cpus(cr2) == allcpus and took < 0.5, cr2)
+            t.check("the API server started again", agent.api_start(argv))
             u = standin(root, "unprepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
             t.check("unprepare: the entries and the spec gone",
                     u.get("ok") and not claim_entries(host, uid) and not os.path.exists(spec), u)
