@@ -532,6 +532,7 @@ cp_grpc_conn_check_time (struct cp_grpc_conn *c, long long now)
 {
   if (c->failed)
     return false;
+  bool expired = false;
   for (struct stream *s = c->streams; s; s = s->next)
     if (s->call && now >= s->call->deadline_ms)
       {
@@ -540,9 +541,11 @@ cp_grpc_conn_check_time (struct cp_grpc_conn *c, long long now)
         s->call->conn = NULL; /* its holder's answer, later, is dropped */
         s->call = NULL;
         answer_status (c, s, CP_GRPC_DEADLINE_EXCEEDED, "cachepin: no answer within the plugin's bound");
-        if (!flush (c))
-          return false;
+        expired = true;
       }
+  /* Sent after the walk: a stream whose answer is sent is closed, and freed, there. */
+  if (expired && !flush (c))
+    return false;
   if (c->write_stalled_ms && now - c->write_stalled_ms > c->cfg->stall_ms)
     {
       cp_log (CP_LOG_WARNING, "grpc: %s: the peer took no byte of an answer for %ld ms: connection closed",
