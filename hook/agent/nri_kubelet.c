@@ -65,15 +65,16 @@ prepare_json (struct cp_nri_kubelet *k, const struct cp_grpc_claim *ref, const c
   out->n_cdi = 1;
 }
 
-/* The publisher's answer to fetch ID (0: every fetch, it exited). */
+/* The publisher's answer to fetch ID (0: every fetch, it exited), or (UID not NULL)
+   the fetches of claim UID answered with ERROR. */
 static void
-fetched (void *ctx, uint32_t id, const char *json, size_t len, const char *error)
+answer_pending (struct cp_nri_kubelet *k, uint32_t id, const char *uid, const char *json, size_t len,
+                const char *error)
 {
-  struct cp_nri_kubelet *k = ctx;
   for (size_t i = 0; i < CP_NRI_KUBELET_MAX_PENDING; i++)
     {
       struct cp_nri_kubelet_pending *p = &k->pending[i];
-      if (p->call == NULL || (id != 0 && p->id != id))
+      if (p->call == NULL || (uid ? strcmp (p->uid, uid) != 0 : id != 0 && p->id != id))
         continue;
       struct cp_grpc_claim ref = { .uid = p->uid, .namespace = p->namespace, .name = p->name };
       struct cp_grpc_prepared ans = { 0 };
@@ -89,6 +90,12 @@ fetched (void *ctx, uint32_t id, const char *json, size_t len, const char *error
       *p = (struct cp_nri_kubelet_pending) { 0 };
       cp_grpc_dra_answer (call, index, &ans);
     }
+}
+
+static void
+fetched (void *ctx, uint32_t id, const char *json, size_t len, const char *error)
+{
+  answer_pending (ctx, id, NULL, json, len, error);
 }
 
 void
@@ -124,6 +131,9 @@ cp_nri_kubelet_unprepare_claim (struct cp_nri_kubelet *k, const struct cp_grpc_c
   unsigned released = 0;
   if (k->hc == NULL)
     return NULL; /* nothing can have been prepared */
+  /* A prepare of it still waiting for the API server: failed now, so that its
+     reply prepares nothing after this release (the kubelet calls again). */
+  answer_pending (k, 0, claim->uid, NULL, 0, "unprepared while its claim was being fetched: not prepared");
   if (cp_dra_claim_unprepare (k->hc, claim->uid, &released, &e) < 0)
     return cp_xasprintf ("cachepin: claim %.64s/%.64s (%.64s): %s", claim->namespace, claim->name, claim->uid,
                          cp_error_message (e));
