@@ -135,7 +135,7 @@ static int
 connected (void *ctx, cp_error_t *err)
 {
   struct cp_nri_plugin *p = ctx;
-  struct cp_front_listener l = { .grpc_listen_fds = { -1, -1 }, .grpc_epoll_fd = -1 };
+  struct cp_front_listener l = { .grpc_listen_fds = { -1, -1 }, .grpc_epoll_fd = -1, .cdi_dirfd = -1 };
   cp_nri_watch_fds (&p->watch, &l.listen_fd, &l.epoll_fd);
   if (p->kubelet.server)
     {
@@ -143,6 +143,7 @@ connected (void *ctx, cp_error_t *err)
       l.grpc_epoll_fd = cp_grpc_server_fd (p->kubelet.server);
       l.grpc_dirs[0] = p->kubelet.reg_dir;
       l.grpc_dirs[1] = p->kubelet.dra_dir;
+      l.cdi_dirfd = p->kubelet.pub ? p->kubelet.cdi_dirfd : -1;
     }
   return cp_front_enter_plugin_sandbox (p->hc, &l, err);
 }
@@ -259,6 +260,8 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
     }
   if (n_dra)
     {
+      if (plugin.kubelet.server)
+        cp_nri_kubelet_wire (&plugin.kubelet, hc, o->dra.node, &dra.pub);
       plugin.watch.dra = &dra.pub;
       cp_nri_dra_attach (&dra, plugin.watch.side, plugin.watch.n_side);
     }

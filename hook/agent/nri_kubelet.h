@@ -7,15 +7,21 @@
  * accept on their sockets, epoll on their set and the removal of the two socket
  * files at the end (front.h).
  *
- * What a prepare does is one function, cp_nri_kubelet_prepare_claim(): until the
- * claim engine and the API client land (issue 34, items 2 and 3), it answers every
- * claim with the error CP_NRI_KUBELET_NOT_WIRED, and the kubelet fails the pod's
- * start with it; an unprepare has nothing to release and succeeds. */
+ * A prepare never blocks the loop (NRI's path): the claim is fetched from the API
+ * server by the DRA publisher, the process that holds the API connection
+ * (dra_publisher.h: cp_dra_publisher_fetch()), and the kubelet's call is answered
+ * when its reply comes (grpc_dra.h: a pending claim), within CP_GRPC_DEFER_MS.
+ * The reply is parsed for this node (--dra-node, dra_claim.h), its uid checked
+ * against the kubelet's, and the claim prepared here, in the agent, which writes
+ * the ledger and the CDI spec as every NRI placement (dra_prepare.h); the answer
+ * names the pool (the node), the device and the CDI device cachepin.io/claim=<uid>.
+ * Unprepare releases (cp_dra_claim_unprepare(): idempotent). */
 #ifndef CP_NRI_KUBELET_H
 #define CP_NRI_KUBELET_H
 
 #include <stdbool.h>
 
+#include "dra_publisher.h"
 #include "error.h"
 #include "grpc_dra.h"
 #include "grpc_kubelet.h"
@@ -26,7 +32,7 @@
 #define CP_NRI_KUBELET_PLUGIN_DIR "plugins/cachepin.io"
 #define CP_NRI_KUBELET_DRA_SOCKET CP_NRI_KUBELET_PLUGIN_DIR "/dra.sock"
 
-#define CP_NRI_KUBELET_NOT_WIRED "cachepin: claim preparation is not wired yet"
+#define CP_NRI_KUBELET_MAX_PENDING 64 /* claims waiting for the API server at once */
 
 /* What the command line asks of it. */
 struct cp_nri_kubelet_options
@@ -43,6 +49,19 @@ struct cp_nri_kubelet
   char *reg_path, *dra_path;
   char *reg_dir, *dra_dir; /* where the sockets are: the sandbox lets them be removed */
   bool registered;         /* the kubelet's last word */
+  /* What prepares (cp_nri_kubelet_wire()); PUB NULL: nothing can be fetched. */
+  const struct cp_hostconfig *hc;
+  const char *node;
+  struct cp_dra_publisher *pub;
+  uint32_t next_id;
+  int cdi_dirfd; /* the CDI spec directory, held (cdi.h; -1: none) */
+  struct cp_nri_kubelet_pending
+  {
+    uint32_t id;                   /* the fetch's */
+    struct cp_grpc_dra_call *call; /* NULL: a free slot */
+    size_t index;
+    char *uid, *namespace, *name;
+  } pending[CP_NRI_KUBELET_MAX_PENDING];
 };
 
 /* Before the sandbox: the two directories made where missing (0750), the two
@@ -56,10 +75,16 @@ void cp_nri_kubelet_close (struct cp_nri_kubelet *k);
 /* The loop's side descriptor for K (open). */
 struct cp_nri_side cp_nri_kubelet_side (struct cp_nri_kubelet *k);
 
-/* One claim prepared: OUT (zeroed) gets its error, or its device and CDI ids. */
-void cp_nri_kubelet_prepare_claim (const struct cp_grpc_claim *claim, struct cp_grpc_prepared *out);
+/* K (open) wired to the claim engine: HC's host, this NODE's pool, claims
+   fetched through PUB (its answers then come to K). */
+void cp_nri_kubelet_wire (struct cp_nri_kubelet *k, const struct cp_hostconfig *hc, const char *node,
+                          struct cp_dra_publisher *pub);
+
+/* One claim prepared: OUT gets its error, or is left pending (its fetch asked). */
+void cp_nri_kubelet_prepare_claim (struct cp_nri_kubelet *k, const struct cp_grpc_claim *claim,
+                                   struct cp_grpc_prepared *out);
 
 /* One claim released: NULL, or its error (malloc()ed). */
-char *cp_nri_kubelet_unprepare_claim (const struct cp_grpc_claim *claim);
+char *cp_nri_kubelet_unprepare_claim (struct cp_nri_kubelet *k, const struct cp_grpc_claim *claim);
 
 #endif

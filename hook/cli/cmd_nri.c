@@ -45,8 +45,9 @@ static const char nri_usage[] =
   "                   where the metrics are served (default " CP_NRI_HTTP_DEFAULT_PATH ")\n"
   "  --kubelet-plugin serve the kubelet as its DRA plugin cachepin.io too: the plugin\n"
   "                   registration socket in DIR/plugins_registry, the DRA service (v1,\n"
-  "                   v1beta1) in DIR/plugins/cachepin.io; docs/kubernetes.md (claim\n"
-  "                   preparation is not wired yet: each claim is answered with an error)\n"
+  "                   v1beta1) in DIR/plugins/cachepin.io; a claim prepared is fetched\n"
+  "                   from the API server, its CPUs chosen in its device and recorded,\n"
+  "                   its CDI spec written; needs --dra-node (docs/kubernetes.md)\n"
   "  --kubelet-root DIR\n"
   "                   the kubelet's root directory (default " CP_NRI_KUBELET_DEFAULT_ROOT ")\n"
   "  --dra-node NAME  publish this node's ResourceSlices for Kubernetes DRA and keep\n"
@@ -189,6 +190,9 @@ cp_cmd_nri (int argc, char **argv, cp_error_t *err)
     return -1;
   if (a.kubelet.root && !a.kubelet.enabled)
     return cp_fail_input (err, "--kubelet-root: needs --kubelet-plugin");
+  if (a.kubelet.enabled && a.dra.node == NULL)
+    return cp_fail_input (err, "--kubelet-plugin: needs --dra-node (the node's pool, and the API client that "
+                               "fetches the claims it prepares)");
   if (a.dra.node == NULL && (a.dra.kube.api || a.dra.kube.ca || a.dra.kube.token_file))
     return cp_fail_input (err, "--kube-api, --kube-ca, --kube-token-file: need --dra-node");
   if (a.dra.node && cp_dra_check_node_name ("--dra-node", a.dra.node, err) < 0)

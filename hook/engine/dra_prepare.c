@@ -285,3 +285,9 @@ cp_dra_container_cpus (const struct cp_hostconfig *hc, const char *claim_uid, hw
     }
   return found;
 }
+
+int
+cp_dra_hold_cdi_dir (const struct cp_hostconfig *hc, cp_error_t *err)
+{
+  return cp_cdi_hold_dir (hc->cdi_dir, err);
+}

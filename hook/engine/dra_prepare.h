@@ -63,6 +63,11 @@ int cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_cl
 int cp_dra_claim_unprepare (const struct cp_hostconfig *hc, const char *claim_uid, unsigned *released,
                             cp_error_t *err);
 
+/* HC's CDI spec directory opened (made when missing) and held for the process's
+ * life (cdi.h: cp_cdi_hold_dir()), for a front end that prepares claims in its
+ * sandbox: the descriptor, or -1. */
+int cp_dra_hold_cdi_dir (const struct cp_hostconfig *hc, cp_error_t *err);
+
 /* The CPUs and NUMA nodes of claim CLAIM_UID (the union of its entries), for a
  * container tagged with it: 1 found; 0 no such claim prepared; < 0 the ledger could
  * not be read.  Only the ledger is read (under its lock, reconciled): nothing of

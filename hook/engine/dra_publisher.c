@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <syslog.h>
 #include <time.h>
@@ -25,9 +26,19 @@
 #include "log.h"
 #include "util.h"
 
+/* The messages on the socket (SOCK_SEQPACKET: one message a read), each
+   beginning with its type. */
+enum
+{
+  MSG_REPORT = 1, /* child to front end: a round's outcome */
+  MSG_FETCH = 2,  /* front end to child: struct fetch, then "NS/NAME" */
+  MSG_CLAIM = 3,  /* child to front end: struct claim_part, then its bytes */
+};
+
 /* One round's outcome, child to front end. */
 struct report
 {
+  int32_t type;
   int32_t ok;
   int32_t wrote;
   int64_t generation;
@@ -55,10 +66,26 @@ desired_now (const struct cp_hostconfig *hc, const char *node, json_object **sli
   return 0;
 }
 
+struct fetch
+{
+  int32_t type;
+  uint32_t id;
+};
+
+/* A part of a claim's answer: OK, the JSON, else the error's line; TOTAL bytes
+   in all, this part's from OFF. */
+struct claim_part
+{
+  int32_t type;
+  uint32_t id;
+  int32_t ok;
+  uint32_t total, off;
+};
+
 static void
 send_report (int fd, bool ok, bool wrote, int64_t generation)
 {
-  struct report r = { .ok = ok, .wrote = wrote, .generation = generation, .when = wall_s () };
+  struct report r = { .type = MSG_REPORT, .ok = ok, .wrote = wrote, .generation = generation, .when = wall_s () };
   if (send (fd, &r, sizeof r, MSG_NOSIGNAL) < 0 && errno == EPIPE)
     _exit (0);
 }
@@ -107,6 +134,85 @@ watch_from (struct cp_kube_client *kc, const char *node, const char *rv, struct 
   return w;
 }
 
+/* Claim ID's answer sent in parts (a message of SOCK_SEQPACKET is bounded by the
+   socket's buffer). */
+static void
+send_claim (int fd, uint32_t id, bool ok, const char *text, size_t len)
+{
+  size_t off = 0;
+  do
+    {
+      size_t n = len - off < CP_DRA_PUBLISHER_PART ? len - off : CP_DRA_PUBLISHER_PART;
+      struct claim_part h = { .type = MSG_CLAIM, .id = id, .ok = ok, .total = (uint32_t) len, .off = (uint32_t) off };
+      struct iovec iov[2] = { { &h, sizeof h }, { (void *) (text + off), n } };
+      struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
+      if (sendmsg (fd, &mh, MSG_NOSIGNAL) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          _exit (0); /* the front end is gone */
+        }
+      off += n;
+    }
+  while (off < len);
+}
+
+/* A fetch request (MSG, N bytes) answered: the claim's JSON or the error. */
+static void
+fetch_claim (int fd, struct cp_kube_client *kc, const char *msg, size_t n)
+{
+  struct fetch f;
+  if (n < sizeof f)
+    return;
+  memcpy (&f, msg, sizeof f);
+  cleanup_free char *ref = cp_xasprintf ("%.*s", (int) (n - sizeof f), msg + sizeof f);
+  char *slash = strchr (ref, '/');
+  if (slash == NULL)
+    return send_claim (fd, f.id, false, "a claim reference without NS/NAME", 33);
+  *slash = '\0';
+  cleanup_free char *ns = cp_kube_escape (ref);
+  cleanup_free char *name = cp_kube_escape (slash + 1);
+  cleanup_free char *path = cp_xasprintf ("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaims/%s", ns, name);
+  cleanup_free char *what = cp_xasprintf ("GET resourceclaim %s/%s", ref, slash + 1);
+  struct cp_kube_answer a = { 0 };
+  cleanup_error cp_error_t e = NULL;
+  if (cp_kube_request (kc, "GET", path, NULL, &a, &e) == 0 && a.status == 200 && a.len > CP_DRA_PUBLISHER_MAX_CLAIM)
+    cp_fail_input (&e, "%s: %zu bytes, over the cap of %u", what, a.len, CP_DRA_PUBLISHER_MAX_CLAIM);
+  else if (e == NULL && a.status != 200)
+    cp_kube_fail_answer (what, &a, &e);
+  else if (e)
+    cp_error_wrap (&e, "%s", what);
+  if (e)
+    {
+      const char *m = cp_error_message (e);
+      cp_log (CP_LOG_WARNING, "dra: %s", m);
+      send_claim (fd, f.id, false, m, strlen (m));
+    }
+  else
+    send_claim (fd, f.id, true, a.body, a.len);
+  cp_kube_answer_clear (&a);
+}
+
+/* The requests that came, answered (never blocks on the socket). */
+static void
+serve_requests (int fd, struct cp_kube_client *kc)
+{
+  static char buf[CP_DRA_PUBLISHER_MAX_REQUEST];
+  for (;;)
+    {
+      ssize_t n = recv (fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n == 0)
+        _exit (0); /* the front end is gone */
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return;
+      int32_t type;
+      if ((size_t) n >= sizeof type && (memcpy (&type, buf, sizeof type), type == MSG_FETCH))
+        fetch_claim (fd, kc, buf, (size_t) n);
+    }
+}
+
 __attribute__ ((noreturn)) static void
 child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_kube_client *kc)
 {
@@ -118,16 +224,19 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
   struct cp_kube_watch *watch = NULL;
   struct seen seen = { 0 };
   srandom ((unsigned) getpid () ^ (unsigned) time (NULL));
+  long long last_check = 0;
   for (;;)
     {
       if (!first)
         {
+          long long wait = last_check + CP_DRA_PUBLISHER_CHECK_MS - cp_monotonic_ms ();
+          int ms = wait < 0 ? 0 : (int) wait;
           int n;
           struct pollfd pfd = { .fd = fd, .events = POLLIN };
           if (watch)
             {
               cleanup_error cp_error_t we = NULL;
-              n = cp_kube_watch_wait (watch, fd, CP_DRA_PUBLISHER_CHECK_MS, &we);
+              n = cp_kube_watch_wait (watch, fd, ms, &we);
               if (n < 0)
                 {
                   cp_log (CP_LOG_DEBUG, "dra: %s: listed again", cp_error_message (we));
@@ -139,16 +248,19 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
                 poll (&pfd, 1, 0);
             }
           else
-            n = poll (&pfd, 1, CP_DRA_PUBLISHER_CHECK_MS);
+            n = poll (&pfd, 1, ms);
           if (n > 0)
             {
-              char b[64];
-              if (recv (fd, b, sizeof b, MSG_DONTWAIT) == 0 || (pfd.revents & (POLLHUP | POLLERR)))
+              if (pfd.revents & (POLLHUP | POLLERR))
                 _exit (0); /* the front end is gone */
+              serve_requests (fd, kc);
             }
+          if (!seen.changed && cp_monotonic_ms () - last_check < CP_DRA_PUBLISHER_CHECK_MS)
+            continue; /* a request served between two checks */
         }
       first = false;
       long long now = cp_monotonic_ms ();
+      last_check = now;
       if (failing && now < next_try)
         continue;
       cleanup_error cp_error_t e = NULL;
@@ -230,14 +342,62 @@ cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *
   return 0;
 }
 
+int
+cp_dra_publisher_fetch (struct cp_dra_publisher *p, uint32_t id, const char *ns, const char *name, cp_error_t *err)
+{
+  if (p->fd < 0 || p->gone)
+    return cp_fail_runtime (err, "the DRA publisher (the API client) does not run");
+  struct fetch f = { .type = MSG_FETCH, .id = id };
+  char msg[CP_DRA_PUBLISHER_MAX_REQUEST];
+  int len = snprintf (msg + sizeof f, sizeof msg - sizeof f, "%s/%s", ns, name);
+  if (len < 0 || (size_t) len >= sizeof msg - sizeof f)
+    return cp_fail_input (err, "claim %.64s/%.64s: a reference too long", ns, name);
+  memcpy (msg, &f, sizeof f);
+  /* write(2): the sandbox's allowlist has it; one message (SOCK_SEQPACKET). */
+  if (write (p->fd, msg, sizeof f + (size_t) len) < 0)
+    return cp_fail_errno (err, errno, "asking the DRA publisher for claim %s/%s", ns, name);
+  return 0;
+}
+
+/* A part of a claim's answer (MSG, N bytes) kept; the whole given to P->claim. */
+static void
+claim_part (struct cp_dra_publisher *p, const char *msg, size_t n)
+{
+  struct claim_part h;
+  if (n < sizeof h)
+    return;
+  memcpy (&h, msg, sizeof h);
+  size_t len = n - sizeof h;
+  if (h.total > CP_DRA_PUBLISHER_MAX_CLAIM + 4096u || h.off + len > h.total || (h.off && (h.id != p->part_id || h.off != p->part_len)))
+    return;
+  if (h.off == 0)
+    {
+      free (p->part);
+      p->part = cp_xmalloc0 ((size_t) h.total + 1);
+      p->part_id = h.id;
+      p->part_len = 0;
+    }
+  memcpy (p->part + p->part_len, msg + sizeof h, len);
+  p->part_len += len;
+  if (p->part_len < h.total)
+    return;
+  p->part[p->part_len] = '\0';
+  if (p->claim)
+    p->claim (p->claim_ctx, h.id, h.ok ? p->part : NULL, p->part_len, h.ok ? NULL : p->part);
+  free (p->part);
+  p->part = NULL;
+  p->part_len = 0;
+}
+
 void
 cp_dra_publisher_read (struct cp_dra_publisher *p)
 {
+  static char buf[CP_DRA_PUBLISHER_PART + 64];
   for (;;)
     {
       struct report r;
       /* read(2), not recv(2): the sandbox's allowlist has it (the socket is non-blocking). */
-      ssize_t n = read (p->fd, &r, sizeof r);
+      ssize_t n = read (p->fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
@@ -248,10 +408,21 @@ cp_dra_publisher_read (struct cp_dra_publisher *p)
             cp_log (CP_LOG_ERROR, "dra: the publisher of node %s exited: its slices are no longer kept true "
                                   "(restart the agent)", p->node);
           p->gone = true;
+          if (p->claim)
+            p->claim (p->claim_ctx, 0, NULL, 0, "the DRA publisher (the API client) exited");
           return;
         }
-      if (n != (ssize_t) sizeof r)
+      int32_t type = 0;
+      if ((size_t) n >= sizeof type)
+        memcpy (&type, buf, sizeof type);
+      if (type == MSG_CLAIM)
+        {
+          claim_part (p, buf, (size_t) n);
+          continue;
+        }
+      if (n != (ssize_t) sizeof r || type != MSG_REPORT)
         continue;
+      memcpy (&r, buf, sizeof r);
       p->rounds++;
       if (!r.ok)
         p->failures++;
@@ -290,6 +461,8 @@ cp_dra_publisher_metrics (const struct cp_dra_publisher *p)
 void
 cp_dra_publisher_stop (struct cp_dra_publisher *p)
 {
+  free (p->part);
+  p->part = NULL;
   if (p->pid > 0)
     kill (p->pid, SIGTERM);
   cp_helper_stop (&p->fd, &p->pid);

@@ -28,6 +28,15 @@
 #define CP_DRA_PUBLISHER_PERIOD_MS 30000
 #define CP_DRA_PUBLISHER_BACKOFF_MIN_MS 1000
 #define CP_DRA_PUBLISHER_BACKOFF_MAX_MS 60000
+#define CP_DRA_PUBLISHER_MAX_CLAIM (1024u * 1024u) /* bytes of a claim's JSON (dra_claim.h's cap) */
+#define CP_DRA_PUBLISHER_PART (32u * 1024u)        /* bytes of one message of a claim's answer */
+#define CP_DRA_PUBLISHER_MAX_REQUEST 1024u         /* bytes of one request */
+
+/* A claim fetched for the front end (cp_dra_publisher_fetch()): JSON (LEN bytes,
+   NUL-terminated) or ERROR (one line), both the publisher's (valid during the
+   call).  ID 0 with an ERROR: the publisher exited, every fetch still waiting
+   will get no answer. */
+typedef void (*cp_dra_claim_fn) (void *ctx, uint32_t id, const char *json, size_t len, const char *error);
 
 struct cp_dra_publisher
 {
@@ -38,6 +47,12 @@ struct cp_dra_publisher
   uint64_t rounds, failures, writes;
   int64_t generation;     /* the pool's, after the last round that succeeded */
   double last_success_s;  /* its wall-clock time (0: none yet) */
+  /* The front end's: where a fetched claim goes. */
+  cp_dra_claim_fn claim;
+  void *claim_ctx;
+  char *part; /* a claim's answer coming in parts */
+  size_t part_len;
+  uint32_t part_id;
 };
 
 /* Checked in the front end (an input error names the option: --dra-node, --kube-*),
@@ -49,6 +64,14 @@ int cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconf
 /* The outcomes that came, read (never blocks); the process's exit seen (logged once,
    P->gone: its socket stays readable, the caller stops polling it). */
 void cp_dra_publisher_read (struct cp_dra_publisher *p);
+
+/* Ask the publisher for the ResourceClaim NS/NAME (GET
+   /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME, at most
+   CP_DRA_PUBLISHER_MAX_CLAIM bytes): the answer comes to P->claim with ID, from
+   cp_dra_publisher_read(), after the publisher's round in progress if any (a
+   request of the API client's, CP_KUBE_TIMEOUT_MS at most).  Never blocks. */
+int cp_dra_publisher_fetch (struct cp_dra_publisher *p, uint32_t id, const char *ns, const char *name,
+                            cp_error_t *err);
 
 /* Its metrics, Prometheus' text (docs/metrics.md); the caller frees. */
 char *cp_dra_publisher_metrics (const struct cp_dra_publisher *p);

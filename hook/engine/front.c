@@ -122,6 +122,8 @@ cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_f
     .grpc = l && l->grpc_epoll_fd >= 0,
     .grpc_listen_fds = { -1, -1 },
     .grpc_epoll_fd = -1,
+    .cdi = l && l->cdi_dirfd >= 0,
+    .cdi_dirfd = l ? l->cdi_dirfd : -1,
   };
   if (sb.grpc)
     {

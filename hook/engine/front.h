@@ -89,6 +89,8 @@ struct cp_front_listener
   int grpc_listen_fds[2];
   int grpc_epoll_fd;
   const char *grpc_dirs[2];
+  /* The CDI spec directory held (cdi.h), where claims' specs are written (-1: none). */
+  int cdi_dirfd;
 };
 int cp_front_enter_plugin_sandbox (const struct cp_hostconfig *hc, const struct cp_front_listener *l,
                                    cp_error_t *err);

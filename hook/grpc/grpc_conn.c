@@ -27,6 +27,7 @@ struct stream
   long long last_ms;  /* the last byte of the request seen */
   uint8_t *out;       /* the answer's DATA: prefix and message */
   size_t out_len, out_off;
+  struct cp_grpc_call *call; /* deferred: its method answers later (grpc_server.h) */
   struct stream *next;
 };
 
@@ -60,9 +61,19 @@ find_stream (struct cp_grpc_conn *c, int32_t id)
   return NULL;
 }
 
+/* A deferred call: CONN NULL once the server gave it up (its answer then dropped). */
+struct cp_grpc_call
+{
+  struct cp_grpc_conn *conn;
+  int32_t id;
+  long long deadline_ms;
+};
+
 static void
 stream_free (struct stream *s)
 {
+  if (s->call)
+    s->call->conn = NULL;
   free (s->body);
   free (s->out);
   free (s);
@@ -185,12 +196,17 @@ dispatch (struct cp_grpc_conn *c, struct stream *s)
   size_t len;
   if (cp_grpc_frame_unary (s->body, s->len, CP_GRPC_MAX_MESSAGE, &msg, &len, &e) < 0)
     return refuse (c, s, CP_GRPC_INVALID_ARGUMENT, cp_error_message (e));
-  struct cp_grpc_reply reply = { .code = CP_GRPC_OK };
+  struct cp_grpc_reply reply = { .code = CP_GRPC_OK, .conn_ = c, .stream_ = s->id };
   m->call (m->ctx, msg, len, &reply);
   free (s->body);
   s->body = NULL;
   s->len = 0;
-  if (reply.code == CP_GRPC_OK)
+  if (reply.deferred_)
+    {
+      s->call = reply.deferred_;
+      s->answered = true; /* no stall: the deadline is the call's */
+    }
+  else if (reply.code == CP_GRPC_OK)
     answer_ok (c, s, &reply);
   else
     answer_status (c, s, reply.code, reply.message ? reply.message : "failed");
@@ -269,6 +285,44 @@ on_header (nghttp2_session *session, const nghttp2_frame *frame, const uint8_t *
     s->grpc_type = valuelen >= 16 && memcmp (value, "application/grpc", 16) == 0
                    && (valuelen == 16 || value[16] == '+' || value[16] == ';');
   return 0;
+}
+
+static bool flush (struct cp_grpc_conn *c);
+
+struct cp_grpc_call *
+cp_grpc_reply_defer (struct cp_grpc_reply *reply)
+{
+  struct cp_grpc_call *call = cp_xmalloc0 (sizeof *call);
+  call->conn = reply->conn_;
+  call->id = reply->stream_;
+  long defer = reply->conn_ ? reply->conn_->cfg->defer_ms : CP_GRPC_DEFER_MS;
+  call->deadline_ms = now_ms () + (defer > 0 ? defer : CP_GRPC_DEFER_MS);
+  reply->deferred_ = call;
+  return call;
+}
+
+void
+cp_grpc_call_answer (struct cp_grpc_call *call, struct cp_grpc_reply *reply)
+{
+  struct cp_grpc_conn *c = call->conn;
+  struct stream *s = c ? find_stream (c, call->id) : NULL;
+  if (s && s->call == call)
+    {
+      s->call = NULL;
+      if (reply->code == CP_GRPC_OK)
+        answer_ok (c, s, reply);
+      else
+        answer_status (c, s, reply->code, reply->message ? reply->message : "failed");
+      if (!flush (c))
+        c->failed = true; /* closed at the server's next run */
+    }
+  else
+    cp_log (CP_LOG_DEBUG, "grpc: a deferred call's answer dropped: the server gave the call up");
+  free (reply->body);
+  free (reply->message);
+  reply->body = NULL;
+  reply->message = NULL;
+  free (call);
 }
 
 static int
@@ -476,6 +530,22 @@ cp_grpc_conn_wants_write (const struct cp_grpc_conn *c)
 bool
 cp_grpc_conn_check_time (struct cp_grpc_conn *c, long long now)
 {
+  if (c->failed)
+    return false;
+  bool expired = false;
+  for (struct stream *s = c->streams; s; s = s->next)
+    if (s->call && now >= s->call->deadline_ms)
+      {
+        cp_log (CP_LOG_WARNING, "grpc: %s: %s: no answer within %ld ms: answered DEADLINE_EXCEEDED", c->cfg->name,
+                s->path, c->cfg->defer_ms);
+        s->call->conn = NULL; /* its holder's answer, later, is dropped */
+        s->call = NULL;
+        answer_status (c, s, CP_GRPC_DEADLINE_EXCEEDED, "cachepin: no answer within the plugin's bound");
+        expired = true;
+      }
+  /* Sent after the walk: a stream whose answer is sent is closed, and freed, there. */
+  if (expired && !flush (c))
+    return false;
   if (c->write_stalled_ms && now - c->write_stalled_ms > c->cfg->stall_ms)
     {
       cp_log (CP_LOG_WARNING, "grpc: %s: the peer took no byte of an answer for %ld ms: connection closed",

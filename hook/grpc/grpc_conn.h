@@ -14,7 +14,7 @@ struct cp_grpc_conn_config
   const char *name; /* the socket's file name, for log lines */
   const struct cp_grpc_method *methods;
   size_t n_methods;
-  long stall_ms, idle_ms;
+  long stall_ms, idle_ms, defer_ms;
 };
 
 struct cp_grpc_conn;

@@ -67,19 +67,23 @@ begin (const struct cp_grpc_dra_version *m, const ProtobufCMessageDescriptor *de
   return claims;
 }
 
-static void
-prepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
+/* A prepare call: what it holds until each claim is answered. */
+struct cp_grpc_dra_call
 {
-  const struct cp_grpc_dra_version *m = ctx;
-  ProtobufCMessage *in;
-  size_t k;
-  cleanup_free struct cp_grpc_claim *claims
-    = begin (m, &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
-             CP_GRPC_DRA_PREPARE, req, n, reply, &in, &k);
-  if (claims == NULL)
-    return;
-  struct cp_grpc_prepared *ans = cp_xcalloc (k ? k : 1, sizeof *ans);
-  m->ops->prepare (m->ops->ctx, claims, k, ans);
+  ProtobufCMessage *in; /* the request: CLAIMS point into it */
+  struct cp_grpc_claim *claims;
+  struct cp_grpc_prepared *ans;
+  size_t k, pending;
+  struct cp_grpc_call *deferred; /* NULL: answered at once */
+};
+
+/* Every claim answered: the response packed into *REPLY, CALL freed. */
+static void
+finish (struct cp_grpc_dra_call *call, struct cp_grpc_reply *reply)
+{
+  size_t k = call->k;
+  struct cp_grpc_claim *claims = call->claims;
+  struct cp_grpc_prepared *ans = call->ans;
   PrepareEntry *entries = cp_xcalloc (k ? k : 1, sizeof *entries);
   PrepareEntry **entry_ptrs = cp_xcalloc (k ? k : 1, sizeof *entry_ptrs);
   PrepareOne *ones = cp_xcalloc (k ? k : 1, sizeof *ones);
@@ -129,7 +133,50 @@ prepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
   free (ones);
   free (devices);
   free (device_ptrs);
-  protobuf_c_message_free_unpacked (in, NULL);
+  free (claims);
+  protobuf_c_message_free_unpacked (call->in, NULL);
+  free (call);
+}
+
+void
+cp_grpc_dra_answer (struct cp_grpc_dra_call *call, size_t index, struct cp_grpc_prepared *ans)
+{
+  if (index >= call->k || !call->ans[index].pending)
+    abort (); /* the front end's bug: a claim answered twice */
+  ans->pending = false;
+  ans->call = call;
+  ans->index = index;
+  call->ans[index] = *ans;
+  if (--call->pending > 0 || call->deferred == NULL)
+    return;
+  struct cp_grpc_call *deferred = call->deferred;
+  struct cp_grpc_reply reply = { .code = CP_GRPC_OK };
+  finish (call, &reply);
+  cp_grpc_call_answer (deferred, &reply);
+}
+
+static void
+prepare (void *ctx, const uint8_t *req, size_t n, struct cp_grpc_reply *reply)
+{
+  const struct cp_grpc_dra_version *m = ctx;
+  struct cp_grpc_dra_call *call = cp_xmalloc0 (sizeof *call);
+  call->claims = begin (m, &k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_request__descriptor,
+                        CP_GRPC_DRA_PREPARE, req, n, reply, &call->in, &call->k);
+  if (call->claims == NULL)
+    {
+      free (call);
+      return;
+    }
+  size_t k = call->k;
+  call->ans = cp_xcalloc (k ? k : 1, sizeof *call->ans);
+  for (size_t i = 0; i < k; i++)
+    call->ans[i] = (struct cp_grpc_prepared) { .call = call, .index = i };
+  m->ops->prepare (m->ops->ctx, call->claims, k, call->ans);
+  for (size_t i = 0; i < k; i++)
+    call->pending += call->ans[i].pending;
+  if (call->pending == 0)
+    return finish (call, reply);
+  call->deferred = cp_grpc_reply_defer (reply);
 }
 
 static void

@@ -11,6 +11,7 @@
 #ifndef CP_GRPC_DRA_H
 #define CP_GRPC_DRA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "grpc_server.h"
@@ -30,21 +31,36 @@ struct cp_grpc_claim
   const char *uid, *namespace, *name;
 };
 
+struct cp_grpc_dra_call;
+
 /* What the front end answers of one claim: an ERROR (malloc()ed), or its one
    device: POOL and DEVICE (malloc()ed) and N_CDI CDI device ids (malloc()ed, as
-   is the array).  The grpc layer frees them. */
+   is the array).  The grpc layer frees them.
+   Or PENDING: the answer comes later, by cp_grpc_dra_answer (CALL, INDEX, ...)
+   (CALL and INDEX are the grpc layer's, set before the prepare callback); the
+   call's answer is deferred until each of its pending claims is answered
+   (grpc_server.h: cp_grpc_reply_defer(), bounded by CP_GRPC_DEFER_MS). */
 struct cp_grpc_prepared
 {
   char *error;
   char *pool, *device;
   char **cdi_ids;
   size_t n_cdi;
+  bool pending;
+  struct cp_grpc_dra_call *call;
+  size_t index;
 };
+
+/* Claim INDEX of CALL, left pending, answered with ANS (taken: its strings are the
+   grpc layer's now; ANS->pending false).  The last pending claim answered sends
+   the call's answer and frees CALL. */
+void cp_grpc_dra_answer (struct cp_grpc_dra_call *call, size_t index, struct cp_grpc_prepared *ans);
 
 struct cp_grpc_dra_ops
 {
   void *ctx;
-  /* Each of CLAIMS (N) prepared: OUT[i] filled (zeroed before). */
+  /* Each of CLAIMS (N) prepared: OUT[i] filled (zeroed before but for CALL and
+     INDEX), or left PENDING.  CLAIMS stay valid until the call is answered. */
   void (*prepare) (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct cp_grpc_prepared *out);
   /* Each of CLAIMS (N) released: ERRORS[i] set (malloc()ed) where it failed. */
   void (*unprepare) (void *ctx, const struct cp_grpc_claim *claims, size_t n, char **errors);

@@ -48,7 +48,7 @@ struct cp_grpc_server
   int epoll_fd;
   enum tag timer_tag;
   int timer_fd;
-  long stall_ms, idle_ms;
+  long stall_ms, idle_ms, defer_ms;
   struct listener listeners[MAX_LISTENERS];
   size_t n_listeners;
   struct slot slots[CP_GRPC_MAX_CONNECTIONS];
@@ -62,6 +62,7 @@ cp_grpc_server_new (struct cp_grpc_server **out, cp_error_t *err)
   s->timer_tag = TAG_TIMER;
   s->stall_ms = CP_GRPC_STALL_MS;
   s->idle_ms = CP_GRPC_IDLE_MS;
+  s->defer_ms = CP_GRPC_DEFER_MS;
   s->timer_fd = -1;
   s->epoll_fd = epoll_create1 (EPOLL_CLOEXEC);
   if (s->epoll_fd < 0)
@@ -98,6 +99,15 @@ cp_grpc_server_set_timeouts (struct cp_grpc_server *s, long stall_ms, long idle_
       s->listeners[i].cfg.stall_ms = s->stall_ms;
       s->listeners[i].cfg.idle_ms = s->idle_ms;
     }
+}
+
+void
+cp_grpc_server_set_defer (struct cp_grpc_server *s, long defer_ms)
+{
+  if (defer_ms > 0)
+    s->defer_ms = defer_ms;
+  for (size_t i = 0; i < s->n_listeners; i++)
+    s->listeners[i].cfg.defer_ms = s->defer_ms;
 }
 
 int
@@ -137,7 +147,8 @@ cp_grpc_server_listen (struct cp_grpc_server *s, const char *path, const struct 
     .tag = TAG_LISTENER,
     .fd = fd,
     .path = cp_xstrdup (path),
-    .cfg = { .methods = methods, .n_methods = n, .stall_ms = s->stall_ms, .idle_ms = s->idle_ms },
+    .cfg = { .methods = methods, .n_methods = n, .stall_ms = s->stall_ms, .idle_ms = s->idle_ms,
+             .defer_ms = s->defer_ms },
   };
   l->cfg.name = slash ? l->path + (slash - path) + 1 : l->path;
   struct epoll_event ev = { .events = EPOLLIN, .data.ptr = l };
@@ -262,6 +273,8 @@ cp_grpc_server_run (struct cp_grpc_server *s)
   for (size_t i = 0; i < CP_GRPC_MAX_CONNECTIONS; i++)
     if (s->slots[i].conn && !cp_grpc_conn_check_time (s->slots[i].conn, now))
       drop (s, &s->slots[i]);
+    else if (s->slots[i].conn)
+      repoll (s, &s->slots[i]); /* a deferred answer, written between two runs, may wait for room */
 }
 
 void

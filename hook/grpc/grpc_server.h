@@ -29,12 +29,16 @@
 #define CP_GRPC_MAX_HEADERS (16 * 1024)
 #define CP_GRPC_STALL_MS 10000
 #define CP_GRPC_IDLE_MS (3600 * 1000)
+/* A call its method deferred (cp_grpc_reply_defer()) is answered DEADLINE_EXCEEDED
+   when the front end has not answered it within this: less than the kubelet's 45 s. */
+#define CP_GRPC_DEFER_MS 30000
 
 /* gRPC's status codes the services answer with (grpc's doc/statuscodes.md). */
 enum cp_grpc_code
 {
   CP_GRPC_OK = 0,
   CP_GRPC_INVALID_ARGUMENT = 3,
+  CP_GRPC_DEADLINE_EXCEEDED = 4,
   CP_GRPC_RESOURCE_EXHAUSTED = 8,
   CP_GRPC_UNIMPLEMENTED = 12,
   CP_GRPC_INTERNAL = 13,
@@ -49,7 +53,23 @@ struct cp_grpc_reply
   uint8_t *body;
   size_t len;
   char *message;
+  /* The server's own (a method leaves them): the call, should it be deferred. */
+  struct cp_grpc_conn *conn_;
+  int32_t stream_;
+  struct cp_grpc_call *deferred_;
 };
+
+/* A call whose answer comes later (the method could not answer at once: the claim
+   is fetched by another process).  The method calls cp_grpc_reply_defer() and
+   leaves *REPLY otherwise unset; the call is neither a stalled one (the stall
+   timeout spares it) nor kept past CP_GRPC_DEFER_MS (then answered
+   DEADLINE_EXCEEDED by the server).  Whoever holds the call answers it exactly once
+   with cp_grpc_call_answer(), which frees it: an answer to a call the server gave
+   up (its deadline, the peer gone) is dropped. */
+struct cp_grpc_call;
+struct cp_grpc_call *cp_grpc_reply_defer (struct cp_grpc_reply *reply);
+/* CALL answered with REPLY (as a method fills it; its body and message freed here). */
+void cp_grpc_call_answer (struct cp_grpc_call *call, struct cp_grpc_reply *reply);
 
 /* One unary method: PATH ("/package.Service/Method"), CALL with the request
    message's bytes (REQ, N) filling *REPLY. */
@@ -67,6 +87,8 @@ int cp_grpc_server_new (struct cp_grpc_server **out, cp_error_t *err);
 
 /* The stall and idle timeouts (tests shorten them; 0 keeps one). */
 void cp_grpc_server_set_timeouts (struct cp_grpc_server *s, long stall_ms, long idle_ms);
+/* The deferred calls' bound (CP_GRPC_DEFER_MS; 0 keeps it). */
+void cp_grpc_server_set_defer (struct cp_grpc_server *s, long defer_ms);
 
 /* Listen on the unix socket PATH (a stale socket there is replaced; the file is
    made 0600, the directory must exist) and serve METHODS (N, kept: they must

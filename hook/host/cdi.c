@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -80,9 +81,38 @@ cp_cdi_remove_at (int dirfd, const char *dir, const char *uid, cp_error_t *err)
   return 1;
 }
 
+/* The directory a sandboxed front end holds (cp_cdi_hold_dir()). */
+static struct
+{
+  char *dir;
+  int fd;
+} held = { NULL, -1 };
+
+int
+cp_cdi_hold_dir (const char *dir, cp_error_t *err)
+{
+  int fd = cp_cdi_open_dir (dir, true, err);
+  if (fd < 0)
+    return -1;
+  if (held.fd >= 0)
+    close (held.fd);
+  free (held.dir);
+  held.dir = cp_xstrdup (dir);
+  held.fd = fd;
+  return fd;
+}
+
+static bool
+is_held (const char *dir)
+{
+  return held.fd >= 0 && strcmp (held.dir, dir) == 0;
+}
+
 int
 cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err)
 {
+  if (is_held (dir))
+    return cp_cdi_write_at (held.fd, dir, uid, path, err);
   cleanup_close int dirfd = cp_cdi_open_dir (dir, true, err);
   return dirfd < 0 ? -1 : cp_cdi_write_at (dirfd, dir, uid, path, err);
 }
@@ -90,6 +120,8 @@ cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err)
 int
 cp_cdi_remove (const char *dir, const char *uid, cp_error_t *err)
 {
+  if (is_held (dir))
+    return cp_cdi_remove_at (held.fd, dir, uid, err);
   cleanup_close int dirfd = cp_cdi_open_dir (dir, false, err);
   if (dirfd >= 0)
     return cp_cdi_remove_at (dirfd, dir, uid, err);

@@ -37,6 +37,11 @@ int cp_cdi_write_at (int dirfd, const char *dir, const char *uid, char **path, c
 /* Remove claim UID's spec from DIRFD (DIR, for the messages): 1 removed, 0 there was none. */
 int cp_cdi_remove_at (int dirfd, const char *dir, const char *uid, cp_error_t *err);
 
+/* DIR opened (made when missing) and held for the process's life: cp_cdi_write()
+   and cp_cdi_remove() of DIR use it, not the path (a sandboxed front end creates
+   files relative to it only: sandbox.h's cdi_dirfd).  The descriptor, or -1. */
+int cp_cdi_hold_dir (const char *dir, cp_error_t *err);
+
 /* The same, DIR opened for the call (made when missing, to write; missing: nothing
    to remove). */
 int cp_cdi_write (const char *dir, const char *uid, char **path, cp_error_t *err);

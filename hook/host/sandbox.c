@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -279,6 +280,11 @@ build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
   for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED); i++)
     if (rule (ctx, allow, CP_SANDBOX_PLUGIN_ALLOWED[i], 0, NULL, err) < 0)
       return -1;
+  /* Waking a futex, private to the process (nothing waits: one thread): what the
+     libraries the DRA publisher loaded before the fork (libcurl's TLS library) do
+     at exit, which glibc aborts on when refused. */
+  if (RULE (ctx, allow, "futex", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) (FUTEX_WAKE | FUTEX_PRIVATE_FLAG))) < 0)
+    return -1;
   /* Creating and linking through the directory fd of the request (Landlock says
      where); never following a symlink nor naming an fd (AT_EMPTY_PATH). */
   if (rule (ctx, allow, "openat", 0, NULL, err) < 0

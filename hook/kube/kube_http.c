@@ -150,9 +150,9 @@ cp_kube_open (const struct cp_kube_config *config, struct cp_kube_client **out, 
       cp_kube_close (c);
       return -1;
     }
-  c->multi = lc.curl_multi_init ();
-  if (c->multi == NULL)
-    cp_oom ();
+  /* The multi handle (its wakeup socketpair) made at the first request: a client
+     opened before a fork that closes what it inherits (the DRA publisher) would
+     hold closed descriptors, reused by its connections. */
   *out = c;
   return 0;
 }
@@ -265,6 +265,8 @@ perform (struct cp_kube_client *c, const char *method, const char *path, const c
       lc.curl_easy_setopt (h, CURLOPT_POSTFIELDS, body);
       lc.curl_easy_setopt (h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) strlen (body));
     }
+  if (c->multi == NULL && (c->multi = lc.curl_multi_init ()) == NULL)
+    cp_oom ();
   lc.curl_multi_add_handle (c->multi, h);
   int running = 1;
   CURLcode result = CURLE_OK;

@@ -1,11 +1,14 @@
 /* The grpc layer served alone, for tests/grpc/grpc_tests.py: the registration
  * service on DIR/reg.sock and the DRA service on DIR/dra.sock, with a canned
  * callback table (a claim named "bad" fails to prepare and to unprepare; any other
- * gets one device, pool "node-a", device "l3-0", CDI id cachepin.io/claim=<uid>).
+ * gets one device, pool "node-a", device "l3-0", CDI id cachepin.io/claim=<uid>; one
+ * named "later" is left pending and answered so 0.3 s later, one named "never" is left
+ * pending until the server's deferred-call bound, DEFER_MS, answers the call, and is
+ * answered (dropped) at the end).
  * Prints "ready" once both listen, and one line per callback; SIGTERM or SIGINT
  * end it (0) with both sockets removed.
  *
- *   grpc_serve DIR [STALL_MS [IDLE_MS]] */
+ *   grpc_serve DIR [STALL_MS [IDLE_MS [DEFER_MS]]] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
@@ -37,6 +40,47 @@ notified (void *ctx, bool registered, const char *error)
   fflush (stdout);
 }
 
+/* The claims left pending. */
+#define MAX_PENDING 16
+static struct
+{
+  struct cp_grpc_dra_call *call;
+  size_t index;
+  char *uid;
+  bool never;
+  long long due_ms;
+} pending[MAX_PENDING];
+
+static void
+canned (struct cp_grpc_prepared *out, const char *uid)
+{
+  out->pool = cp_xstrdup ("node-a");
+  out->device = cp_xstrdup ("l3-0");
+  out->n_cdi = 1;
+  out->cdi_ids = cp_xcalloc (1, sizeof (char *));
+  out->cdi_ids[0] = cp_xasprintf ("cachepin.io/claim=%s", uid);
+}
+
+/* The pending claims due at NOW_MS answered (ALL: every one). */
+static void
+answer_due (long long now_ms, bool all)
+{
+  for (size_t i = 0; i < MAX_PENDING; i++)
+    if (pending[i].call && (all || (!pending[i].never && now_ms >= pending[i].due_ms)))
+      {
+        struct cp_grpc_prepared ans = { 0 };
+        canned (&ans, pending[i].uid);
+        struct cp_grpc_dra_call *call = pending[i].call;
+        size_t index = pending[i].index;
+        printf ("answered %s\n", pending[i].uid);
+        fflush (stdout);
+        free (pending[i].uid);
+        pending[i].call = NULL;
+        pending[i].uid = NULL;
+        cp_grpc_dra_answer (call, index, &ans);
+      }
+}
+
 static void
 prepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct cp_grpc_prepared *out)
 {
@@ -49,11 +93,21 @@ prepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct cp_grpc
           out[i].error = cp_xstrdup ("canned: this claim cannot be prepared");
           continue;
         }
-      out[i].pool = cp_xstrdup ("node-a");
-      out[i].device = cp_xstrdup ("l3-0");
-      out[i].n_cdi = 1;
-      out[i].cdi_ids = cp_xcalloc (1, sizeof (char *));
-      out[i].cdi_ids[0] = cp_xasprintf ("cachepin.io/claim=%s", claims[i].uid);
+      bool never = strcmp (claims[i].name, "never") == 0;
+      if (never || strcmp (claims[i].name, "later") == 0)
+        for (size_t j = 0; j < MAX_PENDING; j++)
+          if (pending[j].call == NULL)
+            {
+              pending[j].call = out[i].call;
+              pending[j].index = out[i].index;
+              pending[j].uid = cp_xstrdup (claims[i].uid);
+              pending[j].never = never;
+              pending[j].due_ms = cp_monotonic_ms () + 300;
+              out[i].pending = true;
+              break;
+            }
+      if (!out[i].pending)
+        canned (&out[i], claims[i].uid);
     }
   fflush (stdout);
 }
@@ -76,7 +130,7 @@ main (int argc, char **argv)
 {
   if (argc < 2)
     {
-      fprintf (stderr, "usage: grpc_serve DIR [STALL_MS [IDLE_MS]]\n");
+      fprintf (stderr, "usage: grpc_serve DIR [STALL_MS [IDLE_MS [DEFER_MS]]]\n");
       return 2;
     }
   cp_log_init ("grpc_serve", true);
@@ -97,6 +151,8 @@ main (int argc, char **argv)
     }
   if (argc > 2)
     cp_grpc_server_set_timeouts (s, atol (argv[2]), argc > 3 ? atol (argv[3]) : 0);
+  if (argc > 4)
+    cp_grpc_server_set_defer (s, atol (argv[4]));
   struct sigaction sa = { .sa_handler = on_signal };
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGINT, &sa, NULL);
@@ -106,7 +162,7 @@ main (int argc, char **argv)
   while (!stop)
     {
       struct pollfd p = { .fd = cp_grpc_server_fd (s), .events = POLLIN };
-      int r = poll (&p, 1, -1);
+      int r = poll (&p, 1, 100);
       if (r < 0 && errno != EINTR)
         {
           perror ("poll");
@@ -114,6 +170,8 @@ main (int argc, char **argv)
         }
       if (r > 0)
         cp_grpc_server_run (s);
+      answer_due (cp_monotonic_ms (), false);
     }
+  answer_due (0, true);
   return 0;
 }

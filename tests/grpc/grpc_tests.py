@@ -7,6 +7,9 @@ and with what no kubelet sends (python3-h2, raw HTTP/2):
     NotifyRegistrationStatus reaches the callback;
   - NodePrepareResources and NodeUnprepareResources, v1 and v1beta1: one entry per claim,
     the canned CDI id or the canned error; an unknown method: UNIMPLEMENTED;
+  - a claim left pending by the front end (deferred): the call answered when it answers
+    (0.3 s later), another call served meanwhile; one never answered: DEADLINE_EXCEEDED
+    after the deferred-call bound (2 s here; 30 s in the agent), not the stall timeout;
   - malformed: a request that is no protobuf, a claim without its uid (INVALID_ARGUMENT);
     a compressed message, one over 256 KiB announced in its prefix, two messages in a unary
     call (INVALID_ARGUMENT); headers over 16 KiB, bytes that are no HTTP/2 (connection
@@ -30,6 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kubelet_client as kc  # noqa: E402
 
 STALL_MS = 1000
+DEFER_MS = 2000
 failures = []
 
 
@@ -59,7 +63,7 @@ def main(argv):
     reg, dra = os.path.join(tmp, "reg.sock"), os.path.join(tmp, "dra.sock")
     log_path = os.path.join(tmp, "serve.log")
     log = open(log_path, "w")
-    p = subprocess.Popen([argv[1], tmp, str(STALL_MS)], stdout=subprocess.PIPE, stderr=log, text=True)
+    p = subprocess.Popen([argv[1], tmp, str(STALL_MS), "0", str(DEFER_MS)], stdout=subprocess.PIPE, stderr=log, text=True)
     try:
         check(p.stdout.readline().strip() == "ready", "the server listens")
         check(os.stat(reg).st_mode & 0o777 == 0o600 and os.stat(dra).st_mode & 0o777 == 0o600,
@@ -94,6 +98,30 @@ def main(argv):
                   f"{version} unprepare: every claim answered")
             [p.stdout.readline() for _ in claims]
         check(kc.prepare(dra, [], "v1") == {}, "prepare with no claim: an empty answer")
+
+        # Deferred: "later" answered 0.3 s later; "never" left to the bound.
+        import concurrent.futures
+        with concurrent.futures.ThreadPoolExecutor(2) as ex:
+            t0 = time.monotonic()
+            fut = ex.submit(kc.prepare, dra, [("uid-l", "default", "later"), ("uid-g", "default", "good")], "v1", 10)
+            time.sleep(0.1)
+            quick = kc.prepare(dra, [("uid-q", "default", "good")], "v1")
+            check(time.monotonic() - t0 < 0.3 and quick["uid-q"].error == "",
+                  "a call served while another waits for its pending claim")
+            got = fut.result()
+            took = time.monotonic() - t0
+            check(0.25 <= took < 2 and got["uid-l"].error == "" and list(got["uid-l"].devices[0].cdi_device_ids)
+                  == ["cachepin.io/claim=uid-l"] and got["uid-g"].error == "",
+                  f"a pending claim: the call answered when the front end answers ({took:.2f} s)")
+            t0 = time.monotonic()
+            c = code_of(lambda: kc.prepare(dra, [("uid-n", "default", "never")], "v1", 10))
+            took = time.monotonic() - t0
+            check(c == grpc.StatusCode.DEADLINE_EXCEEDED and DEFER_MS / 1000 - 0.2 <= took < DEFER_MS / 1000 + 1.5,
+                  f"a claim never answered: {c} after {took:.1f} s (the bound, not the {STALL_MS} ms stall)")
+        lines = []
+        while len([x for x in lines if x.startswith("answered")]) < 1:
+            lines.append(p.stdout.readline().strip())
+        check("answered uid-l" in lines, "the front end's answer reached the call")
 
         with kc.channel(reg) as ch:
             c = code_of(lambda: kc.call_raw(ch, kc.DRA_V1 + "NodePrepareResources", b""))

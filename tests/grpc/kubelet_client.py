@@ -90,22 +90,22 @@ def notify(path, registered, error=""):
                     reg.RegistrationStatus(plugin_registered=registered, error=error), reg.RegistrationStatusResponse)
 
 
-def _dra(path, claims, version, method):
+def _dra(path, claims, version, method, timeout=5):
     """METHOD (NodePrepareResources, NodeUnprepareResources) of CLAIMS ((uid, namespace,
     name)...) in VERSION: its answer's claims, {uid: the claim's response}."""
     _, v1, v1beta1 = protos()
     pb, base = (v1, DRA_V1) if version == "v1" else (v1beta1, DRA_V1BETA1)
     req = getattr(pb, method + "Request")(claims=[pb.Claim(uid=u, namespace=ns, name=n) for u, ns, n in claims])
     with channel(path) as ch:
-        return dict(call(ch, base + method, req, getattr(pb, method + "Response")).claims)
+        return dict(call(ch, base + method, req, getattr(pb, method + "Response"), timeout).claims)
 
 
-def prepare(path, claims, version="v1"):
-    return _dra(path, claims, version, "NodePrepareResources")
+def prepare(path, claims, version="v1", timeout=5):
+    return _dra(path, claims, version, "NodePrepareResources", timeout)
 
 
-def unprepare(path, claims, version="v1"):
-    return _dra(path, claims, version, "NodeUnprepareResources")
+def unprepare(path, claims, version="v1", timeout=5):
+    return _dra(path, claims, version, "NodeUnprepareResources", timeout)
 
 
 def wait_socket(path, proc=None, timeout=10):

@@ -9,22 +9,27 @@ as emu_tests.py makes it (the sandbox as shipped, on: every call below is served
   serve     both sockets made under --kubelet-root (plugins_registry/cachepin.io-reg.sock,
             plugins/cachepin.io/dra.sock, 0600); GetInfo: DRAPlugin, cachepin.io, the DRA
             socket, v1 then v1beta1; NotifyRegistrationStatus logged; NodePrepareResources
-            (v1 and v1beta1): each claim answered with the error "cachepin: claim
-            preparation is not wired yet"; NodeUnprepareResources: each claim, no error; a
+            (v1 and v1beta1) with --dra-node naming an API server that is not there: each
+            claim answered, within the bound, with an error naming the claim and the
+            fetch (the answer deferred until the publisher's reply, the loop free);
+            NodeUnprepareResources of claims never prepared: each claim, no error; a
             compressed message: INVALID_ARGUMENT, one line; CreateContainer answered between
             the kubelet's calls (one loop); SIGTERM: exit 0, both sockets gone (removed
             inside the sandbox)
   options   --kubelet-root without --kubelet-plugin, not absolute, or not a directory: exit
-            2, one line naming it; a root whose plugins_registry cannot be made: exit 1, the
+            2, one line naming it; --kubelet-plugin without --dra-node: exit 2, one line
+            naming --dra-node; a root whose plugins_registry cannot be made: exit 1, the
             last line naming --kubelet-root
 
 Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for; no grpcio, grpc_tools or h2).
 """
 
 import os
+import socket
 import stat
 import subprocess
 import sys
+import threading
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +40,25 @@ import kubelet_client as kc  # noqa: E402
 from emu_tests import cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
-NOT_WIRED = "cachepin: claim preparation is not wired yet"
+
+
+def api_args(host):
+    """--dra-node and an API server that is not one: a port that closes each connection at
+    once (the TLS handshake fails at once, every request an error)."""
+    tok = os.path.join(host.dir, "token")
+    with open(tok, "w") as f:
+        f.write("not-a-real-token\n")
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+
+    def closer():
+        while True:
+            conn, _ = srv.accept()
+            conn.close()
+    threading.Thread(target=closer, daemon=True).start()
+    url = f"https://127.0.0.1:{srv.getsockname()[1]}"
+    return ["--dra-node", "node-a", "--kube-api", url, "--kube-ca", tok, "--kube-token-file", tok]
 
 
 def serve(t, host):
@@ -47,7 +70,7 @@ def serve(t, host):
     with Emu(style="v0.8", workdir=host.dir) as emu:
         path = emu.listen(os.path.join(host.dir, "nri.sock"))
         emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--kubelet-plugin",
-                          "--kubelet-root", root], log=os.path.join(host.dir, "plugin.log"))
+                          "--kubelet-root", root, *api_args(host)], log=os.path.join(host.dir, "plugin.log"))
         t.check("the kubelet plugin's sockets listen", emu.wait_log(r"nri: kubelet plugin cachepin.io", timeout=5))
         for p in (reg, dra):
             t.check(f"{os.path.relpath(p, root)}: a socket, 0600",
@@ -65,10 +88,13 @@ def serve(t, host):
 
         claims = [("uid-1", "default", "claim-a"), ("uid-2", "team", "claim-b")]
         for version in ("v1", "v1beta1"):
-            got = kc.prepare(dra, claims, version)
-            t.equal(f"{version} NodePrepareResources: each claim answered with the not-wired error",
-                    {u: (r.error, len(r.devices)) for u, r in got.items()},
-                    {"uid-1": (NOT_WIRED, 0), "uid-2": (NOT_WIRED, 0)})
+            got = kc.prepare(dra, claims, version, timeout=40)
+            errors = {u: (r.error, len(r.devices)) for u, r in got.items()}
+            t.check(f"{version} NodePrepareResources: each claim answered with the fetch's error, no device",
+                    set(errors) == {"uid-1", "uid-2"}
+                    and all(n == 0 and e.startswith(f"cachepin: claim {ns}/{name} ({u}): ")
+                            and f"GET resourceclaim {ns}/{name}" in e
+                            for (u, ns, name), (e, n) in ((c, errors[c[0]]) for c in claims)), errors)
             got = kc.unprepare(dra, claims, version)
             t.equal(f"{version} NodeUnprepareResources: each claim, no error",
                     {u: r.error for u, r in got.items()}, {"uid-1": "", "uid-2": ""})
@@ -108,11 +134,13 @@ def options(t, host):
     open(os.path.join(host.dir, "ro", "plugins_registry"), "w").close()  # a file where the directory goes
     cases = [
         (["--kubelet-root", "/var/lib/kubelet"], 2, "--kubelet-root"),
+        (["--kubelet-plugin"], 2, "--dra-node"),
         (["--kubelet-plugin", "--kubelet-root", "var/lib/kubelet"], 2, "--kubelet-root"),
         (["--kubelet-plugin", "--kubelet-root", notdir], 2, "--kubelet-root"),
         (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "none")], 2, "--kubelet-root"),
         # A root whose plugins_registry cannot be made: found at the run's start.
-        (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "ro")], 1, "--kubelet-root"),
+        (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "ro"), *api_args(host)], 1,
+         "--kubelet-root"),
     ]
     for args, code, name in cases:
         r = subprocess.run([emu_tests.BIN, "nri", "--socket", os.path.join(host.dir, "none.sock"), "--config",
