@@ -15,7 +15,8 @@
  *
  * Differential: the json-c reference codec (tests/support/ledger_codec_dom.c, the one the
  * hook used before issue 12) accepts exactly the same texts, and what it reads
- * is the same ledger (the fast writer's text of both is the same).
+ * is the same ledger (the fast writer's text of both is the same), except where
+ * json-c 0.16 is known to misread: see jsonc_misreads_pair().
  *
  * The same bytes also go to cp_proc_parse_stat() (hook/host/proc.h), the parser of
  * /proc/<pid>/stat that reconcile trusts to tell a live container from a reused
@@ -192,6 +193,47 @@ check_proc_stat (const uint8_t *data, size_t size)
   FUZZ_CHECK (paren != NULL && paren + 2 < data + size && paren[1] == ' ' && (char) paren[2] == state);
 }
 
+static int
+hex4 (const uint8_t *p)
+{
+  int v = 0;
+  for (int i = 0; i < 4; i++)
+    {
+      int c = p[i], d = c >= '0' && c <= '9' ? c - '0' : (c | 0x20) >= 'a' && (c | 0x20) <= 'f' ? (c | 0x20) - 'a' + 10 : -1;
+      if (d < 0)
+        return -1;
+      v = v * 16 + d;
+    }
+  return v;
+}
+
+/* Whether DATA escapes a surrogate pair whose code point json-c 0.16 turns into
+ * U+FFFD: its tokener tests the decoded point with a 16-bit surrogate mask, so
+ * U+1D800..U+1DFFF, U+2D800.. (every point with (cp & 0xF800) == 0xD800) read as
+ * a lone surrogate (json-c pull request 893, open upstream). The fast reader
+ * decodes them right; only the text comparison skips such inputs. */
+static bool
+jsonc_misreads_pair (const uint8_t *data, size_t size)
+{
+  for (size_t i = 0; i + 1 < size; i++)
+    {
+      if (data[i] != '\\')
+        continue;
+      if (data[i + 1] == 'u' && i + 12 <= size && data[i + 6] == '\\' && data[i + 7] == 'u')
+        {
+          int hi = hex4 (data + i + 2), lo = hex4 (data + i + 8);
+          if (hi >= 0xD800 && hi <= 0xDBFF && lo >= 0xDC00 && lo <= 0xDFFF)
+            {
+              unsigned cp = 0x10000u + (((unsigned) hi - 0xD800u) << 10) + ((unsigned) lo - 0xDC00u);
+              if ((cp & 0xF800u) == 0xD800u)
+                return true;
+            }
+        }
+      i++; /* the escaped character is not the start of another escape */
+    }
+  return false;
+}
+
 /* The reference reader agrees with the fast one on DATA (R and L: what the fast
  * one said). */
 static void
@@ -205,6 +247,11 @@ check_reference (const uint8_t *data, size_t size, int r, const struct cp_ledger
   cp_error_free (&err);
   if (rd < 0)
     return;
+  if (jsonc_misreads_pair (data, size))
+    {
+      cp_ledger_close (ref);
+      return;
+    }
   char *a = cp_ledger_serialize (l);
   char *b = cp_ledger_serialize (ref);
   FUZZ_CHECK_MSG (strcmp (a, b) == 0, "read differently:\n%s\n---\n%s", a, b);
