@@ -227,8 +227,10 @@ def run(t, host, tok):
         t.check("the token never in the agent's log", tok not in emu.plugin_log() and tok2 not in emu.plugin_log())
 
 
-def main(argv):
-    emu_tests.BIN = os.path.realpath(argv[1])
+def emu_main(case, body, logs=("plugin.log",)):
+    """Run BODY(t, host) as the test CASE on the NRI emulator: skipped (77) when what
+    it needs is missing; the tails of LOGS (in the host's directory) shown on a failure;
+    the exit status."""
     try:
         nri_emu.load_protos()
     except nri_emu.Unavailable as e:
@@ -238,21 +240,27 @@ def main(argv):
         print("SKIPPED: no lstopo-no-graphics, or no cpuset cgroup hierarchy")
         return 77
     t = Frame()
-    t.case = "dra-agent"
-    host = Host("dra-agent")
+    t.case = case
+    host = Host(case)
     t0 = time.monotonic()
     try:
-        run(t, host, open(os.path.join(D, "token")).read().strip())
+        body(t, host)
     except Exception as e:  # noqa: BLE001
         t.bad(f"raised {type(e).__name__}: {e}")
     finally:
-        log = os.path.join(host.dir, "plugin.log")
-        if t.failed and os.path.exists(log):
-            with open(log, errors="replace") as f:
-                print("--- the plugin's log ---\n" + "".join(f.readlines()[-30:]), end="")
+        for name in logs:
+            log = os.path.join(host.dir, name)
+            if t.failed and os.path.exists(log):
+                with open(log, errors="replace") as f:
+                    print(f"--- {name} ---\n" + "".join(f.readlines()[-30:]), end="")
         host.cleanup()
     print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
     return 1 if t.failed else 0
+
+
+def main(argv):
+    emu_tests.BIN = os.path.realpath(argv[1])
+    return emu_main("dra-agent", lambda t, host: run(t, host, open(os.path.join(D, "token")).read().strip()))
 
 
 if __name__ == "__main__":

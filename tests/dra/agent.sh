@@ -20,11 +20,5 @@ dra_fetch
 dra_up
 DRIVER=system:serviceaccount:kube-system:cachepin
 dra_publisher_rules "$DRIVER"
-echo "$API_PID" >"$DRA_D/api.pid"
-# agent.py may start the API server again: the one to stop is the one it names.
-trap 'API_PID=$(cat "$DRA_D/api.pid" 2>/dev/null || echo "$API_PID"); dra_down' EXIT
-rc=0
-DRA_URL=$DRA_URL DRA_D=$DRA_D ADMIN_TOKEN=$ADMIN_TOKEN DRIVER=$DRIVER \
-  /usr/bin/python3 "$HERE/agent.py" "$BIN" || rc=$?
-[ "$rc" = 0 ] || { [ "$rc" = 77 ] || dra_logs; exit "$rc"; }
-echo "PASS"
+# agent.py may start the API server again: dra_run_py stops the one it names.
+dra_run_py agent.py "$BIN"

@@ -24,7 +24,6 @@ Exit: 0 passed, 1 failed, 77 skipped (what tests/nri/emu_tests.py skips for).
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -35,10 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "nri"))
 import emu_tests  # noqa: E402
-import nri_emu  # noqa: E402
 import agent  # noqa: E402  (agent.py's API helpers)
 from agent import D, G, NODE, URL, api, listed, wait  # noqa: E402
-from emu_tests import Frame, Host, adjusted_cpus, cgroup, cpulist  # noqa: E402
+from emu_tests import adjusted_cpus, cgroup, cpulist  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
 
 STANDIN = None
@@ -189,31 +187,7 @@ def main(argv):
     global STANDIN
     emu_tests.BIN = os.path.realpath(argv[1])
     STANDIN = argv[2]
-    try:
-        nri_emu.load_protos()
-    except nri_emu.Unavailable as e:
-        print(f"SKIPPED: {e}")
-        return 77
-    if shutil.which("lstopo-no-graphics") is None or not emu_tests.cpuset_hierarchy():
-        print("SKIPPED: no lstopo-no-graphics, or no cpuset cgroup hierarchy")
-        return 77
-    t = Frame()
-    t.case = "dra-kubelet"
-    host = Host("dra-kubelet")
-    t0 = time.monotonic()
-    try:
-        run(t, host)
-    except Exception as e:  # noqa: BLE001
-        t.bad(f"raised {type(e).__name__}: {e}")
-    finally:
-        for name in ("plugin.log", "standin.log"):
-            log = os.path.join(host.dir, name)
-            if t.failed and os.path.exists(log):
-                with open(log, errors="replace") as f:
-                    print(f"--- {name} ---\n" + "".join(f.readlines()[-30:]), end="")
-        host.cleanup()
-    print(f"{t.passed} passed, {t.failed} failed ({time.monotonic() - t0:.1f} s)")
-    return 1 if t.failed else 0
+    return agent.emu_main("dra-kubelet", run, logs=("plugin.log", "standin.log"))
 
 
 if __name__ == "__main__":

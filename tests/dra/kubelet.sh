@@ -22,16 +22,5 @@ standin_fetch
 dra_fetch
 dra_up
 DRIVER=system:serviceaccount:kube-system:cachepin
-jq --arg u "$DRIVER" '.users[$u] = [
-  {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]},
-  {"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}]' \
-  "$DRA_D/rules.json" >"$DRA_D/rules.new" && mv "$DRA_D/rules.new" "$DRA_D/rules.json"
-dra_api_restart
-dra_token driver "$DRIVER" system:serviceaccounts >"$DRA_D/token"
-echo "$API_PID" >"$DRA_D/api.pid"
-trap 'API_PID=$(cat "$DRA_D/api.pid" 2>/dev/null || echo "$API_PID"); dra_down' EXIT
-rc=0
-DRA_URL=$DRA_URL DRA_D=$DRA_D ADMIN_TOKEN=$ADMIN_TOKEN DRIVER=$DRIVER \
-  /usr/bin/python3 "$HERE/kubelet.py" "$BIN" "$STANDIN_DIR/bin/kubelet-standin" || rc=$?
-[ "$rc" = 0 ] || { [ "$rc" = 77 ] || dra_logs; exit "$rc"; }
-echo "PASS"
+dra_publisher_rules "$DRIVER" claims
+dra_run_py kubelet.py "$BIN" "$STANDIN_DIR/bin/kubelet-standin"

@@ -13,7 +13,9 @@
 #   dra_token NAME USER [GROUPS]  a new token for USER added to the token file (printed;
 #                         the server reads the file again on its next request)
 #   dra_token_drop TOKEN  TOKEN removed from the token file
-#   dra_publisher_rules USER  USER's rules those of cachepin's publisher, a token in DRA_D/token
+#   dra_publisher_rules USER [claims]  USER's rules those of cachepin's publisher (and get on
+#                         resourceclaims), a token in DRA_D/token
+#   dra_run_py SCRIPT ARGS  tests/dra/SCRIPT run against the server, the server stopped after
 #   kc TOKEN METHOD PATH [curl args]  one request (JSON; a PATCH a merge patch); the body on
 #                         stdout, the HTTP status in $DRA_D/status
 #   dra_down              everything stopped, the scratch directory removed
@@ -87,15 +89,35 @@ dra_rules () {
 EOF
 }
 
-# dra_publisher_rules USER: USER may do what cachepin's publisher does, its node's slices
-# (deploy/kubernetes/overlays/nri-dra's ClusterRole, less the claims), nothing else; the API
-# server started again (it reads the rules at start), and a token of USER in DRA_D/token.
+# dra_publisher_rules USER [claims]: USER may do what cachepin's publisher does, its node's
+# slices (deploy/kubernetes/overlays/nri-dra's ClusterRole, less the claims unless "claims"
+# is given: get on resourceclaims, what the kubelet plugin's prepare needs), nothing else;
+# the API server started again (it reads the rules at start), and a token of USER in
+# DRA_D/token.
 dra_publisher_rules () {
-  jq --arg u "$1" '.users[$u] = [
-    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]}]' \
+  local claims=false
+  [ "${2:-}" != claims ] || claims=true
+  jq --arg u "$1" --argjson claims "$claims" '.users[$u] = [
+    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list", "watch", "create", "update", "delete"]}]
+    + (if $claims then [{"apiGroups": ["resource.k8s.io"], "resources": ["resourceclaims"], "verbs": ["get"]}] else [] end)' \
     "$DRA_D/rules.json" >"$DRA_D/rules.new" && mv "$DRA_D/rules.new" "$DRA_D/rules.json"
   dra_api_restart
   dra_token driver "$1" system:serviceaccounts >"$DRA_D/token"
+}
+
+# dra_run_py SCRIPT ARGS: python3 tests/dra/SCRIPT ARGS with the server's address, scratch
+# directory and tokens in its environment (DRIVER: the publisher's user), the server stopped
+# at exit (the one SCRIPT names in DRA_D/api.pid: it may start the server again), its logs
+# shown on a failure; exits with SCRIPT's status, PASS printed on success.
+dra_run_py () {
+  local script=$1 rc=0
+  shift
+  echo "$API_PID" >"$DRA_D/api.pid"
+  trap 'API_PID=$(cat "$DRA_D/api.pid" 2>/dev/null || echo "$API_PID"); dra_down' EXIT
+  DRA_URL=$DRA_URL DRA_D=$DRA_D ADMIN_TOKEN=$ADMIN_TOKEN DRIVER=$DRIVER \
+    /usr/bin/python3 "$HERE/$script" "$@" || rc=$?
+  [ "$rc" = 0 ] || { [ "$rc" = 77 ] || dra_logs; exit "$rc"; }
+  echo "PASS"
 }
 
 kc () {
