@@ -321,14 +321,15 @@ def check_hook_overlay(src, overlay, k, pod, vols):
     return init[0].get("args", []) if init else []
 
 
-def check_nri_overlay(src, binary, pod, vols):
+def check_nri_overlay(src, binary, pod, vols, overlay):
     """The plugin: `cachepin nri` as the binary accepts it, the host paths, namespaces and
-    privileges it needs, the ConfigMap where it reads its config."""
+    privileges it needs (nri-dra: the kubelet plugin's too), the ConfigMap where it reads
+    its config."""
     check("nri: no nodeSelector (every node)", "nodeSelector" not in pod)
     state = default_state_dir(binary)
     check(f"the binary's default state directory is /run/cachepin ({state})", state == "/run/cachepin")
     host_paths = {v["hostPath"]["path"] for v in vols.values() if "hostPath" in v}
-    want_paths = {"/var/run/nri", state, "/sys"}
+    want_paths = {"/var/run/nri", state, "/sys"} | (set(KUBELET_VOLUMES.values()) if overlay == "nri-dra" else set())
     check(f"nri: host paths {sorted(want_paths)}, nothing else", host_paths == want_paths, str(host_paths))
     (c,) = pod["containers"]
     mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
@@ -374,6 +375,37 @@ def check_nri_overlay(src, binary, pod, vols):
     check_state_dir_script(script, state)
 
 
+KUBELET_ROOT = "/var/lib/kubelet"
+# The kubelet plugin's host directories (volume name: host path): the registration socket's,
+# its own (the DRA socket), the CDI specs'.
+KUBELET_VOLUMES = {"kubelet-registry": f"{KUBELET_ROOT}/plugins_registry",
+                   "kubelet-plugin": f"{KUBELET_ROOT}/plugins/cachepin.io",
+                   "cdi": "/var/run/cdi"}
+
+
+def check_kubelet_mounts(binary, k, pod, c):
+    """The kubelet plugin's directories, each a host path mounted at that same path and
+    writable (the kubelet dials the socket paths the plugin names, the runtime reads the CDI
+    specs at the paths the plugin writes them), the CDI one the ConfigMap's cdi_dir."""
+    vols = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["name"]: m for m in c.get("volumeMounts", [])}
+    for name, path in KUBELET_VOLUMES.items():
+        v, m = vols.get(name, {}), mounts.get(name, {})
+        check(f"nri-dra: {path} mounted at its host path, writable",
+              v.get("hostPath", {}).get("path") == path and m.get("mountPath") == path and not m.get("readOnly"),
+              f"{v} {m}")
+    check("nri-dra: the registration directory must exist (the kubelet's), the others are made",
+          vols.get("kubelet-registry", {}).get("hostPath", {}).get("type") == "Directory"
+          and all(vols.get(n, {}).get("hostPath", {}).get("type") == "DirectoryOrCreate"
+                  for n in ("kubelet-plugin", "cdi")))
+    config = json.loads(k["ConfigMap"][0]["data"]["config.json"])
+    check("nri-dra: the ConfigMap's cdi_dir is the mounted one (unset: /var/run/cdi)",
+          config.get("cdi_dir", "/var/run/cdi") == KUBELET_VOLUMES["cdi"], str(config.get("cdi_dir")))
+    h = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True).stdout
+    check(f"nri-dra: the plugin's default kubelet root is {KUBELET_ROOT} (`cachepin nri --help`)",
+          f"(default {KUBELET_ROOT})" in h)
+
+
 def check_nri_dra_overlay(binary, k, ds, nri):
     """DRA publishing on the NRI route (docs/dra.md, "Publishing"): the NRI overlay's pod with
     --dra-node $(NODE_NAME) from the downward API and the service account's token, the
@@ -395,6 +427,10 @@ def check_nri_dra_overlay(binary, k, ds, nri):
           and not any(a.startswith("--kube-") for a in args), str(args))
     r = subprocess.run([binary, "nri", "--help"], capture_output=True, text=True)
     check("nri-dra: --dra-node is the plugin's option (`cachepin nri --help` names it)", "--dra-node" in r.stdout)
+    check("nri-dra: --kubelet-plugin, at the kubelet's default root (no --kubelet-root: the mounts below are "
+          f"{KUBELET_ROOT}'s)", "--kubelet-plugin" in args and "--kubelet-root" not in args, str(args))
+    check("nri-dra: --kubelet-plugin is the plugin's option", "--kubelet-plugin" in r.stdout)
+    check_kubelet_mounts(binary, k, pod, c)
     if nri:
         plain = json.loads(json.dumps(nri["DaemonSet"][0]["spec"]["template"]["spec"]))
         mine = json.loads(json.dumps(pod))
@@ -403,7 +439,10 @@ def check_nri_dra_overlay(binary, k, ds, nri):
                 p.pop(key, None)
             p["containers"][0].pop("env", None)
             p["containers"][0]["args"] = [a for a in p["containers"][0].get("args", [])
-                                          if a not in ("--dra-node", "$(NODE_NAME)")]
+                                          if a not in ("--dra-node", "$(NODE_NAME)", "--kubelet-plugin")]
+            p["containers"][0]["volumeMounts"] = [m for m in p["containers"][0].get("volumeMounts", [])
+                                                  if m["name"] not in KUBELET_VOLUMES]
+            p["volumes"] = [v for v in p["volumes"] if v["name"] not in KUBELET_VOLUMES]
         check("nri-dra: otherwise the NRI overlay's pod, to the letter", plain == mine)
     (role,) = k["ClusterRole"]
     rules = {(g, res): sorted(rule["verbs"]) for rule in role["rules"] for g in rule["apiGroups"]
@@ -822,7 +861,7 @@ def main(argv):
             if overlay == "hook-uninstall":
                 uninstall_args = args
         elif overlay in ("nri", "nri-dra"):
-            check_nri_overlay(src, binary, pod, vols)
+            check_nri_overlay(src, binary, pod, vols, overlay)
             if overlay == "nri-dra":
                 check_nri_dra_overlay(binary, k, ds, rendered.get("nri"))
         else:
