@@ -37,9 +37,11 @@ prepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct cp_grpc
         out[i].error = cp_xstrdup ("no");
       else
         {
-          out[i].n_cdi = 1;
-          out[i].cdi_ids = cp_xcalloc (1, sizeof (char *));
-          out[i].cdi_ids[0] = cp_xasprintf ("cachepin.io/claim=%s", claims[i].uid);
+          out[i].n_devices = 1;
+          out[i].devices = cp_xcalloc (1, sizeof *out[i].devices);
+          out[i].devices[0] = (struct cp_grpc_device) { .request = cp_xstrdup ("r/s"),
+                                                        .cdi_id = cp_xasprintf ("cachepin.io/claim=%s-0",
+                                                                                claims[i].uid) };
         }
     }
 }

@@ -210,7 +210,7 @@ cp_nri_create_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
   if (c == NULL || c->id == NULL || c->id[0] == '\0')
     return reply (call, &none.base, err); /* nothing to place, nothing of ours to fail */
   cleanup_error cp_error_t why = NULL;
-  if (cp_nri_claim_of (c))
+  if (cp_nri_claim_of (p, c))
     {
       if (cp_nri_id_check (c, &why) < 0)
         {
@@ -322,7 +322,7 @@ cp_nri_update_container (struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1_
               cp_error_message (why));
       return reply (call, &resp.base, err);
     }
-  if (cpus == NULL && cp_nri_claim_of (c))
+  if (cpus == NULL && cp_nri_claim_of (p, c))
     {
       /* A claim's container keeps the claim's CPUs, whatever the update asks. */
       if (cp_nri_claim_cpus (p, c, &cpus, &mems, &why) <= 0)

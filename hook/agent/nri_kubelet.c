@@ -58,11 +58,16 @@ prepare_json (struct cp_nri_kubelet *k, const struct cp_grpc_claim *ref, const c
   cleanup_dra_prepared struct cp_dra_prepared p = { 0 };
   if (cp_dra_claim_prepare (k->hc, &c, &p, &e) < 0)
     return fail (out, ref, cp_error_message (e));
-  out->pool = cp_xstrdup (k->node);
-  out->device = cp_xstrdup (p.results[0].device);
-  out->cdi_ids = cp_xcalloc (1, sizeof *out->cdi_ids);
-  out->cdi_ids[0] = cp_xstrdup (p.cdi_device);
-  out->n_cdi = 1;
+  /* A device per result, with its own CDI device: the kubelet gives it to the
+     containers that name its request (or the whole claim), and each gets the CPUs
+     of the results it is given (nri_claim.c). */
+  out->devices = cp_xcalloc (p.n_results, sizeof *out->devices);
+  for (size_t i = 0; i < p.n_results; i++)
+    out->devices[i] = (struct cp_grpc_device) { .request = cp_xstrdup (c.results[i].request),
+                                                .pool = cp_xstrdup (k->node),
+                                                .device = cp_xstrdup (p.results[i].device),
+                                                .cdi_id = cp_xstrdup (p.results[i].cdi_device) };
+  out->n_devices = p.n_results;
 }
 
 /* The publisher's answer to fetch ID (0: every fetch, it exited), or (UID not NULL)

@@ -12,6 +12,7 @@
 #include "annotations.h"
 #include "config.h"
 #include "daemon.h"
+#include "dra_prepare.h"
 #include "locate.h"
 #include "placer.h"
 #include "nri_stub.h"
@@ -97,11 +98,19 @@ bool cp_nri_spec_cpus (const Nri__Pkg__Api__V1alpha1__Container *c, hwloc_bitmap
 
 /* ---- a container given a prepared DRA claim (nri_claim.c) ---- */
 
-/* The claim uid C's environment tags (CACHEPIN_DRA_CLAIM=<uid>, the last one), or NULL. */
-const char *cp_nri_claim_of (const Nri__Pkg__Api__V1alpha1__Container *c);
+#define CP_NRI_MAX_CLAIM_TAGS 64 /* a container's claim results, at most (more are not read) */
 
-/* The CPUs and NUMA nodes (cpulists; *MEMS NULL: none known) of the claim C is
-   tagged with: 1, logged; 0 when C carries no tag; -1 when its claim is not
+/* C's claim tags (the mounts of its claims' CDI devices: cdi.h), each once, at most
+   MAX into TAGS: how many.  A mount below CP_CDI_MOUNT_DIR that is not a spec's, and
+   the environment's tag without a mount, are logged and count for nothing. */
+size_t cp_nri_claim_tags (const struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__Container *c,
+                          struct cp_dra_tag *tags, size_t max);
+
+/* Whether C is given a claim (a tag, above). */
+bool cp_nri_claim_of (const struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__Container *c);
+
+/* The CPUs and NUMA nodes (cpulists; *MEMS NULL: none known) of the claims' results
+   C is tagged with: 1, logged; 0 when C carries no tag; -1 when one of them is not
    prepared here or the ledger cannot be read (*WHY: the caller's on_error policy). */
 int cp_nri_claim_cpus (const struct cp_nri_plugin *p, const Nri__Pkg__Api__V1alpha1__Container *c, char **cpus,
                        char **mems, cp_error_t *why);

@@ -350,7 +350,7 @@ place_all (const struct cp_nri_plugin *p0, const struct cp_entries *v, const str
         const nri_container *c = ls->list[i];
         if (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
           continue;
-        if (cp_entries_find (v, c->id) || cp_nri_claim_of (c))
+        if (cp_entries_find (v, c->id) || cp_nri_claim_of (p, c))
           continue; /* placed, or a claim's (resync_claims()) */
         if (!open && ms_since (t0) < budget_ms)
           {
@@ -381,33 +381,44 @@ place_all (const struct cp_nri_plugin *p0, const struct cp_entries *v, const str
 }
 
 /* The containers tagged with a prepared DRA claim (nri_claim.c), created or started
-   while the plugin was away: an update to the claim's CPUs and nodes, from the
+   while the plugin was away: an update to their claims' CPUs and nodes, from the
    entries read (V), none of their own.  A claim not prepared here is said. */
 static void
-resync_claims (const struct cp_entries *v, const struct listing *ls, struct cp_nri_updates *out)
+resync_claims (const struct cp_nri_plugin *p, const struct cp_entries *v, const struct listing *ls,
+               struct cp_nri_updates *out)
 {
   cleanup_bitmap hwloc_bitmap_t cpus = cp_bitmap_new ();
   cleanup_bitmap hwloc_bitmap_t mems = cp_bitmap_new ();
+  struct cp_dra_tag tags[CP_NRI_MAX_CLAIM_TAGS];
   for (size_t i = 0; i < ls->n; i++)
     {
       const nri_container *c = ls->list[i];
-      const char *uid = cp_nri_claim_of (c);
-      if (uid == NULL || (cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED)
-          || cp_entries_find (v, c->id))
-        continue; /* not a claim's, or settled by its own entry (one update a container) */
-      cleanup_free char *prefix = cp_dra_entry_prefix (uid);
+      if ((cp_nri_seen (c) != CP_SEEN_RUNNING && cp_nri_seen (c) != CP_SEEN_CREATED) || cp_entries_find (v, c->id))
+        continue; /* gone, or settled by its own entry (one update a container) */
+      size_t n = cp_nri_claim_tags (p, c, tags, CP_ARRAY_SIZE (tags));
+      if (n == 0)
+        continue; /* not a claim's */
       hwloc_bitmap_zero (cpus);
       hwloc_bitmap_zero (mems);
-      for (size_t j = 0; j < v->n; j++)
-        if (strncmp (v->v[j].e.id, prefix, strlen (prefix)) == 0)
-          {
-            hwloc_bitmap_or (cpus, cpus, v->v[j].e.cpus);
-            if (v->v[j].e.mems)
-              hwloc_bitmap_or (mems, mems, v->v[j].e.mems);
-          }
-      if (hwloc_bitmap_iszero (cpus))
-        cp_log (CP_LOG_WARNING, "resync: %s has DRA claim %.128s, not prepared on this node: left as it is", c->id,
-                uid);
+      const char *missing = NULL;
+      unsigned missing_index = 0;
+      for (size_t k = 0; k < n && missing == NULL; k++)
+        {
+          cleanup_free char *id = cp_dra_entry_id (tags[k].uid, tags[k].index);
+          const struct cp_entry_view *e = cp_entries_find (v, id);
+          if (e == NULL)
+            {
+              missing = tags[k].uid;
+              missing_index = tags[k].index;
+              continue;
+            }
+          hwloc_bitmap_or (cpus, cpus, e->e.cpus);
+          if (e->e.mems)
+            hwloc_bitmap_or (mems, mems, e->e.mems);
+        }
+      if (missing)
+        cp_log (CP_LOG_WARNING, "resync: %s has DRA claim %.128s, result %u, not prepared on this node: left as it is",
+                c->id, missing, missing_index);
       else
         add_update (out, c->id, cpus, mems);
     }
@@ -438,7 +449,7 @@ cp_nri_resync (const struct cp_nri_plugin *p0, nri_pod **pods, size_t n_pods, nr
     if (v.v[i].owned)
       settle (step_plugin (p0, &sp, &step, budget_ms - ms_since (&t0)), &v.v[i], &ls, pods, n_pods,
               ms_since (&t0) >= budget_ms, &left, out);
-  resync_claims (&v, &ls, out);
+  resync_claims (p0, &v, &ls, out);
   place_all (p0, &v, &ls, pods, n_pods, &t0, budget_ms, &left, out);
   if (left.release || left.adopt || left.place)
     cp_log (CP_LOG_WARNING,

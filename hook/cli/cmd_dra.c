@@ -267,7 +267,8 @@ print_prepared (const struct dra_args *a, const struct cp_dra_claim *claim, cons
       for (size_t i = 0; i < p->n_results; i++)
         {
           cleanup_free char *list = cp_cpulist_format (p->results[i].cpus);
-          printf ("  result %u: device %s, CPUs %s\n", p->results[i].index, p->results[i].device, list);
+          printf ("  result %u: device %s, CPUs %s, CDI device %s\n", p->results[i].index, p->results[i].device, list,
+                  p->results[i].cdi_device);
         }
       return;
     }
@@ -285,6 +286,7 @@ print_prepared (const struct dra_args *a, const struct cp_dra_claim *claim, cons
       json_object_object_add (r, "index", json_object_new_int ((int) p->results[i].index));
       json_object_object_add (r, "device", json_object_new_string (p->results[i].device));
       json_object_object_add (r, "cpus", json_object_new_string (list));
+      json_object_object_add (r, "cdi_device", json_object_new_string (p->results[i].cdi_device));
       json_object_array_add (rs, r);
     }
   json_object_object_add (o, "results", rs);

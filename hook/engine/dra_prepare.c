@@ -19,6 +19,7 @@
 #include "util.h"
 
 _Static_assert (sizeof CP_CDI_ENV == sizeof CP_DRA_CLAIM_ENV, "the CDI spec's tag is the one the plugin reads");
+_Static_assert (CP_CDI_MAX_RESULTS == CP_DRA_CLAIM_MAX_RESULTS, "every result of a claim can be a tag");
 
 void
 cp_dra_prepared_clear (struct cp_dra_prepared *p)
@@ -31,6 +32,7 @@ cp_dra_prepared_clear (struct cp_dra_prepared *p)
     hwloc_bitmap_free (p->mems);
   for (size_t i = 0; i < p->n_results; i++)
     {
+      free (p->results[i].cdi_device);
       hwloc_bitmap_free (p->results[i].cpus);
       hwloc_bitmap_free (p->results[i].mems);
     }
@@ -64,6 +66,7 @@ add_result (struct cp_dra_prepared *out, unsigned index, const char *device, hwl
   struct cp_dra_prepared_result *r = &out->results[out->n_results++];
   r->index = index;
   snprintf (r->device, sizeof r->device, "%s", device);
+  r->cdi_device = cp_cdi_result_device_name (out->uid, index);
   r->cpus = cp_bitmap_dup (cpus);
   r->mems = cp_bitmap_dup (mems);
   hwloc_bitmap_or (out->cpus, out->cpus, cpus);
@@ -78,6 +81,7 @@ prepared_init (struct cp_dra_prepared *out, const struct cp_dra_claim *claim)
   out->mems = cp_bitmap_new ();
   out->results = cp_xcalloc (claim->n_results ? claim->n_results : 1, sizeof *out->results);
   out->cdi_device = cp_cdi_device_name (claim->uid);
+  snprintf (out->uid, sizeof out->uid, "%s", claim->uid);
 }
 
 /* The claim prepared already: 1 with OUT filled from its entries (the same
@@ -157,6 +161,17 @@ decide_result (const struct cp_hostconfig *hc, struct cp_ledger *l, const struct
   return 0;
 }
 
+/* CLAIM's CDI spec, a device for each of its results (OUT's, in its order). */
+static int
+write_spec (const struct cp_hostconfig *hc, const struct cp_dra_claim *claim, struct cp_dra_prepared *out,
+            cp_error_t *err)
+{
+  unsigned indexes[CP_DRA_CLAIM_MAX_RESULTS];
+  for (size_t i = 0; i < out->n_results; i++)
+    indexes[i] = out->results[i].index;
+  return cp_cdi_write (hc->cdi_dir, claim->uid, indexes, out->n_results, &out->cdi_spec, err);
+}
+
 int
 cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_claim *claim, struct cp_dra_prepared *out,
                       cp_error_t *err)
@@ -177,7 +192,7 @@ cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_claim 
   if (found < 0)
     return -1;
   if (found > 0) /* its spec again, the same, should it be gone (a cleaned CDI directory) */
-    return cp_cdi_write (hc->cdi_dir, claim->uid, &out->cdi_spec, err);
+    return write_spec (hc, claim, out, err);
   struct cp_topo *topo = NULL;
   if (cp_topocache_load (hc, 0, &topo, err) < 0)
     return cp_error_wrap (err, "topology");
@@ -199,7 +214,7 @@ cp_dra_claim_prepare (const struct cp_hostconfig *hc, const struct cp_dra_claim 
   cp_ledger_defer_commits (l, false);
   if (cp_ledger_commit (l, err) < 0)
     return cp_error_wrap (err, "ledger %s", hc->state_dir);
-  if (cp_cdi_write (hc->cdi_dir, claim->uid, &out->cdi_spec, err) < 0)
+  if (write_spec (hc, claim, out, err) < 0)
     {
       /* No spec, no claim: its entries go again, under the same lock. */
       cleanup_free char *prefix = cp_dra_entry_prefix (claim->uid);
@@ -263,27 +278,40 @@ cp_dra_claim_unprepare (const struct cp_hostconfig *hc, const char *claim_uid, u
 }
 
 int
-cp_dra_container_cpus (const struct cp_hostconfig *hc, const char *claim_uid, hwloc_bitmap_t cpus,
+cp_dra_mount_tag (const struct cp_hostconfig *hc, const char *source, const char *destination, struct cp_dra_tag *tag,
+                  cp_error_t *err)
+{
+  return cp_cdi_mount_tag (hc->cdi_dir, source, destination, tag->uid, sizeof tag->uid, &tag->index, err);
+}
+
+int
+cp_dra_container_cpus (const struct cp_hostconfig *hc, const struct cp_dra_tag *tags, size_t n, hwloc_bitmap_t cpus,
                        hwloc_bitmap_t mems, cp_error_t *err)
 {
   hwloc_bitmap_zero (cpus);
   hwloc_bitmap_zero (mems);
+  for (size_t i = 0; i < n; i++)
+    if (cp_dra_claim_check_uid ("claim uid", tags[i].uid, err) < 0)
+      return -1;
   cleanup_ledger struct cp_ledger *l = NULL;
-  cleanup_free char *prefix = NULL;
-  if (open_claim (hc, CP_DRA_CLAIM_ENV, claim_uid, &l, &prefix, err) < 0)
+  if (cp_placer_open_ledger (hc, &l, err) < 0)
     return -1;
-  int found = 0;
-  for (size_t i = 0; i < cp_ledger_count (l); i++)
+  for (size_t i = 0; i < n; i++)
     {
-      const struct cp_ledger_entry *e = cp_ledger_at (l, i);
-      if (!has_prefix (e->id, prefix))
-        continue;
+      cleanup_free char *id = cp_dra_entry_id (tags[i].uid, tags[i].index);
+      const struct cp_ledger_entry *e = cp_ledger_find (l, id);
+      if (e == NULL)
+        {
+          hwloc_bitmap_zero (cpus);
+          hwloc_bitmap_zero (mems);
+          cp_fail_runtime (err, "DRA claim %s, result %u: not prepared on this node", tags[i].uid, tags[i].index);
+          return 0;
+        }
       hwloc_bitmap_or (cpus, cpus, e->cpus);
       if (e->mems)
         hwloc_bitmap_or (mems, mems, e->mems);
-      found = 1;
     }
-  return found;
+  return n > 0;
 }
 
 int

@@ -6,9 +6,10 @@
  * rules of every route, strict: the claim's device or nothing), records them in the
  * ledger as entries "dra:claim:<uid>:<i>" (origin dra: no cgroup behind them,
  * reconcile keeps them), all the claim's results in one commit or none, and
- * writes the claim's CDI spec (hook/host/cdi.h) whose device tags the containers
- * given it (CACHEPIN_DRA_CLAIM=<uid>); the NRI plugin answers such a container
- * with the claim's CPUs (cp_dra_container_cpus()).  Unprepare removes both.
+ * writes the claim's CDI spec (hook/host/cdi.h) whose devices (the claim's, and one
+ * per result) tag the containers given them (a mount of the spec at
+ * CP_DRA_CLAIM_MOUNT_DIR/<uid>/<result>); the NRI plugin answers such a container
+ * with those results' CPUs (cp_dra_container_cpus()).  Unprepare removes both.
  *
  * Prepare is idempotent: a claim prepared already (the kubelet retries, the agent
  * restarted) gets the CPUs it has, the ledger is not written (its CDI spec is
@@ -22,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cdi.h"
 #include "dra_claim.h"
 #include "error.h"
 #include "hostconfig.h"
@@ -31,12 +33,14 @@ struct cp_dra_prepared_result
 {
   unsigned index;                   /* its position in the claim's results */
   char device[CP_DRA_MAX_NAME + 1]; /* the device ("l3-2") */
+  char *cdi_device;                 /* its own CDI device ("cachepin.io/claim=<uid>-<index>") */
   hwloc_bitmap_t cpus, mems;        /* its CPUs and their NUMA nodes */
 };
 
 struct cp_dra_prepared
 {
-  char *cdi_device;                       /* "cachepin.io/claim=<uid>" */
+  char uid[CP_DRA_CLAIM_MAX_UID + 1];
+  char *cdi_device;                       /* "cachepin.io/claim=<uid>": every result */
   char *cdi_spec;                         /* the spec's path */
   hwloc_bitmap_t cpus, mems;              /* the union of the results' */
   struct cp_dra_prepared_result *results; /* in the claim's order */
@@ -68,11 +72,29 @@ int cp_dra_claim_unprepare (const struct cp_hostconfig *hc, const char *claim_ui
  * sandbox: the descriptor, or -1. */
 int cp_dra_hold_cdi_dir (const struct cp_hostconfig *hc, cp_error_t *err);
 
-/* The CPUs and NUMA nodes of claim CLAIM_UID (the union of its entries), for a
- * container tagged with it: 1 found; 0 no such claim prepared; < 0 the ledger could
- * not be read.  Only the ledger is read (under its lock, reconciled): nothing of
- * the network, for the NRI plugin's path. */
-int cp_dra_container_cpus (const struct cp_hostconfig *hc, const char *claim_uid, hwloc_bitmap_t cpus,
-                           hwloc_bitmap_t mems, cp_error_t *err);
+/* A container's tag: result INDEX of claim UID (cdi.h: the mount its CDI device adds). */
+struct cp_dra_tag
+{
+  char uid[CP_DRA_CLAIM_MAX_UID + 1];
+  unsigned index;
+};
+
+/* Where a container given a claim's device finds its tags (cdi.h's mounts). */
+#define CP_DRA_CLAIM_MOUNT_DIR CP_CDI_MOUNT_DIR
+
+/* A mount of a container (SOURCE on the host, DESTINATION in it) read as a claim's
+   tag, HC's cdi_dir being the spec directory: 1 it is one (*TAG filled), 0 it is not
+   below CP_DRA_CLAIM_MOUNT_DIR, -1 it is below it but not a spec's mount (*ERR:
+   forged, or a spec of another directory). */
+int cp_dra_mount_tag (const struct cp_hostconfig *hc, const char *source, const char *destination,
+                      struct cp_dra_tag *tag, cp_error_t *err);
+
+/* The CPUs and NUMA nodes of the claims' results TAGS (N), the union of their
+ * entries, for a container given them: 1 found; 0 one of them is not prepared (*ERR
+ * says which; nothing is filled) or N is 0; < 0 the ledger could not be read.  Only
+ * the ledger is read (under its lock, reconciled): nothing of the network, for the
+ * NRI plugin's path. */
+int cp_dra_container_cpus (const struct cp_hostconfig *hc, const struct cp_dra_tag *tags, size_t n,
+                           hwloc_bitmap_t cpus, hwloc_bitmap_t mems, cp_error_t *err);
 
 #endif

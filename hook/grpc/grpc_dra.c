@@ -77,23 +77,73 @@ struct cp_grpc_dra_call
   struct cp_grpc_call *deferred; /* NULL: answered at once */
 };
 
+/* The request a device answers as the kubelet matches it: a subrequest's result
+   ("req/sub", a prioritized list's) stands for its request ("req"), which is what a
+   container names. */
+static char *
+base_request (const char *request)
+{
+  const char *slash = strchr (request, '/');
+  return slash ? cp_xstrndup (request, (size_t) (slash - request)) : cp_xstrdup (request);
+}
+
+/* ANS's devices as the response's, into DEVICES and PTRS (ANS->n_devices each);
+   REQUESTS (as many) keeps the strings the response points at. */
+static void
+fill_devices (const struct cp_grpc_prepared *ans, Device *devices, Device **ptrs, char **requests)
+{
+  for (size_t j = 0; j < ans->n_devices; j++)
+    {
+      const struct cp_grpc_device *d = &ans->devices[j];
+      k8s__io__kubelet__pkg__apis__dra__v1__device__init (&devices[j]);
+      requests[j] = d->request ? base_request (d->request) : NULL;
+      devices[j].n_request_names = requests[j] ? 1 : 0;
+      devices[j].request_names = requests[j] ? &requests[j] : NULL;
+      devices[j].pool_name = d->pool ? d->pool : (char *) "";
+      devices[j].device_name = d->device ? d->device : (char *) "";
+      devices[j].n_cdi_device_ids = d->cdi_id ? 1 : 0;
+      devices[j].cdi_device_ids = d->cdi_id ? (char **) &d->cdi_id : NULL;
+      ptrs[j] = &devices[j];
+    }
+}
+
+void
+cp_grpc_prepared_clear (struct cp_grpc_prepared *ans)
+{
+  free (ans->error);
+  for (size_t j = 0; j < ans->n_devices; j++)
+    {
+      free (ans->devices[j].request);
+      free (ans->devices[j].pool);
+      free (ans->devices[j].device);
+      free (ans->devices[j].cdi_id);
+    }
+  free (ans->devices);
+  ans->error = NULL;
+  ans->devices = NULL;
+  ans->n_devices = 0;
+}
+
 /* Every claim answered: the response packed into *REPLY, CALL freed. */
 static void
 finish (struct cp_grpc_dra_call *call, struct cp_grpc_reply *reply)
 {
-  size_t k = call->k;
+  size_t k = call->k, total = 0;
   struct cp_grpc_claim *claims = call->claims;
   struct cp_grpc_prepared *ans = call->ans;
+  for (size_t i = 0; i < k; i++)
+    total += ans[i].error ? 0 : ans[i].n_devices;
   PrepareEntry *entries = cp_xcalloc (k ? k : 1, sizeof *entries);
   PrepareEntry **entry_ptrs = cp_xcalloc (k ? k : 1, sizeof *entry_ptrs);
   PrepareOne *ones = cp_xcalloc (k ? k : 1, sizeof *ones);
-  Device *devices = cp_xcalloc (k ? k : 1, sizeof *devices);
-  Device **device_ptrs = cp_xcalloc (k ? k : 1, sizeof *device_ptrs);
+  Device *devices = cp_xcalloc (total ? total : 1, sizeof *devices);
+  Device **device_ptrs = cp_xcalloc (total ? total : 1, sizeof *device_ptrs);
+  char **requests = cp_xcalloc (total ? total : 1, sizeof *requests);
+  size_t used = 0;
   for (size_t i = 0; i < k; i++)
     {
       k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resources_response__claims_entry__init (&entries[i]);
       k8s__io__kubelet__pkg__apis__dra__v1__node_prepare_resource_response__init (&ones[i]);
-      k8s__io__kubelet__pkg__apis__dra__v1__device__init (&devices[i]);
       entries[i].key = (char *) claims[i].uid;
       entries[i].value = &ones[i];
       entry_ptrs[i] = &entries[i];
@@ -105,13 +155,10 @@ finish (struct cp_grpc_dra_call *call, struct cp_grpc_reply *reply)
         }
       else
         {
-          devices[i].pool_name = ans[i].pool ? ans[i].pool : (char *) "";
-          devices[i].device_name = ans[i].device ? ans[i].device : (char *) "";
-          devices[i].n_cdi_device_ids = ans[i].n_cdi;
-          devices[i].cdi_device_ids = ans[i].cdi_ids;
-          device_ptrs[i] = &devices[i];
-          ones[i].n_devices = 1;
-          ones[i].devices = &device_ptrs[i];
+          fill_devices (&ans[i], &devices[used], &device_ptrs[used], &requests[used]);
+          ones[i].n_devices = ans[i].n_devices;
+          ones[i].devices = ans[i].n_devices ? &device_ptrs[used] : NULL;
+          used += ans[i].n_devices;
         }
     }
   PrepareResponse out = K8S__IO__KUBELET__PKG__APIS__DRA__V1__NODE_PREPARE_RESOURCES_RESPONSE__INIT;
@@ -119,14 +166,10 @@ finish (struct cp_grpc_dra_call *call, struct cp_grpc_reply *reply)
   out.claims = entry_ptrs;
   cp_grpc_reply_pack (reply, &out.base);
   for (size_t i = 0; i < k; i++)
-    {
-      free (ans[i].error);
-      free (ans[i].pool);
-      free (ans[i].device);
-      for (size_t j = 0; j < ans[i].n_cdi; j++)
-        free (ans[i].cdi_ids[j]);
-      free (ans[i].cdi_ids);
-    }
+    cp_grpc_prepared_clear (&ans[i]);
+  for (size_t j = 0; j < used; j++)
+    free (requests[j]);
+  free (requests);
   free (ans);
   free (entries);
   free (entry_ptrs);

@@ -40,16 +40,27 @@ struct cp_grpc_dra_call;
    (CALL and INDEX are the grpc layer's, set before the prepare callback); the
    call's answer is deferred until each of its pending claims is answered
    (grpc_server.h: cp_grpc_reply_defer(), bounded by CP_GRPC_DEFER_MS). */
+/* One device of a prepared claim: the claim's request it answers (REQUEST: the
+   kubelet gives its CDI device to the containers that name that request, or the
+   claim), where it is, and its CDI device. */
+struct cp_grpc_device
+{
+  char *request, *pool, *device, *cdi_id;
+};
+#define CP_GRPC_MAX_DEVICES 32 /* a claim's devices in an answer (the API's results) */
+
 struct cp_grpc_prepared
 {
   char *error;
-  char *pool, *device;
-  char **cdi_ids;
-  size_t n_cdi;
+  struct cp_grpc_device *devices;
+  size_t n_devices;
   bool pending;
   struct cp_grpc_dra_call *call;
   size_t index;
 };
+
+/* What ANS holds freed, and its error and devices emptied. */
+void cp_grpc_prepared_clear (struct cp_grpc_prepared *ans);
 
 /* Claim INDEX of CALL, left pending, answered with ANS (taken: its strings are the
    grpc layer's now; ANS->pending false).  The last pending claim answered sends

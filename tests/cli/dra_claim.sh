@@ -77,9 +77,13 @@ check "prepare: the result's device" "$(field '.results[0].device')" "l3-2"
 check "prepare: not prepared before" "$(field .already)" "false"
 check "ledger: the claim's entry" \
   "$(jq -r --arg id "dra:claim:$A:0" '.entries[] | select(.id == $id) | .cpus' "$D/state/ledger.json")" "16,18,20,22"
-check "CDI spec: kind, device, tag" \
-  "$(jq -c '[.kind, .devices[0].name, .devices[0].containerEdits.env]' "$(spec $A)" 2>&1)" \
-  "[\"cachepin.io/claim\",\"$A\",[\"CACHEPIN_DRA_CLAIM=$A\"]]"
+check "CDI spec: kind, the claim's device and the result's, the environment's tag" \
+  "$(jq -c '[.kind, [.devices[].name], [.devices[].containerEdits.env[]]]' "$(spec $A)" 2>&1)" \
+  "[\"cachepin.io/claim\",[\"$A\",\"$A-0\"],[\"CACHEPIN_DRA_CLAIM=$A\",\"CACHEPIN_DRA_CLAIM=$A\"]]"
+check "CDI spec: the tag the plugin trusts, the spec mounted read-only at /run/cachepin.io/claims/<uid>/<result>" \
+  "$(jq -c '[.devices[].containerEdits.mounts[] | [.hostPath, .containerPath, (.options | index("ro") != null)]] | unique' "$(spec $A)" 2>&1)" \
+  "[[\"$(spec $A)\",\"/run/cachepin.io/claims/$A/0\",true]]"
+check "prepare: the result's own CDI device" "$(field '.results[0].cdi_device')" "cachepin.io/claim=$A-0"
 check "CDI spec: no temporary file left" "$(ls -A "$D/cdi" | wc -l)" 1
 
 # ---- idempotent: the same answer, nothing written -----------------------------------
@@ -120,6 +124,9 @@ check "two results refused: nothing recorded (the first neither)" "$(ledger_sum)
 claim "$D/m.json" $M l3-1:2 l3-3:2
 prepare "$D/m.json"
 check "two results: both, one commit" "$(field '[.results[].cpus] | join(" ")')" "8,10 24,26"
+check "two results: the claim's device mounts both tags, each result's its own" \
+  "$(jq -c '[.devices[] | [.name, [.containerEdits.mounts[].containerPath | split("/")[-1]]]]' "$(spec $M)")" \
+  "[[\"$M\",[\"0\",\"1\"]],[\"$M-0\",[\"0\"]],[\"$M-1\",[\"1\"]]]"
 check "two results: two entries" \
   "$(jq -r --arg p "dra:claim:$M:" '[.entries[] | select(.id | startswith($p))] | length' "$D/state/ledger.json")" 2
 claim "$D/x.json" $M l3-1:2

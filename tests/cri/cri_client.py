@@ -20,7 +20,8 @@ process for a whole test (starting Python and gRPC takes a second on a busy mach
                                                     pod's annotations, sent again as the kubelet
                                                     does (containerd copies them from here);
                                                     cdi:NAME a CDI device (CDI_devices), quota:N
-                                                    a CPU limit
+                                                    a CPU limit, env:NAME=VALUE an environment
+                                                    variable of the container's own
     start ID | state ID | exec ID CMD... | stop ID | rm ID | stop-pod ID | rm-pod ID
     update ID QUOTA [CPUSET]                        UpdateContainerResources as the kubelet sends
                                                     it on a resize: CPU quota (period 100000) and
@@ -81,10 +82,11 @@ def run(rt, cmd, args):
         print(r.pod_sandbox_id)
     elif cmd == "create":
         pod_id, name, image, parent, pod_name = args[:5]
-        own = [a for a in args[5:] if not a.startswith(("pod:", "quota:", "cdi:"))]
+        own = [a for a in args[5:] if not a.startswith(("pod:", "quota:", "cdi:", "env:"))]
         pod = [a[len("pod:") :] for a in args[5:] if a.startswith("pod:")]
         quota = [int(a[len("quota:") :]) for a in args[5:] if a.startswith("quota:")]
         cdi = [a[len("cdi:") :] for a in args[5:] if a.startswith("cdi:")]
+        env = [a[len("env:") :].split("=", 1) for a in args[5:] if a.startswith("env:")]
         config = cri.ContainerConfig(
             metadata=cri.ContainerMetadata(name=name, attempt=0),
             image=cri.ImageSpec(image=image),
@@ -92,6 +94,8 @@ def run(rt, cmd, args):
             annotations=annotations(own),
             labels={"io.kubernetes.container.name": name},
         )
+        for key, value in env:  # the pod spec's env: whatever its author writes
+            config.envs.add(key=key, value=value)
         for name in cdi:  # a CDI device, as the kubelet passes a prepared DRA claim's
             config.CDI_devices.add(name=name)
         if quota:  # a CPU limit, as the kubelet sets it: quota per 100 ms period

@@ -88,11 +88,49 @@ fi
 create_start "$POD" c2 dra-pod "cdi:$CDI"
 C2=$C
 [ -n "$C2" ] && check "a second container of the claim shares $CPUS" same "$(cgroup_cpus "$C2")" "$CPUS"
+# A pod that writes the environment's tag itself, without the claim's device: not the
+# claim's container (the tag the plugin trusts is the spec's mount, out of a pod's reach).
+create_start "$POD" forged dra-pod "env:CACHEPIN_DRA_CLAIM=$UID_"
+CF=$C
+if [ -n "$CF" ]; then
+  check "a container that sets CACHEPIN_DRA_CLAIM=$UID_ itself is not given $CPUS" \
+    [ "$(cgroup_cpus "$CF")" != "$CPUS" ]
+  check "the plugin said why" logged "$D/nri.log" "container $CF: CACHEPIN_DRA_CLAIM=$UID_ in its environment without the claim's CDI mount" 1
+fi
 
 "$BIN" dra unprepare --claim-uid "$UID_" --config "$D/cachepin.json" >/dev/null 2>>"$D/nri.log"
 check "dra unprepare: the CDI spec removed" [ ! -e "$D/cdi/cachepin.io-claim_$UID_.json" ]
 check "dra unprepare: no entry of the claim left" \
   [ "$(ledger | jq --arg p "dra:claim:$UID_:" '[.entries[] | select(.id | startswith($p))] | length')" = 0 ]
+
+# ---- a claim of two results (two requests): each result's device gives its own CPUs -------
+# First fit, as the allocator: both on the first device when it has two CPUs, else one on
+# each of the first two devices.
+USABLE=$(jq -r --arg d "$DEV" '.spec.devices[] | select(.name == $d) | .capacity.cpus.value' "$D/slice.json")
+DEV_B=$DEV
+[ "$USABLE" -ge 2 ] || DEV_B=$(jq -r '.spec.devices[1].name // empty' "$D/slice.json")
+if [ -n "$DEV_B" ]; then
+  UID2=6e2f1d3b-8c4e-4f70-9bac-1d2e3f4a5b6c
+  jq -n --arg u "$UID2" --arg d "$DEV" --arg e "$DEV_B" '{apiVersion: "resource.k8s.io/v1", kind: "ResourceClaim",
+    metadata: {name: "two-cpus", namespace: "cachepin-test", uid: $u},
+    status: {allocation: {devices: {results: [
+      {request: "a", driver: "cachepin.io", pool: "node-1", device: $d, consumedCapacity: {cpus: "1"}},
+      {request: "b", driver: "cachepin.io", pool: "node-1", device: $e, consumedCapacity: {cpus: "1"}}]}}}}' \
+    >"$D/claim2.json"
+  "$BIN" dra prepare --node node-1 --claim "$D/claim2.json" --config "$D/cachepin.json" --json >"$D/prep2.json" \
+    2>>"$D/nri.log"
+  check "two results: prepared" [ $? = 0 ]
+  R1=$(jq -r '.results[1].cpus' "$D/prep2.json")
+  ALL2=$(jq -r .cpus "$D/prep2.json")
+  run_pod dra-pod2
+  create_start "$POD" only-b dra-pod2 "cdi:$(jq -r '.results[1].cdi_device' "$D/prep2.json")"
+  [ -n "$C" ] && check "the container given request b's device runs on b's CPU $R1 alone" \
+    same "$(cgroup_cpus "$C")" "$R1"
+  create_start "$POD" whole dra-pod2 "cdi:$(jq -r .cdi_device "$D/prep2.json")"
+  [ -n "$C" ] && check "the container given the claim's device runs on both, $ALL2" same "$(cgroup_cpus "$C")" "$ALL2"
+else
+  echo "skipped: a claim of two results (one device of one usable CPU here)"
+fi
 
 echo "$PASS passed, $FAIL failed"
 [ "$FAIL" = 0 ]

@@ -92,6 +92,21 @@ def make_claim(name):
     return got["metadata"]["uid"], first
 
 
+def given(c, answer, cdi, uid):
+    """Container C given the CDI devices of ANSWER (a device of claim UID's answer) as the
+    runtime does it (containerd applies the spec's edits before NRI's CreateContainer):
+    their environment and mounts, read from the claim's spec in CDI."""
+    spec = json.load(open(os.path.join(cdi, f"cachepin.io-claim_{uid}.json")))
+    for ident in answer.get("cdiDeviceIDs") or []:
+        name = ident.split("=", 1)[1]
+        (dev,) = [d for d in spec["devices"] if d["name"] == name]
+        c.env.extend(dev["containerEdits"].get("env", []))
+        for m in dev["containerEdits"].get("mounts", []):
+            c.mounts.add(source=m["hostPath"], destination=m["containerPath"], type="bind",
+                         options=m.get("options", []))
+    return c
+
+
 def start_agent(emu, host, root):
     path = emu.listen(os.path.join(host.dir, "nri.sock"))
     emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--kubelet-plugin",
@@ -127,9 +142,11 @@ def run(t, host):
             r = standin(root, "prepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
             took = time.monotonic() - t0
             devs = r.get("devices") or [{}]
-            t.check(f"prepare answered in {took:.2f} s: pool {NODE}, device {dev}, cachepin.io/claim={uid}",
-                    r.get("ok") and devs[0].get("poolName") == NODE and devs[0].get("deviceName") == dev
-                    and devs[0].get("cdiDeviceIDs") == [f"cachepin.io/claim={uid}"], r)
+            t.check(f"prepare answered in {took:.2f} s: pool {NODE}, device {dev}, request cpus, "
+                    f"cachepin.io/claim={uid}-0",
+                    r.get("ok") and len(devs) == 1 and devs[0].get("poolName") == NODE
+                    and devs[0].get("deviceName") == dev and devs[0].get("requestNames") == ["cpus"]
+                    and devs[0].get("cdiDeviceIDs") == [f"cachepin.io/claim={uid}-0"], r)
             held = claim_entries(host, uid)
             allcpus = set().union(*held.values()) if held else set()
             t.check(f"the ledger: dra:claim entries of {N} CPU inside {dev} ({held})",
@@ -138,10 +155,14 @@ def run(t, host):
             t.check("the CDI spec in cdi_dir, with the tag",
                     os.path.exists(spec) and f"CACHEPIN_DRA_CLAIM={uid}" in open(spec).read())
             p = pod("pod-k")
-            c = container("ctr-k", p, cgroups_path=cgroup("ctr-k"))
-            c.env.append(f"CACHEPIN_DRA_CLAIM={uid}")
+            c = given(container("ctr-k", p, cgroups_path=cgroup("ctr-k")), devs[0], cdi, uid)
             cr = emu.create(p, c)
-            t.equal("CreateContainer of the tagged container: the claim's CPUs", adjusted_cpus(cr), allcpus)
+            t.equal("CreateContainer of the container given the claim's device: the claim's CPUs", adjusted_cpus(cr),
+                    allcpus)
+            f = container("ctr-forged", p, cgroups_path=cgroup("ctr-forged"))
+            f.env.append(f"CACHEPIN_DRA_CLAIM={uid}")
+            t.check("a container that sets the environment's tag itself: not the claim's CPUs",
+                    adjusted_cpus(emu.create(p, f)) != allcpus)
             r2 = standin(root, "prepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
             t.check("prepare again: the same", r2.get("ok") and r2.get("devices") == r.get("devices")
                     and claim_entries(host, uid) == held, r2)
@@ -166,8 +187,7 @@ def run(t, host):
             t.check(f"the API server stopped: prepare an error naming the fetch, within the bound ({took:.1f} s)",
                     not r5.get("ok") and "GET resourceclaim default/claim-k" in err and took < 30, r5)
             p2 = pod("pod-k2")
-            c2 = container("ctr-k2", p2, cgroups_path=cgroup("ctr-k2"))
-            c2.env.append(f"CACHEPIN_DRA_CLAIM={uid}")
+            c2 = given(container("ctr-k2", p2, cgroups_path=cgroup("ctr-k2")), devs[0], cdi, uid)
             t0 = time.monotonic()
             cr2 = emu.create(p2, c2)
             took = time.monotonic() - t0

@@ -54,11 +54,11 @@ static struct
 static void
 canned (struct cp_grpc_prepared *out, const char *uid)
 {
-  out->pool = cp_xstrdup ("node-a");
-  out->device = cp_xstrdup ("l3-0");
-  out->n_cdi = 1;
-  out->cdi_ids = cp_xcalloc (1, sizeof (char *));
-  out->cdi_ids[0] = cp_xasprintf ("cachepin.io/claim=%s", uid);
+  out->n_devices = 1;
+  out->devices = cp_xcalloc (1, sizeof *out->devices);
+  out->devices[0] = (struct cp_grpc_device) { .request = cp_xstrdup ("cpus"), .pool = cp_xstrdup ("node-a"),
+                                              .device = cp_xstrdup ("l3-0"),
+                                              .cdi_id = cp_xasprintf ("cachepin.io/claim=%s", uid) };
 }
 
 /* The pending claims due at NOW_MS answered (ALL: every one). */

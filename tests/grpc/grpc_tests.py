@@ -87,7 +87,8 @@ def main(argv):
             ok = got["uid-1"]
             check(ok.error == "" and len(ok.devices) == 1 and list(ok.devices[0].cdi_device_ids)
                   == ["cachepin.io/claim=uid-1"] and ok.devices[0].pool_name == "node-a"
-                  and ok.devices[0].device_name == "l3-0", f"{version} prepare: the device and its CDI id")
+                  and ok.devices[0].device_name == "l3-0" and list(ok.devices[0].request_names) == ["cpus"],
+                  f"{version} prepare: the device, its request and its CDI id")
             check(got["uid-2"].error == "canned: this claim cannot be prepared" and not got["uid-2"].devices,
                   f"{version} prepare: the claim's error")
             lines = [p.stdout.readline().strip() for _ in claims]

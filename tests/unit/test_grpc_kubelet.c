@@ -150,11 +150,15 @@ canned_prepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct 
       out[i].error = cp_xstrdup ("cannot");
     else
       {
-        out[i].pool = cp_xstrdup ("node-a");
-        out[i].device = cp_xstrdup ("l3-0");
-        out[i].n_cdi = 1;
-        out[i].cdi_ids = cp_xcalloc (1, sizeof (char *));
-        out[i].cdi_ids[0] = cp_xasprintf ("cachepin.io/claim=%s", claims[i].uid);
+        /* Two results: request "a", and "b"'s subrequest "fast" (a prioritized list). */
+        out[i].n_devices = 2;
+        out[i].devices = cp_xcalloc (2, sizeof *out[i].devices);
+        for (size_t j = 0; j < 2; j++)
+          out[i].devices[j] = (struct cp_grpc_device) { .request = cp_xstrdup (j ? "b/fast" : "a"),
+                                                        .pool = cp_xstrdup ("node-a"),
+                                                        .device = cp_xasprintf ("l3-%zu", j),
+                                                        .cdi_id = cp_xasprintf ("cachepin.io/claim=%s-%zu",
+                                                                                claims[i].uid, j) };
       }
 }
 
@@ -206,11 +210,21 @@ test_prepare_both_versions (void **state)
           if (strcmp (uid, "uid-a") == 0)
             {
               assert_string_equal (one->error, "");
-              assert_int_equal (one->n_devices, 1);
-              assert_string_equal (one->devices[0]->pool_name, "node-a");
-              assert_string_equal (one->devices[0]->device_name, "l3-0");
-              assert_int_equal (one->devices[0]->n_cdi_device_ids, 1);
-              assert_string_equal (one->devices[0]->cdi_device_ids[0], "cachepin.io/claim=uid-a");
+              /* A device per result, each naming its request (a subrequest's: its
+                 request, what a container names) and its own CDI device. */
+              assert_int_equal (one->n_devices, 2);
+              for (size_t j = 0; j < 2; j++)
+                {
+                  char want[64];
+                  assert_string_equal (one->devices[j]->pool_name, "node-a");
+                  snprintf (want, sizeof want, "l3-%zu", j);
+                  assert_string_equal (one->devices[j]->device_name, want);
+                  assert_int_equal (one->devices[j]->n_request_names, 1);
+                  assert_string_equal (one->devices[j]->request_names[0], j ? "b" : "a");
+                  assert_int_equal (one->devices[j]->n_cdi_device_ids, 1);
+                  snprintf (want, sizeof want, "cachepin.io/claim=uid-a-%zu", j);
+                  assert_string_equal (one->devices[j]->cdi_device_ids[0], want);
+                }
             }
           else
             {

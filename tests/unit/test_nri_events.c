@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -485,11 +486,13 @@ test_isolate (void **state)
 }
 
 
-/* A container whose environment carries a prepared claim's tag (the CDI edit,
-   CACHEPIN_DRA_CLAIM=<uid>) gets the claim's CPUs and nodes, whatever its
-   annotations, and no ledger entry of its own; two containers of the claim share
-   them; an update keeps them.  A tag of a claim not prepared here: on_error allow
-   starts it unplaced, deny fails it with one line. */
+/* A container given a prepared claim's CDI device carries its tag, the mount of the
+   claim's spec at CP_DRA_CLAIM_MOUNT_DIR/<uid>/<result>: it gets the claim's CPUs and
+   nodes, whatever its annotations, and no ledger entry of its own; two containers of
+   the claim share them; an update keeps them.  The environment's tag alone, or a
+   mount there whose source is not the spec (what a pod can write itself), gives
+   nothing.  A tag of a claim not prepared here: on_error allow starts it unplaced,
+   deny fails it with one line. */
 static void
 test_claim_tag (void **state)
 {
@@ -510,9 +513,16 @@ test_claim_tag (void **state)
   cleanup_free char *want_mems = cp_cpulist_format (prep.mems);
   assert_true (hwloc_bitmap_isincluded (prep.cpus, m->devices[0].cpus));
 
-  char tag[80], other[80];
+  char tag[80], dest[128], other_dest[128], other_src[PATH_MAX];
   snprintf (tag, sizeof tag, "CACHEPIN_DRA_CLAIM=%s", claim.uid);
-  snprintf (other, sizeof other, "CACHEPIN_DRA_CLAIM=%s", "22222222-0000-4000-8000-00000000c1a1");
+  snprintf (dest, sizeof dest, "%s/%s/0", CP_DRA_CLAIM_MOUNT_DIR, claim.uid);
+  const char *other = "22222222-0000-4000-8000-00000000c1a1";
+  snprintf (other_dest, sizeof other_dest, "%s/%s/0", CP_DRA_CLAIM_MOUNT_DIR, other);
+  snprintf (other_src, sizeof other_src, "%s/cachepin.io-claim_%s.json", fx->hc.cdi_dir, other);
+  Nri__Pkg__Api__V1alpha1__Mount mount = NRI__PKG__API__V1ALPHA1__MOUNT__INIT;
+  mount.source = prep.cdi_spec;
+  mount.destination = dest;
+  Nri__Pkg__Api__V1alpha1__Mount *mounts[] = { &mount };
   char *env[] = { (char *) "PATH=/bin", tag };
   const char *ids[] = { "claim-a", "claim-b" };
   struct msg msgs[2];
@@ -522,6 +532,8 @@ test_claim_tag (void **state)
       build (msg, ids[i], NULL, i == 0 ? "2" : NULL, NULL); /* an annotation, which the claim overrides */
       msg->ctr.env = env;
       msg->ctr.n_env = 2;
+      msg->ctr.mounts = mounts;
+      msg->ctr.n_mounts = 1;
       int32_t code;
       cleanup_free char *message = NULL;
       Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, msg, &code, &message);
@@ -533,6 +545,30 @@ test_claim_tag (void **state)
       cleanup_free char *h = held (fx, ids[i]);
       assert_null (h); /* no entry of its own: the claim's hold the CPUs */
     }
+
+  /* Forged: the environment's tag alone, then with a mount there of a file of the
+     pod's own: no claim's CPUs, under deny too (not a claim's container at all). */
+  Nri__Pkg__Api__V1alpha1__Mount forged = NRI__PKG__API__V1ALPHA1__MOUNT__INIT;
+  forged.source = (char *) "/var/lib/kubelet/pods/x/volumes/kubernetes.io~empty-dir/tag";
+  forged.destination = dest;
+  Nri__Pkg__Api__V1alpha1__Mount *forged_mounts[] = { &forged };
+  fx->hc.on_error = CP_ON_ERROR_DENY;
+  for (size_t k = 0; k < 2; k++)
+    {
+      struct msg f;
+      build (&f, k ? "forged-mount" : "forged-env", NULL, NULL, NULL);
+      f.ctr.env = env;
+      f.ctr.n_env = 2;
+      f.ctr.mounts = k ? forged_mounts : NULL;
+      f.ctr.n_mounts = k;
+      int32_t code;
+      cleanup_free char *message = NULL;
+      Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &f, &code, &message);
+      assert_int_equal (code, 0);
+      assert_null (r->adjust);
+      protobuf_c_message_free_unpacked (&r->base, NULL);
+    }
+  fx->hc.on_error = CP_ON_ERROR_ALLOW;
 
   /* An update asking every CPU: answered with the claim's. */
   struct cp_topo *topo = tu_topo ("host");
@@ -560,11 +596,14 @@ test_claim_tag (void **state)
   cp_topo_free (topo);
 
   /* A claim not prepared here: allow starts it unplaced, deny refuses it. */
-  char *env2[] = { other };
+  Nri__Pkg__Api__V1alpha1__Mount unknown = NRI__PKG__API__V1ALPHA1__MOUNT__INIT;
+  unknown.source = other_src;
+  unknown.destination = other_dest;
+  Nri__Pkg__Api__V1alpha1__Mount *unknown_mounts[] = { &unknown };
   struct msg u;
   build (&u, "claim-unknown", NULL, NULL, NULL);
-  u.ctr.env = env2;
-  u.ctr.n_env = 1;
+  u.ctr.mounts = unknown_mounts;
+  u.ctr.n_mounts = 1;
   cleanup_free char *m1 = NULL;
   Nri__Pkg__Api__V1alpha1__CreateContainerResponse *r = create (fx, &u, &code, &m1);
   assert_int_equal (code, 0);
@@ -575,7 +614,7 @@ test_claim_tag (void **state)
   r = create (fx, &u, &code, &m2);
   assert_int_not_equal (code, 0);
   assert_null (r);
-  tu_assert_contains (m2, "DRA claim 22222222-0000-4000-8000-00000000c1a1 (CACHEPIN_DRA_CLAIM): not prepared on this node");
+  tu_assert_contains (m2, "DRA claim 22222222-0000-4000-8000-00000000c1a1, result 0: not prepared on this node");
   assert_null (strchr (m2, '\n'));
 
   /* Unprepared, the claim's containers find nothing. */

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -455,9 +456,22 @@ test_more_bounded (void **state)
 }
 
 
-/* A container tagged with a prepared DRA claim, started while the plugin was away
-   (and asking cachepin.io/ keys too): an update to the claim's CPUs, no entry of its
-   own; one tagged with a claim not prepared here: nothing. */
+/* ST's mount of claim UID's result INDEX as its CDI device makes it (FX's cdi_dir). */
+static void
+claim_mount (Nri__Pkg__Api__V1alpha1__Mount *m, char *src, size_t n_src, char *dst, size_t n_dst,
+             const struct fixture *fx, const char *uid, unsigned index)
+{
+  *m = (Nri__Pkg__Api__V1alpha1__Mount) NRI__PKG__API__V1ALPHA1__MOUNT__INIT;
+  snprintf (src, n_src, "%s/cachepin.io-claim_%s.json", fx->hc.cdi_dir, uid);
+  snprintf (dst, n_dst, "%s/%s/%u", CP_DRA_CLAIM_MOUNT_DIR, uid, index);
+  m->source = src;
+  m->destination = dst;
+}
+
+/* Containers given a prepared DRA claim's devices, started while the plugin was away
+   (and asking cachepin.io/ keys too): an update to the CPUs of the results they were
+   given (one result, or both), no entry of their own; one given a claim not prepared
+   here, and one whose environment alone says a claim: nothing. */
 static void
 test_claim_containers (void **state)
 {
@@ -466,31 +480,57 @@ test_claim_containers (void **state)
   cp_error_t err = NULL;
   if (cp_dra_gather (&fx->hc, NULL, false, &mdl, NULL, &err) < 0)
     fail_msg ("gather: %s", cp_error_message (err));
-  struct cp_dra_claim_result res = { .index = 0, .request = "r", .cpus = 1 };
-  snprintf (res.device, sizeof res.device, "%s", mdl->devices[0].name);
-  struct cp_dra_claim claim = { .uid = "33333333-0000-4000-8000-00000000c1a1", .name = "c", .namespace_ = "ns",
-                                .results = &res, .n_results = 1 };
+  struct cp_dra_claim_result res[2] = { { .index = 0, .request = "r", .cpus = 1 },
+                                        { .index = 1, .request = "s/fast", .cpus = 1 } };
+  for (size_t i = 0; i < 2; i++)
+    snprintf (res[i].device, sizeof res[i].device, "%s", mdl->devices[i % mdl->n_devices].name);
+  const char *uid = "33333333-0000-4000-8000-00000000c1a1";
+  struct cp_dra_claim claim = { .name = "c", .namespace_ = "ns", .results = res, .n_results = 2 };
+  snprintf (claim.uid, sizeof claim.uid, "%s", uid);
   cleanup_dra_prepared struct cp_dra_prepared prep = { 0 };
   if (cp_dra_claim_prepare (&fx->hc, &claim, &prep, &err) < 0)
     fail_msg ("prepare: %s", cp_error_message (err));
-  cleanup_free char *want = cp_cpulist_format (prep.cpus);
+  assert_int_equal (prep.n_results, 2);
+  cleanup_free char *want0 = cp_cpulist_format (prep.results[0].cpus);
+  cleanup_free char *want_both = cp_cpulist_format (prep.cpus);
+  assert_int_equal (hwloc_bitmap_weight (prep.cpus), 2);
+
+  char src[4][PATH_MAX], dst[4][160];
+  Nri__Pkg__Api__V1alpha1__Mount m[4];
+  claim_mount (&m[0], src[0], sizeof src[0], dst[0], sizeof dst[0], fx, uid, 0);
+  claim_mount (&m[1], src[1], sizeof src[1], dst[1], sizeof dst[1], fx, uid, 1);
+  claim_mount (&m[2], src[2], sizeof src[2], dst[2], sizeof dst[2], fx, "44444444-0000-4000-8000-00000000c1a1", 0);
+  Nri__Pkg__Api__V1alpha1__Mount *only0[] = { &m[0] }, *both[] = { &m[1], &m[0] }, *unknown[] = { &m[2] };
   char *env[] = { (char *) "CACHEPIN_DRA_CLAIM=33333333-0000-4000-8000-00000000c1a1" };
-  char *env2[] = { (char *) "CACHEPIN_DRA_CLAIM=44444444-0000-4000-8000-00000000c1a1" };
-  struct ctr a, b;
+  struct ctr a, b, c, d;
   build (&a, "claimed");
+  a.c.mounts = only0;
+  a.c.n_mounts = 1;
   a.c.env = env;
   a.c.n_env = 1;
-  build (&b, "unknown-claim");
-  b.c.env = env2;
-  b.c.n_env = 1;
-  nri_container *list[] = { &a.c, &b.c };
+  build (&b, "both-results");
+  b.c.mounts = both;
+  b.c.n_mounts = 2;
+  build (&c, "unknown-claim");
+  c.c.mounts = unknown;
+  c.c.n_mounts = 1;
+  build (&d, "env-alone");
+  d.c.env = env;
+  d.c.n_env = 1;
+  nri_container *list[] = { &a.c, &b.c, &c.c, &d.c };
   struct cp_nri_updates u;
-  cp_nri_resync (&fx->plugin, NULL, 0, list, 2, 2000, &u);
-  assert_int_equal (u.n, 1);
-  assert_string_equal (u.p[0]->container_id, "claimed");
-  assert_string_equal (u.p[0]->linux->resources->cpu->cpus, want);
-  assert_false (has (fx, "claimed"));
-  assert_false (has (fx, "unknown-claim"));
+  cp_nri_resync (&fx->plugin, NULL, 0, list, 4, 2000, &u);
+  assert_int_equal (u.n, 2);
+  for (size_t i = 0; i < u.n; i++)
+    if (strcmp (u.p[i]->container_id, "claimed") == 0)
+      assert_string_equal (u.p[i]->linux->resources->cpu->cpus, want0);
+    else
+      {
+        assert_string_equal (u.p[i]->container_id, "both-results");
+        assert_string_equal (u.p[i]->linux->resources->cpu->cpus, want_both);
+      }
+  for (size_t i = 0; i < 4; i++)
+    assert_false (has (fx, list[i]->id));
   cp_nri_updates_free (&u);
 }
 

@@ -773,7 +773,7 @@ plugin_allowed (int abi, const char *sock, pid_t target)
   cp_error_t err = NULL;
   char spec[256];
   snprintf (spec, sizeof spec, "%s/cachepin.io-claim_u-1.json", G.cdi);
-  CHILD_CHECK (cp_cdi_write_at (G.cdi_fd, G.cdi, "u-1", NULL, &err) == 0);
+  CHILD_CHECK (cp_cdi_write_at (G.cdi_fd, G.cdi, "u-1", (unsigned[]) { 0 }, 1, NULL, &err) == 0);
   fd = open (spec, O_RDONLY | O_CLOEXEC);
   CHILD_CHECK (fd >= 0 && close (fd) == 0);
   CHILD_CHECK (cp_cdi_remove_at (G.cdi_fd, G.cdi, "u-1", &err) == 1);
