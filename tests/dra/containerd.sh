@@ -196,6 +196,8 @@ check "NodeUnprepareResources: ok ($U)" jq_true .ok "$U"
 check "the ledger's claim entries gone" [ -z "$(claim_cpus)" ]
 check "the CDI spec gone" [ ! -e "$SPEC" ]
 check "the agent logged the claim's containers" logged "$D/nri.log" "has DRA claim $CUID" 3
+check "the kubelet's calls and closes: no gRPC warning in the agent's log" \
+  eval '! grep "warning: grpc" "$D/nri.log"'
 
 echo "$PASS passed, $FAIL failed ($(($(date +%s) - T0)) s)"
 [ "$FAIL" = 0 ] || { tail -20 "$D/nri.log"; tail -10 "$D/kubelet/standin.log"; exit 1; }
