@@ -66,19 +66,8 @@ CTRS=()
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-mkdir -p -m 0700 "$D/cpstate"
-mkdir -p "$D/cdi" "$D/nri-plugins" "$D/nri-conf"
-jq -n --arg s "$D/cpstate" --arg c "$D/cdi" '{"state_dir": $s, "cdi_dir": $c, "log_level": "debug"}' \
-  >"$D/cachepin.json"
-config_v3 "  disable = false
-  socket_path = '$NRISOCK'
-  plugin_path = '$D/nri-plugins'
-  plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
-# containerd 2.x: enable_cdi and cdi_spec_dirs belong to the CRI runtime plugin's table; the
-# agent's cdi_dir is the one directory containerd reads specs from.
-sed -i "s|^\[plugins.'io.containerd.cri.v1.runtime'\]\$|&\n  enable_cdi = true\n  cdi_spec_dirs = ['$D/cdi']|" \
-  "$D/config.toml"
-grep -q "cdi_spec_dirs = \['$D/cdi'\]" "$D/config.toml" || fail "CDI not enabled in $D/config.toml"
+# the agent's cdi_dir the one directory containerd reads CDI specs from (nri-lib.sh)
+nri_cdi_config || fail "the configs"
 
 # The kubelet: a v1beta1-only stand-in (sid's kubelet 1.32.7 has no dra/v1), its retries
 # shortened; started before containerd's CRI client, whose pipes it must not hold (nri-lib.sh).
