@@ -386,12 +386,21 @@ on_stream_close (nghttp2_session *session, int32_t id, uint32_t error_code, void
 }
 
 /* A frame nghttp2 refused itself (a stream past our SETTINGS_MAX_CONCURRENT_STREAMS,
-   a frame on a closed stream...): one line per connection. */
+   a frame on a closed stream...): one line per connection. Not a GOAWAY: grpc-go's
+   client (the kubelet's) closes a connection with one naming its own last stream
+   (RFC 9113 wants the server's), which nghttp2 refuses; the client is leaving, and the
+   connection ends either way. */
 static int
 on_invalid_frame (nghttp2_session *session, const nghttp2_frame *frame, int lib_error_code, void *user)
 {
   (void) session;
   struct cp_grpc_conn *c = user;
+  if (frame->hd.type == NGHTTP2_GOAWAY)
+    {
+      cp_log (CP_LOG_DEBUG, "grpc: %s: the client's GOAWAY (last stream %d): the connection ends", c->cfg->name,
+              frame->goaway.last_stream_id);
+      return 0;
+    }
   if (!c->invalid_logged)
     cp_log (CP_LOG_WARNING, "grpc: %s: a frame (type %u, stream %d) refused: %s", c->cfg->name,
             (unsigned) frame->hd.type, frame->hd.stream_id, nghttp2_strerror (lib_error_code));

@@ -34,19 +34,7 @@ PODS=()
 trap nri_cleanup EXIT
 trap 'exit 1' INT TERM
 
-mkdir -p -m 0700 "$D/cpstate"
-mkdir -p "$D/cdi"
-jq -n --arg s "$D/cpstate" --arg c "$D/cdi" '{"state_dir": $s, "cdi_dir": $c, "log_level": "debug"}' \
-  >"$D/cachepin.json"
-config_v3 "  disable = false
-  socket_path = '$NRISOCK'
-  plugin_path = '$D/nri-plugins'
-  plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
-# containerd 2.x: enable_cdi and cdi_spec_dirs belong to the CRI runtime plugin's table.
-sed -i "s|^\[plugins.'io.containerd.cri.v1.runtime'\]\$|&\n  enable_cdi = true\n  cdi_spec_dirs = ['$D/cdi']|" \
-  "$D/config.toml"
-grep -q "enable_cdi = true" "$D/config.toml" || { echo "FAIL: CDI not enabled in $D/config.toml"; exit 1; }
-mkdir -p "$D/nri-plugins" "$D/nri-conf"
+nri_cdi_config || exit 1
 
 
 # ---- the claim -------------------------------------------------------------------------------

@@ -16,6 +16,26 @@ start_containerd () {
   return 1
 }
 
+# nri_cdi_config: the DRA tests' files in D: cachepin.json (state D/cpstate, cdi_dir D/cdi,
+# debug) and config.toml, containerd with NRI on NRISOCK and CDI on, its one spec directory
+# (cdi_spec_dirs) the agent's cdi_dir. Status 1 (said why) when CDI could not be enabled.
+nri_cdi_config () {
+  mkdir -p -m 0700 "$D/cpstate"
+  mkdir -p "$D/cdi" "$D/nri-plugins" "$D/nri-conf"
+  jq -n --arg s "$D/cpstate" --arg c "$D/cdi" '{"state_dir": $s, "cdi_dir": $c, "log_level": "debug"}' \
+    >"$D/cachepin.json"
+  config_v3 "  disable = false
+  socket_path = '$NRISOCK'
+  plugin_path = '$D/nri-plugins'
+  plugin_config_path = '$D/nri-conf'" >"$D/config.toml"
+  # containerd 2.x: enable_cdi and cdi_spec_dirs belong to the CRI runtime plugin's table.
+  sed -i "s|^\[plugins.'io.containerd.cri.v1.runtime'\]\$|&\n  enable_cdi = true\n  cdi_spec_dirs = ['$D/cdi']|" \
+    "$D/config.toml"
+  grep -q "cdi_spec_dirs = \['$D/cdi'\]" "$D/config.toml" && return 0
+  echo "FAIL: CDI not enabled in $D/config.toml"
+  return 1
+}
+
 # logged FILE PATTERN N: FILE has N lines matching PATTERN, waited for 10 s at most
 # (the events the plugin logs come with containerd's calls, in well under a second).
 logged () {

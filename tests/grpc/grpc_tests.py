@@ -16,6 +16,8 @@ and with what no kubelet sends (python3-h2, raw HTTP/2):
     closed); a ninth call at once on one connection (refused); a seventeenth connection
     (closed at once); a call stalled mid-message (closed after the stall timeout, 1 s here;
     10 s in the agent), while another connection is served meanwhile;
+  - a client's GOAWAY naming its own last stream (as grpc-go's, the kubelet's, does on
+    close): the connection ends, no warning;
   - each refusal one log line; the server alive after all of it; SIGTERM: exit 0, both
     sockets gone.
 
@@ -153,6 +155,18 @@ def main(argv):
               "then a good call on the same connection: OK, an empty answer")
         r.close()
 
+        # grpc-go's client (the kubelet) ends a connection with a GOAWAY naming its own last
+        # stream (http2Client.outgoingGoAwayHandler: nextID - 2), which RFC 9113 would have
+        # name the server's: the client leaving, no fault to warn about.
+        r = kc.Raw(reg)
+        sid = r.start(kc.REG + "GetInfo")
+        r.send(sid, kc.grpc_prefix(0), end=True)
+        check(r.status(sid) == "0", "a GetInfo on the registration socket: OK")
+        r.conn.close_connection(last_stream_id=sid)
+        r.flush()
+        check(r.wait_closed(3), "then the client's GOAWAY naming its own stream: the connection ends")
+        r.close()
+
         # Nine calls at once, sent before the server's SETTINGS are read.
         r = kc.Raw(dra)
         sids = [r.start(path) for _ in range(9)]
@@ -225,6 +239,7 @@ def main(argv):
     refused = [l for l in lines if "warning" in l]
     check(all(len(l) < 400 for l in lines), "every log line one short line")
     check(len(refused) >= 11, f"each refusal logged ({len(refused)} warnings)")
+    check(not [l for l in refused if "type 7," in l], "a client's GOAWAY is no warning")
     check(any("refused: Stream was refused" in l or "calls at once" in l for l in lines),
           "the ninth call's refusal logged")
     check("Sanitizer" not in text and "runtime error" not in text, "no sanitizer report")
