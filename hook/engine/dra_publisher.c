@@ -423,13 +423,13 @@ refuse_claim (struct cp_dra_publisher *p, uint32_t id, const char *fmt, ...)
     p->claim (p->claim_ctx, id, NULL, 0, line);
 }
 
-/* An error's text as one line: a control character becomes a space. */
+/* An error's LEN bytes as one line: a control character (NUL too) becomes a space. */
 static void
-one_line (char *s)
+one_line (char *s, size_t len)
 {
-  for (; *s; s++)
-    if ((unsigned char) *s < ' ' || *s == 0x7f)
-      *s = ' ';
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char) s[i] < ' ' || s[i] == 0x7f)
+      s[i] = ' ';
 }
 
 /* A part of a claim's answer (MSG, N bytes) kept; the whole given to P->claim. */
@@ -476,7 +476,7 @@ claim_part (struct cp_dra_publisher *p, const char *msg, size_t n)
     {
       if (p->part_len == 0)
         return refuse_claim (p, h.id, "an empty error for claim %" PRIu32, h.id);
-      one_line (p->part);
+      one_line (p->part, p->part_len);
     }
   cleanup_free char *whole = cp_steal_pointer (&p->part);
   size_t whole_len = p->part_len;

@@ -95,7 +95,7 @@ void cp_dra_publisher_read (struct cp_dra_publisher *p);
    part past its total, out of order, or unlike the first of its answer (another
    total, another outcome).  A claim refused, or cut short by the first part of
    another, is given to P->claim as an error of one line (so is any error the
-   publisher sends: a control character in it becomes a space). */
+   publisher sends: a control character in it, NUL too, becomes a space). */
 void cp_dra_publisher_take (struct cp_dra_publisher *p, const char *msg, size_t n);
 
 /* Ask the publisher for the ResourceClaim NS/NAME (GET

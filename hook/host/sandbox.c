@@ -270,6 +270,16 @@ rule (scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n, const 
   return 0;
 }
 
+/* Each of NAMES (N of them) allowed whatever its arguments. */
+static int
+allow_each (scmp_filter_ctx ctx, const char *const *names, size_t n, cp_error_t *err)
+{
+  for (size_t i = 0; i < n; i++)
+    if (rule (ctx, SCMP_ACT_ALLOW, names[i], 0, NULL, err) < 0)
+      return -1;
+  return 0;
+}
+
 /* rule() with argument comparisons written inline; reports into the caller's ERR. */
 #define RULE(ctx, action, name, ...)                                                            \
   rule ((ctx), (action), (name), CP_ARRAY_SIZE (((struct scmp_arg_cmp[]){ __VA_ARGS__ })),     \
@@ -295,9 +305,8 @@ static int
 build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
 {
   const uint32_t allow = SCMP_ACT_ALLOW;
-  for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED); i++)
-    if (rule (ctx, allow, CP_SANDBOX_PLUGIN_ALLOWED[i], 0, NULL, err) < 0)
-      return -1;
+  if (allow_each (ctx, CP_SANDBOX_PLUGIN_ALLOWED, CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED), err) < 0)
+    return -1;
   /* Waking a futex, private to the process (nothing waits: one thread): what the
      libraries the DRA publisher loaded before the fork (libcurl's TLS library) do
      at exit, which glibc aborts on when refused. */
@@ -343,9 +352,8 @@ static int
 build_publisher_filter (scmp_filter_ctx ctx, cp_error_t *err)
 {
   const uint32_t allow = SCMP_ACT_ALLOW;
-  for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_PUBLISHER_ALLOWED); i++)
-    if (rule (ctx, allow, CP_SANDBOX_PUBLISHER_ALLOWED[i], 0, NULL, err) < 0)
-      return -1;
+  if (allow_each (ctx, CP_SANDBOX_PUBLISHER_ALLOWED, CP_ARRAY_SIZE (CP_SANDBOX_PUBLISHER_ALLOWED), err) < 0)
+    return -1;
   /* IPv4 and IPv6 only: no netlink, no packet socket, no new unix socket (the
      socketpair of curl's wakeup is one). */
   if (RULE (ctx, allow, "socket", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) AF_INET)) < 0
