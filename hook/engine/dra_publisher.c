@@ -301,7 +301,8 @@ dir_of (const char *file)
 }
 
 /* The publisher's sandbox (sandbox.h, CP_SANDBOX_PUBLISHER): entered with libcurl
-   loaded and the topology cache made fresh, so that the rounds only read. */
+   loaded and the topology read once (hwloc's plugins loaded, the cache left to the
+   front end: the publisher writes nothing on the node), so that the rounds only read. */
 static int
 enter_sandbox (const struct cp_hostconfig *hc, struct cp_kube_client *kc, cp_error_t *err)
 {
@@ -309,7 +310,7 @@ enter_sandbox (const struct cp_hostconfig *hc, struct cp_kube_client *kc, cp_err
     return 0;
   cleanup_topo struct cp_topo *topo = NULL;
   cleanup_error cp_error_t e = NULL;
-  if (cp_topocache_load (hc, 0, &topo, &e) < 0)
+  if (cp_topocache_load (hc, CP_TOPOCACHE_READ_ONLY, &topo, &e) < 0)
     cp_log (CP_LOG_DEBUG, "dra: the topology, read before the sandbox: %s", cp_error_message (e));
   const struct cp_kube_config *kcfg = cp_kube_client_config (kc);
   cleanup_free char *token_dir = dir_of (kcfg->token_file), *ca_dir = dir_of (kcfg->ca);

@@ -89,7 +89,7 @@
  * CA (libcurl reads it for each connection), speaks TLS over TCP to the API server
  * and answers the agent on its one socket.  It writes no file, runs nothing, needs
  * no privilege.  Entered in the forked child, its capabilities dropped, libcurl
- * and its TLS library loaded and the topology cache read:
+ * and its TLS library loaded and the topology read once:
  *  1. no_new_privs;
  *  2. Landlock: beneath each of READ_DIRS (/proc, /sys, the state directory, the
  *     token's and the CA's directories) read and list; nothing written, created,
