@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 shift || true
 targets=("$@")
-[ "${#targets[@]}" -gt 0 ] || targets=(oci_state oci_config hostconfig cpulist ledger cgroup topo_codec journal nri dra_claim grpc kube)
+[ "${#targets[@]}" -gt 0 ] || targets=(oci_state oci_config hostconfig cpulist ledger cgroup topo_codec journal nri dra_claim grpc kube publisher)
 command -v clang >/dev/null || { echo "scripts/fuzz.sh: needs clang (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
 # No -Werror: clang warns where gcc (the CI build, with -Werror) does not.

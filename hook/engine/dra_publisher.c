@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,16 +25,13 @@
 #include "json.h"
 #include "kube_json.h"
 #include "log.h"
+#include "sandbox.h"
+#include "topocache.h"
 #include "util.h"
 
-/* The messages on the socket (SOCK_SEQPACKET: one message a read), each
-   beginning with its type. */
-enum
-{
-  MSG_REPORT = 1, /* child to front end: a round's outcome */
-  MSG_FETCH = 2,  /* front end to child: struct fetch, then "NS/NAME" */
-  MSG_CLAIM = 3,  /* child to front end: struct claim_part, then its bytes */
-};
+#define MSG_REPORT CP_DRA_MSG_REPORT
+#define MSG_FETCH CP_DRA_MSG_FETCH
+#define MSG_CLAIM CP_DRA_MSG_CLAIM
 
 /* One round's outcome, child to front end. */
 struct report
@@ -70,16 +68,6 @@ struct fetch
 {
   int32_t type;
   uint32_t id;
-};
-
-/* A part of a claim's answer: OK, the JSON, else the error's line; TOTAL bytes
-   in all, this part's from OFF. */
-struct claim_part
-{
-  int32_t type;
-  uint32_t id;
-  int32_t ok;
-  uint32_t total, off;
 };
 
 static void
@@ -143,7 +131,7 @@ send_claim (int fd, uint32_t id, bool ok, const char *text, size_t len)
   do
     {
       size_t n = len - off < CP_DRA_PUBLISHER_PART ? len - off : CP_DRA_PUBLISHER_PART;
-      struct claim_part h = { .type = MSG_CLAIM, .id = id, .ok = ok, .total = (uint32_t) len, .off = (uint32_t) off };
+      struct cp_dra_claim_part h = { .type = MSG_CLAIM, .id = id, .ok = ok, .total = (uint32_t) len, .off = (uint32_t) off };
       struct iovec iov[2] = { { &h, sizeof h }, { (void *) (text + off), n } };
       struct msghdr mh = { .msg_iov = iov, .msg_iovlen = 2 };
       if (sendmsg (fd, &mh, MSG_NOSIGNAL) < 0)
@@ -304,6 +292,52 @@ child_run (int fd, const struct cp_hostconfig *hc, const char *node, struct cp_k
     }
 }
 
+/* FILE's directory, allocated (NULL: none, or "/"). */
+static char *
+dir_of (const char *file)
+{
+  const char *slash = file ? strrchr (file, '/') : NULL;
+  return slash && slash != file && file[0] == '/' ? cp_xasprintf ("%.*s", (int) (slash - file), file) : NULL;
+}
+
+/* The publisher's sandbox (sandbox.h, CP_SANDBOX_PUBLISHER): entered with libcurl
+   loaded and the topology read once (hwloc's plugins loaded, the cache left to the
+   front end: the publisher writes nothing on the node), so that the rounds only read. */
+static int
+enter_sandbox (const struct cp_hostconfig *hc, struct cp_kube_client *kc, cp_error_t *err)
+{
+  if (!hc->sandbox)
+    return 0;
+  cleanup_topo struct cp_topo *topo = NULL;
+  cleanup_error cp_error_t e = NULL;
+  if (cp_topocache_load (hc, CP_TOPOCACHE_READ_ONLY, &topo, &e) < 0)
+    cp_log (CP_LOG_DEBUG, "dra: the topology, read before the sandbox: %s", cp_error_message (e));
+  const struct cp_kube_config *kcfg = cp_kube_client_config (kc);
+  cleanup_free char *token_dir = dir_of (kcfg->token_file), *ca_dir = dir_of (kcfg->ca);
+  /* The topology's source, read again when the cache is stale: an XML file's
+     directory, a sysfs: root; the kernel features' root where a test moved it. */
+  const char *topo_src = hc->topology && strncmp (hc->topology, "sysfs:", 6) == 0 ? hc->topology + 6 : NULL;
+  cleanup_free char *topo_dir = hc->topology && hc->topology[0] == '/' ? dir_of (hc->topology) : NULL;
+  const char *kroot = hc->kernel_root && strcmp (hc->kernel_root, "/") != 0 ? hc->kernel_root : NULL;
+  struct cp_sandbox sb = {
+    .profile = CP_SANDBOX_PUBLISHER,
+    .state_dirfd = -1,
+    .cgroup_mountfd = -1,
+    .connect_port = cp_kube_config_port (kcfg),
+  };
+  const char *dirs[] = { "/proc", "/sys", hc->state_dir, token_dir, ca_dir, topo_src ? topo_src : topo_dir, kroot };
+  size_t n = 0;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (dirs) && n < CP_SANDBOX_MAX_READ_DIRS; i++)
+    if (dirs[i])
+      sb.read_dirs[n++] = dirs[i];
+  int abi = cp_sandbox_enter (&sb, err);
+  if (abi < 0)
+    return -1;
+  cp_log (CP_LOG_DEBUG, "dra: the publisher sandboxed (Landlock ABI %d%s)", abi,
+          abi >= 4 ? ", TCP connect to the API server's port only" : "");
+  return 0;
+}
+
 int
 cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *hc, const char *node,
                         const struct cp_kube_options *kube, cp_error_t *err)
@@ -329,9 +363,18 @@ cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *
         _exit (1);
       syscall (SYS_close_range, 4u, ~0u, 0u);
       closelog ();
+      /* Its own connection to syslog, made now: the sandbox refuses a new socket
+         of AF_UNIX (syslog(3) would connect at its first line). */
+      openlog (NULL, LOG_PID | LOG_NDELAY, LOG_DAEMON);
       cleanup_error cp_error_t e = NULL;
       if (cp_caps_drop_all (&e) < 0)
         cp_log (CP_LOG_WARNING, "dra: the publisher keeps its capabilities: %s", cp_error_message (e));
+      cleanup_error cp_error_t se = NULL;
+      if (enter_sandbox (hc, kc, &se) < 0)
+        {
+          cp_log (CP_LOG_ERROR, "dra: the publisher's sandbox: %s", cp_error_message (se));
+          _exit (1);
+        }
       child_run (3, hc, node, kc);
     }
   cp_kube_close (kc);
@@ -359,34 +402,112 @@ cp_dra_publisher_fetch (struct cp_dra_publisher *p, uint32_t id, const char *ns,
   return 0;
 }
 
+/* Claim ID's answer refused (its bytes are the publisher's: one line logged), the
+   part of it kept dropped, and an error given to P->claim instead. */
+__attribute__ ((format (printf, 3, 4))) static void
+refuse_claim (struct cp_dra_publisher *p, uint32_t id, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  char why[256];
+  vsnprintf (why, sizeof why, fmt, ap);
+  va_end (ap);
+  cp_log (CP_LOG_WARNING, "dra: the publisher of node %s sent %s: refused", p->node, why);
+  if (p->part && p->part_id == id)
+    {
+      free (p->part);
+      p->part = NULL;
+      p->part_len = 0;
+    }
+  cleanup_free char *line = cp_xasprintf ("the DRA publisher sent %s", why);
+  if (p->claim && id != 0)
+    p->claim (p->claim_ctx, id, NULL, 0, line);
+}
+
+/* An error's LEN bytes as one line: a control character (NUL too) becomes a space. */
+static void
+one_line (char *s, size_t len)
+{
+  for (size_t i = 0; i < len; i++)
+    if ((unsigned char) s[i] < ' ' || s[i] == 0x7f)
+      s[i] = ' ';
+}
+
 /* A part of a claim's answer (MSG, N bytes) kept; the whole given to P->claim. */
 static void
 claim_part (struct cp_dra_publisher *p, const char *msg, size_t n)
 {
-  struct claim_part h;
+  struct cp_dra_claim_part h;
   if (n < sizeof h)
-    return;
+    {
+      cp_log (CP_LOG_WARNING, "dra: the publisher of node %s sent a claim's part of %zu bytes, short of its "
+              "header: refused", p->node, n);
+      return;
+    }
   memcpy (&h, msg, sizeof h);
   size_t len = n - sizeof h;
-  if (h.total > CP_DRA_PUBLISHER_MAX_CLAIM + 4096u || h.off + len > h.total || (h.off && (h.id != p->part_id || h.off != p->part_len)))
-    return;
+  uint32_t cap = h.ok ? CP_DRA_PUBLISHER_MAX_CLAIM : CP_DRA_PUBLISHER_PART;
+  if (h.id == 0) /* 0 is every fetch's: the front end's own, when the publisher exits */
+    return cp_log (CP_LOG_WARNING, "dra: the publisher of node %s sent an answer to fetch 0: refused", p->node);
+  if (h.total > cap)
+    return refuse_claim (p, h.id, "claim %" PRIu32 "'s %s of %" PRIu32 " bytes, over the cap of %" PRIu32,
+                         h.id, h.ok ? "JSON" : "error", h.total, cap);
+  if (h.off > h.total || len > h.total - h.off)
+    return refuse_claim (p, h.id, "a part of claim %" PRIu32 " (bytes %" PRIu32 " to %zu) past its %" PRIu32
+                         " bytes", h.id, h.off, (size_t) h.off + len, h.total);
+  if (h.off != 0 && (p->part == NULL || h.id != p->part_id || h.off != p->part_len))
+    return refuse_claim (p, h.id, "a part of claim %" PRIu32 " out of order (from byte %" PRIu32 ")", h.id, h.off);
+  if (h.off == 0 && p->part != NULL)
+    refuse_claim (p, p->part_id, "claim %" PRIu32 "'s answer cut short by another", p->part_id);
+  if (h.off != 0 && (h.total != p->part_total || h.ok != p->part_ok))
+    return refuse_claim (p, h.id, "a part of claim %" PRIu32 " unlike its first", h.id);
   if (h.off == 0)
     {
-      free (p->part);
       p->part = cp_xmalloc0 ((size_t) h.total + 1);
       p->part_id = h.id;
       p->part_len = 0;
+      p->part_total = h.total;
+      p->part_ok = h.ok != 0;
     }
   memcpy (p->part + p->part_len, msg + sizeof h, len);
   p->part_len += len;
   if (p->part_len < h.total)
     return;
-  p->part[p->part_len] = '\0';
-  if (p->claim)
-    p->claim (p->claim_ctx, h.id, h.ok ? p->part : NULL, p->part_len, h.ok ? NULL : p->part);
-  free (p->part);
-  p->part = NULL;
+  if (!h.ok)
+    {
+      if (p->part_len == 0)
+        return refuse_claim (p, h.id, "an empty error for claim %" PRIu32, h.id);
+      one_line (p->part, p->part_len);
+    }
+  cleanup_free char *whole = cp_steal_pointer (&p->part);
+  size_t whole_len = p->part_len;
   p->part_len = 0;
+  if (p->claim)
+    p->claim (p->claim_ctx, h.id, h.ok ? whole : NULL, whole_len, h.ok ? NULL : whole);
+}
+
+void
+cp_dra_publisher_take (struct cp_dra_publisher *p, const char *msg, size_t n)
+{
+  int32_t type = 0;
+  struct report r;
+  if (n >= sizeof type)
+    memcpy (&type, msg, sizeof type);
+  if (type == MSG_CLAIM)
+    return claim_part (p, msg, n);
+  if (n != sizeof r || type != MSG_REPORT)
+    return cp_log (CP_LOG_WARNING, "dra: the publisher of node %s sent a message of %zu bytes of type %" PRId32
+                   ", none it sends: ignored", p->node, n, type);
+  memcpy (&r, msg, sizeof r);
+  p->rounds++;
+  if (!r.ok)
+    p->failures++;
+  else
+    {
+      p->writes += r.wrote != 0;
+      p->generation = r.generation;
+      p->last_success_s = r.when;
+    }
 }
 
 void
@@ -395,7 +516,6 @@ cp_dra_publisher_read (struct cp_dra_publisher *p)
   static char buf[CP_DRA_PUBLISHER_PART + 64];
   for (;;)
     {
-      struct report r;
       /* read(2), not recv(2): the sandbox's allowlist has it (the socket is non-blocking). */
       ssize_t n = read (p->fd, buf, sizeof buf);
       if (n < 0 && errno == EINTR)
@@ -412,26 +532,7 @@ cp_dra_publisher_read (struct cp_dra_publisher *p)
             p->claim (p->claim_ctx, 0, NULL, 0, "the DRA publisher (the API client) exited");
           return;
         }
-      int32_t type = 0;
-      if ((size_t) n >= sizeof type)
-        memcpy (&type, buf, sizeof type);
-      if (type == MSG_CLAIM)
-        {
-          claim_part (p, buf, (size_t) n);
-          continue;
-        }
-      if (n != (ssize_t) sizeof r || type != MSG_REPORT)
-        continue;
-      memcpy (&r, buf, sizeof r);
-      p->rounds++;
-      if (!r.ok)
-        p->failures++;
-      else
-        {
-          p->writes += r.wrote != 0;
-          p->generation = r.generation;
-          p->last_success_s = r.when;
-        }
+      cp_dra_publisher_take (p, buf, (size_t) n);
     }
 }
 

@@ -32,6 +32,26 @@
 #define CP_DRA_PUBLISHER_PART (32u * 1024u)        /* bytes of one message of a claim's answer */
 #define CP_DRA_PUBLISHER_MAX_REQUEST 1024u         /* bytes of one request */
 
+/* The messages on the publisher's socket (SOCK_SEQPACKET: one message a read),
+   each beginning with its type: a round's outcome (child to front end, a struct of
+   its own), a fetch (front end to child: its header, then "NS/NAME"), a part of a
+   claim's answer (child to front end: struct cp_dra_claim_part, then its bytes:
+   the JSON when OK, else the error's line; TOTAL bytes in all, this part's from
+   OFF). */
+enum
+{
+  CP_DRA_MSG_REPORT = 1,
+  CP_DRA_MSG_FETCH = 2,
+  CP_DRA_MSG_CLAIM = 3,
+};
+struct cp_dra_claim_part
+{
+  int32_t type;
+  uint32_t id;
+  int32_t ok;
+  uint32_t total, off;
+};
+
 /* A claim fetched for the front end (cp_dra_publisher_fetch()): JSON (LEN bytes,
    NUL-terminated) or ERROR (one line), both the publisher's (valid during the
    call).  ID 0 with an ERROR: the publisher exited, every fetch still waiting
@@ -52,7 +72,8 @@ struct cp_dra_publisher
   void *claim_ctx;
   char *part; /* a claim's answer coming in parts */
   size_t part_len;
-  uint32_t part_id;
+  uint32_t part_id, part_total;
+  bool part_ok;
 };
 
 /* Checked in the front end (an input error names the option: --dra-node, --kube-*),
@@ -64,6 +85,18 @@ int cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconf
 /* The outcomes that came, read (never blocks); the process's exit seen (logged once,
    P->gone: its socket stays readable, the caller stops polling it). */
 void cp_dra_publisher_read (struct cp_dra_publisher *p);
+
+/* One message of the publisher's (MSG, N bytes: whatever it sent), taken: a
+   round's outcome counted, a part of a claim's answer kept and the whole given to
+   P->claim once its last part came.  What a genuine publisher never sends is
+   refused with one line logged, never crashes, never half-applied: a message of
+   no known type or size; an answer to fetch 0; a claim's JSON over
+   CP_DRA_PUBLISHER_MAX_CLAIM bytes, or its error over CP_DRA_PUBLISHER_PART; a
+   part past its total, out of order, or unlike the first of its answer (another
+   total, another outcome).  A claim refused, or cut short by the first part of
+   another, is given to P->claim as an error of one line (so is any error the
+   publisher sends: a control character in it, NUL too, becomes a space). */
+void cp_dra_publisher_take (struct cp_dra_publisher *p, const char *msg, size_t n);
 
 /* Ask the publisher for the ResourceClaim NS/NAME (GET
    /apis/resource.k8s.io/v1/namespaces/NS/resourceclaims/NAME, at most

@@ -47,7 +47,9 @@
 #define LL_FS_IOCTL_DEV (1ULL << 15)  /* ABI 5 */
 #define LL_NET_ALL (3ULL)             /* ABI 4: BIND_TCP | CONNECT_TCP */
 #define LL_SCOPE_ALL (3ULL)           /* ABI 6: ABSTRACT_UNIX_SOCKET | SIGNAL */
+#define LL_NET_CONNECT_TCP (1ULL << 1)
 #define LL_RULE_PATH_BENEATH 1
+#define LL_RULE_NET_PORT 2
 
 struct ll_ruleset_attr
 {
@@ -60,6 +62,12 @@ struct __attribute__ ((packed)) ll_path_beneath_attr
 {
   uint64_t allowed_access;
   int32_t parent_fd;
+};
+
+struct __attribute__ ((packed)) ll_net_port_attr
+{
+  uint64_t allowed_access;
+  uint64_t port;
 };
 
 static int
@@ -162,6 +170,13 @@ enter_landlock (const struct cp_sandbox *sb, cp_error_t *err)
                    | (sb->profile == CP_SANDBOX_PLUGIN ? LL_FS_READ_DIR : 0);
   if (sb->state_dirfd >= 0 && ll_add (ruleset, sb->state_dirfd, state, fs, "the state directory", err) < 0)
     return -1;
+  if (sb->profile == CP_SANDBOX_PUBLISHER && ll_add_read_dirs (ruleset, sb, fs, err) < 0)
+    return -1;
+  /* The publisher's one TCP connect: the API server's port. */
+  struct ll_net_port_attr port = { .allowed_access = LL_NET_CONNECT_TCP, .port = sb->connect_port };
+  if (sb->profile == CP_SANDBOX_PUBLISHER && abi >= 4 && sb->connect_port > 0
+      && syscall (SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &port, 0) < 0)
+    return cp_fail_errno (err, errno, "landlock: rule for TCP port %u", sb->connect_port);
   if (sb->profile == CP_SANDBOX_PLUGIN
       && (ll_add_read_dirs (ruleset, sb, fs, err) < 0 || ll_add_write_files (ruleset, sb, fs, err) < 0
           || ll_add_remove_dirs (ruleset, sb, fs, err) < 0))
@@ -226,17 +241,20 @@ static const char *const CP_SANDBOX_KILLED[] = {
  * renameat), clock_gettime (placed_at, syslog's stamp: a vDSO call where there
  * is one), gettid and rt_sigprocmask (abort()), and signal-return plumbing.
  * Left out on purpose: sleeping (the lock's back-off is over), futex (one
- * thread), getrandom (json-c seeds its hash when the inputs are parsed). */
+ * thread), getrandom (json-c seeds its hash when the inputs are parsed).
+ * The writes (CP_SANDBOX_WRITES) are the hook's and the plugin's, not the
+ * publisher's. */
 static const char *const CP_SANDBOX_ALLOWED[] = {
   /* memory */
   "brk", "munmap", "mremap", "madvise",
   /* I/O on what is open, and the ledger's commit */
-  "read", "pread64", "write", "close", "fstat", "newfstatat", "fstatat64", "fstat64", "statx", "fsync", "renameat",
-  "renameat2", "unlinkat",
+  "read", "pread64", "write", "close", "fstat", "newfstatat", "fstatat64", "fstat64", "statx",
   /* process */
   "clock_gettime", "clock_gettime64", "getpid", "gettid", "rt_sigprocmask", "rt_sigreturn", "sigreturn",
   "restart_syscall", "exit", "exit_group",
 };
+
+static const char *const CP_SANDBOX_WRITES[] = { "fsync", "renameat", "renameat2", "unlinkat" };
 
 static int
 rule (scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n, const struct scmp_arg_cmp *cmp,
@@ -249,6 +267,16 @@ rule (scmp_filter_ctx ctx, uint32_t action, const char *name, unsigned n, const 
   /* -EDOM: a pseudo-number libseccomp knows but this architecture has no such call. */
   if (r < 0 && r != -EDOM)
     return cp_fail_errno (err, -r, "seccomp: rule for %s", name);
+  return 0;
+}
+
+/* Each of NAMES (N of them) allowed whatever its arguments. */
+static int
+allow_each (scmp_filter_ctx ctx, const char *const *names, size_t n, cp_error_t *err)
+{
+  for (size_t i = 0; i < n; i++)
+    if (rule (ctx, SCMP_ACT_ALLOW, names[i], 0, NULL, err) < 0)
+      return -1;
   return 0;
 }
 
@@ -277,9 +305,8 @@ static int
 build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
 {
   const uint32_t allow = SCMP_ACT_ALLOW;
-  for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED); i++)
-    if (rule (ctx, allow, CP_SANDBOX_PLUGIN_ALLOWED[i], 0, NULL, err) < 0)
-      return -1;
+  if (allow_each (ctx, CP_SANDBOX_PLUGIN_ALLOWED, CP_ARRAY_SIZE (CP_SANDBOX_PLUGIN_ALLOWED), err) < 0)
+    return -1;
   /* Waking a futex, private to the process (nothing waits: one thread): what the
      libraries the DRA publisher loaded before the fork (libcurl's TLS library) do
      at exit, which glibc aborts on when refused. */
@@ -298,6 +325,49 @@ build_plugin_filter (scmp_filter_ctx ctx, cp_error_t *err)
     return -1;
   /* opendir(): the flags asked and close-on-exec set. */
   static const int fcntl_cmds[] = { F_GETFL, F_GETFD, F_SETFD };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (fcntl_cmds); i++)
+    if (RULE (ctx, allow, "fcntl", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0
+        || RULE (ctx, allow, "fcntl64", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0)
+      return -1;
+  return 0;
+}
+
+/* The DRA publisher's, on top of the hook's reads (see sandbox.h). */
+static const char *const CP_SANDBOX_PUBLISHER_ALLOWED[] = {
+  /* a TCP connection and TLS over it (libcurl, its TLS library) */
+  "connect", "getsockopt", "setsockopt", "getsockname", "getpeername", "shutdown", "sendmsg", "recvfrom",
+  "recvmsg", "poll", "ppoll", "ppoll_time64", "getrandom",
+  /* the multi handle's wakeup */
+  "eventfd2", "pipe2",
+  /* waiting between rounds, and the backoff */
+  "nanosleep", "clock_nanosleep", "clock_nanosleep_time64",
+  /* reading /proc and /sys: a topology discovery when the cache is stale; the token's
+     and the CA's files looked at */
+  "getdents64", "faccessat", "faccessat2", "access", "readlink", "readlinkat", "uname", "fstatfs", "fstatfs64",
+  "statfs", "statfs64", "lseek", "_llseek", "sched_getaffinity", "getuid", "geteuid", "getgid", "getegid",
+  "getuid32", "geteuid32", "getgid32", "getegid32",
+};
+
+static int
+build_publisher_filter (scmp_filter_ctx ctx, cp_error_t *err)
+{
+  const uint32_t allow = SCMP_ACT_ALLOW;
+  if (allow_each (ctx, CP_SANDBOX_PUBLISHER_ALLOWED, CP_ARRAY_SIZE (CP_SANDBOX_PUBLISHER_ALLOWED), err) < 0)
+    return -1;
+  /* IPv4 and IPv6 only: no netlink, no packet socket, no new unix socket (the
+     socketpair of curl's wakeup is one). */
+  if (RULE (ctx, allow, "socket", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) AF_INET)) < 0
+      || RULE (ctx, allow, "socket", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) AF_INET6)) < 0
+      || RULE (ctx, allow, "socketpair", SCMP_A0 (SCMP_CMP_EQ, (uint64_t) AF_UNIX)) < 0)
+    return -1;
+  /* A lock of the TLS library's, private to the process (one thread: never
+     contended, but taken and given back). */
+  static const int ops[] = { FUTEX_WAKE | FUTEX_PRIVATE_FLAG, FUTEX_WAIT | FUTEX_PRIVATE_FLAG };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ops); i++)
+    if (RULE (ctx, allow, "futex", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) ops[i])) < 0)
+      return -1;
+  /* Non-blocking sockets, close-on-exec, opendir(). */
+  static const int fcntl_cmds[] = { F_GETFL, F_SETFL, F_GETFD, F_SETFD };
   for (size_t i = 0; i < CP_ARRAY_SIZE (fcntl_cmds); i++)
     if (RULE (ctx, allow, "fcntl", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0
         || RULE (ctx, allow, "fcntl64", SCMP_A1 (SCMP_CMP_EQ, (uint64_t) fcntl_cmds[i])) < 0)
@@ -367,11 +437,16 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
   for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_ALLOWED); i++)
     if (rule (ctx, SCMP_ACT_ALLOW, CP_SANDBOX_ALLOWED[i], 0, NULL, err) < 0)
       return -1;
+  const bool publisher = sb->profile == CP_SANDBOX_PUBLISHER;
+  for (size_t i = 0; i < CP_ARRAY_SIZE (CP_SANDBOX_WRITES) && !publisher; i++)
+    if (rule (ctx, SCMP_ACT_ALLOW, CP_SANDBOX_WRITES[i], 0, NULL, err) < 0)
+      return -1;
 
   const uint32_t allow = SCMP_ACT_ALLOW;
   /* Opening without creating (O_CREAT, or an unnamed O_TMPFILE): anywhere
-     (Landlock, when there, says where). */
-  const uint64_t creating = (uint64_t) (O_CREAT | (O_TMPFILE & ~O_DIRECTORY));
+     (Landlock, when there, says where).  The publisher: for reading only. */
+  const uint64_t creating = (uint64_t) (O_CREAT | (O_TMPFILE & ~O_DIRECTORY))
+                            | (publisher ? (uint64_t) (O_ACCMODE | O_TRUNC) : 0);
   if (RULE (ctx, allow, "openat", SCMP_A2 (SCMP_CMP_MASKED_EQ, creating, 0)) < 0)
     return -1;
   /* Creating: relative to the state directory only (ledger.json.tmp). */
@@ -415,6 +490,8 @@ build_filter (scmp_filter_ctx ctx, const struct cp_sandbox *sb, cp_error_t *err)
           || rule (ctx, allow, "poll", 0, NULL, err) < 0))
     return -1;
   if (sb->profile == CP_SANDBOX_PLUGIN && build_plugin_filter (ctx, err) < 0)
+    return -1;
+  if (publisher && build_publisher_filter (ctx, err) < 0)
     return -1;
   if (sb->profile == CP_SANDBOX_PLUGIN && sb->listener && build_listener_filter (ctx, sb, err) < 0)
     return -1;

@@ -79,7 +79,35 @@
  *     With the kubelet plugin (`cachepin nri --kubelet-plugin`): accept4 on its two
  *     unix sockets only, epoll_ctl and epoll_wait on its epoll set only, and
  *     (Landlock) the removal of files beneath the two directories its sockets
- *     are in, so that it takes them away when it ends. */
+ *     are in, so that it takes them away when it ends.
+ *
+ * The DRA publisher's profile (CP_SANDBOX_PUBLISHER, dra_publisher.h).  The process
+ * that holds the API connection: it parses what the network sends (the API
+ * server's JSON, TLS records), so it is the part most exposed.  It reads the
+ * node's devices (the topology beneath /proc and /sys, the ledger in the state
+ * directory, unlocked), the service-account token (again when it rotates) and the
+ * CA (libcurl reads it for each connection), speaks TLS over TCP to the API server
+ * and answers the agent on its one socket.  It writes no file, runs nothing, needs
+ * no privilege.  Entered in the forked child, its capabilities dropped, libcurl
+ * and its TLS library loaded and the topology read once:
+ *  1. no_new_privs;
+ *  2. Landlock: beneath each of READ_DIRS (/proc, /sys, the state directory, the
+ *     token's and the CA's directories) read and list; nothing written, created,
+ *     removed or executed anywhere.  From ABI 4, no TCP bind, and TCP connect to
+ *     CONNECT_PORT only (Landlock bounds the port, not the address); from ABI 6 no
+ *     abstract unix socket or signal outside the sandbox;
+ *  3. seccomp: the hook's killed list and its allowlist less the writes (fsync,
+ *     rename, unlink, link, openat only read-only and never creating), and what
+ *     libcurl and its TLS library do on a DNS-less HTTPS connection (the server is
+ *     an address: a host name needs a resolver thread, refused), each seen in
+ *     `strace -f` of tests/dra/agent.py: socket of AF_INET, AF_INET6 (and a unix
+ *     socketpair, eventfd or pipe for the multi handle's wakeup), connect,
+ *     getsockopt, setsockopt, getsockname, getpeername, shutdown, sendto,
+ *     sendmsg, recvfrom, recvmsg, poll/ppoll, getrandom, private futex, fcntl
+ *     F_GETFL/F_SETFL/F_GETFD/F_SETFD, the sleeps, and the topology discovery's
+ *     reads as for the plugin.  No socket of another family (no netlink, no raw),
+ *     no bind, no listen, no accept.  An unexpected call answers EPERM: the round
+ *     fails, is logged, and the publisher backs off and tries again. */
 #ifndef CP_SANDBOX_H
 #define CP_SANDBOX_H
 
@@ -109,10 +137,11 @@ enum cp_sandbox_profile
 {
   CP_SANDBOX_HOOK = 0, /* one run: what its last steps need (the default) */
   CP_SANDBOX_PLUGIN,   /* `cachepin nri`: every request's steps, for as long as it runs */
+  CP_SANDBOX_PUBLISHER, /* `cachepin nri --dra-node`'s publisher: reads, and TLS to the API server */
 };
 
 /* The plugin's directories to read beneath, and files to read and write, at most. */
-#define CP_SANDBOX_MAX_READ_DIRS 4
+#define CP_SANDBOX_MAX_READ_DIRS 8
 #define CP_SANDBOX_MAX_WRITE_FILES 2
 #define CP_SANDBOX_MAX_GRPC_LISTEN 2
 #define CP_SANDBOX_MAX_REMOVE_DIRS 2
@@ -128,9 +157,9 @@ struct cp_sandbox
   pid_t pid;          /* files beneath /proc/<pid> may be read (0: none) */
   bool bus;           /* an established D-Bus connection (systemd.h) is used: */
   int bus_fd;         /* sendmsg and recvmsg on this socket, and poll/ppoll */
-  /* CP_SANDBOX_PLUGIN only: directories (absolute paths, NULL-terminated, NULL:
-     none) beneath which files may be read and directories listed; one missing
-     now gets no rule. */
+  /* CP_SANDBOX_PLUGIN and CP_SANDBOX_PUBLISHER: directories (absolute paths,
+     NULL-terminated, NULL: none) beneath which files may be read and directories
+     listed; one missing now gets no rule. */
   const char *read_dirs[CP_SANDBOX_MAX_READ_DIRS + 1];
   /* CP_SANDBOX_PLUGIN only: existing files (absolute paths, NULL-terminated) that may
      be read and written, never created or truncated: the kernel's cache-aware
@@ -159,6 +188,9 @@ struct cp_sandbox
   int grpc_listen_fds[CP_SANDBOX_MAX_GRPC_LISTEN];
   int grpc_epoll_fd;
   const char *remove_dirs[CP_SANDBOX_MAX_REMOVE_DIRS + 1];
+  /* CP_SANDBOX_PUBLISHER only: the API server's TCP port, the one port a TCP
+     connect() may reach where Landlock bounds the network (ABI 4+); 0: none. */
+  unsigned connect_port;
 };
 
 /* Enter the sandbox; it cannot be left.  Returns the Landlock ABI applied (0: the

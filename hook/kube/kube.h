@@ -39,6 +39,8 @@ struct cp_kube_config
 };
 int cp_kube_config_resolve (const struct cp_kube_options *o, struct cp_kube_config *out, cp_error_t *err);
 void cp_kube_config_clear (struct cp_kube_config *c);
+/* The TCP port of C's server (443 where its URL names none; 0: not a port). */
+unsigned cp_kube_config_port (const struct cp_kube_config *c);
 
 /* An answer: the HTTP status and the body (NUL-terminated, at most CP_KUBE_MAX_ANSWER). */
 struct cp_kube_answer
@@ -93,6 +95,8 @@ int cp_kube_fail_answer (const char *what, const struct cp_kube_answer *a, cp_er
 
 /* How many times the token was read (tests and metrics). */
 unsigned cp_kube_token_reads (const struct cp_kube_client *c);
+/* The configuration C was opened with (its server, CA and token files). */
+const struct cp_kube_config *cp_kube_client_config (const struct cp_kube_client *c);
 
 /* PATH's query value VALUE escaped for a URL (caller frees). */
 char *cp_kube_escape (const char *value);

@@ -95,3 +95,26 @@ cp_kube_escape (const char *value)
   *q = '\0';
   return out;
 }
+
+unsigned
+cp_kube_config_port (const struct cp_kube_config *c)
+{
+  if (c->server == NULL || strncmp (c->server, "https://", 8) != 0)
+    return 0;
+  const char *h = c->server + 8, *end = h + strcspn (h, "/");
+  if (*h == '[') /* [IPv6]:PORT */
+    {
+      const char *close = memchr (h, ']', (size_t) (end - h));
+      h = close ? close : end;
+    }
+  const char *colon = memchr (h, ':', (size_t) (end - h));
+  if (colon == NULL)
+    return 443;
+  unsigned port = 0;
+  for (const char *p = colon + 1; p < end; p++)
+    {
+      if (*p < '0' || *p > '9' || (port = port * 10 + (unsigned) (*p - '0')) > 65535)
+        return 0;
+    }
+  return colon + 1 < end ? port : 0;
+}

@@ -470,3 +470,9 @@ cp_kube_watch_stop (struct cp_kube_watch *w)
   free (w->buf);
   free (w);
 }
+
+const struct cp_kube_config *
+cp_kube_client_config (const struct cp_kube_client *c)
+{
+  return &c->cfg;
+}

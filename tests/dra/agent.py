@@ -165,6 +165,7 @@ def run(t, host, tok):
             raise RuntimeError("no `nri: metrics on` line in the plugin's log")
         port = int(re.search(r"nri: metrics on .* \(port ([0-9]+)\)", emu.plugin_log()).group(1))
         emu.connect()
+        publisher_sandboxed(t, emu)
         g1 = wait(generation, 10)
         t.check(f"the slices published once the agent runs (generation {g1})", g1 is not None)
         t.check("they equal dra slice --json", same_as_slice(host), listed())
@@ -225,6 +226,28 @@ def run(t, host, tok):
         t.check("the metrics say when it last succeeded",
                 (metric(port, "cachepin_dra_publish_last_success_timestamp_seconds") or 0) > time.time() - 120)
         t.check("the token never in the agent's log", tok not in emu.plugin_log() and tok2 not in emu.plugin_log())
+
+
+def publisher_sandboxed(t, emu):
+    """The publisher process in its own sandbox (docs/security.md): no new privileges,
+    a seccomp filter, no capability."""
+    m = re.search(r"dra: publishing node \S+ ResourceSlices \(process ([0-9]+)\)", emu.plugin_log())
+    t.check("the publisher's process named in the log", m, emu.plugin_log()[-500:])
+    if not m:
+        return
+    pid = m.group(1)
+    want = {"NoNewPrivs": "1", "Seccomp": "2", "CapEff": "0000000000000000"}
+
+    def seen():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            return {}
+        return {k: fields.get(k, "").strip() for k in want}
+
+    # entered once forked, before its first round: allowed a moment
+    t.check(f"the publisher (process {pid}) sandboxed: {seen()}", wait(lambda: seen() == want, 5), seen())
 
 
 def emu_main(case, body, logs=("plugin.log",)):

@@ -2,13 +2,20 @@
  * wants and those the server lists, what is created, updated and deleted, and the
  * pool's generation: one past the greater of the server's and the publisher's
  * own when anything differs, the server's when nothing does (docs/dra.md
- * "Publishing").  Slices of another driver or node are never touched. */
+ * "Publishing").  Slices of another driver or node are never touched.
+ * And the agent's side of the publisher's socket (cp_dra_publisher_take(),
+ * dra_publisher.h): a claim's answer in parts given whole; parts out of order, one
+ * over the cap, an answer cut short by another, an answer to fetch 0 refused; an
+ * error made one line; a report counted at its exact size only (fuzz_publisher
+ * checks the same against any bytes). */
 #include "testutil.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "dra_publish.h"
+#include "dra_publisher.h"
+#include "log.h"
 #include "json.h"
 #include "util.h"
 
@@ -221,6 +228,123 @@ test_refused (void **state)
   }
 }
 
+/* ---- the agent's side of the publisher's socket ---------------------------------- */
+
+static struct
+{
+  unsigned calls;
+  uint32_t id;
+  char json[256], error[512];
+  bool ok;
+} T;
+
+static void
+got (void *ctx, uint32_t id, const char *json, size_t len, const char *error)
+{
+  (void) ctx;
+  T.calls++;
+  T.id = id;
+  T.ok = json != NULL;
+  snprintf (T.json, sizeof T.json, "%.*s", json ? (int) len : 0, json ? json : "");
+  snprintf (T.error, sizeof T.error, "%s", error ? error : "");
+}
+
+/* A part of claim ID's answer: TOTAL bytes, these from OFF. */
+static void
+part (struct cp_dra_publisher *p, uint32_t id, bool ok, uint32_t total, uint32_t off, const char *bytes)
+{
+  char msg[512];
+  struct cp_dra_claim_part h = { .type = CP_DRA_MSG_CLAIM, .id = id, .ok = ok, .total = total, .off = off };
+  memcpy (msg, &h, sizeof h);
+  memcpy (msg + sizeof h, bytes, strlen (bytes));
+  cp_dra_publisher_take (p, msg, sizeof h + strlen (bytes));
+}
+
+static void
+test_take_claim (void **state)
+{
+  (void) state;
+  cp_log_set_level (CP_LOG_ERROR);
+  struct cp_dra_publisher p = { .fd = -1, .node = "node-a", .claim = got };
+  memset (&T, 0, sizeof T);
+  part (&p, 7, true, 9, 0, "{\"a\":");
+  assert_int_equal (T.calls, 0);
+  part (&p, 7, true, 9, 5, "12}\n");
+  assert_int_equal (T.calls, 1);
+  assert_true (T.ok);
+  assert_int_equal (T.id, 7);
+  assert_string_equal (T.json, "{\"a\":12}\n");
+
+  /* Out of order: the second part first, then the first and a part past its total. */
+  part (&p, 8, true, 9, 5, "12}\n");
+  assert_int_equal (T.calls, 2);
+  assert_false (T.ok);
+  assert_non_null (strstr (T.error, "out of order"));
+  part (&p, 8, true, 4, 0, "{}");
+  part (&p, 8, true, 4, 2, "}}}");
+  assert_int_equal (T.calls, 3);
+  assert_non_null (strstr (T.error, "past its 4 bytes"));
+  assert_null (p.part);
+
+  /* Over the cap: refused at its first part, nothing kept. */
+  part (&p, 9, true, CP_DRA_PUBLISHER_MAX_CLAIM + 1, 0, "{");
+  assert_int_equal (T.calls, 4);
+  assert_non_null (strstr (T.error, "over the cap of 1048576"));
+  assert_null (p.part);
+
+  /* Cut short by another claim's first part: the first answered with an error. */
+  part (&p, 10, true, 4, 0, "{");
+  part (&p, 11, true, 2, 0, "{}");
+  assert_int_equal (T.calls, 6);
+  assert_true (T.ok);
+  assert_int_equal (T.id, 11);
+  assert_null (p.part);
+
+  /* Fetch 0 is the front end's own: never answered from the publisher. */
+  part (&p, 0, false, 3, 0, "bye");
+  part (&p, 0, true, 2, 0, "{}");
+  assert_int_equal (T.calls, 6);
+
+  /* An error: one line, whatever it held. */
+  char err[] = "GET x: line\nnext\0nul";
+  char msg[128];
+  struct cp_dra_claim_part h = { .type = CP_DRA_MSG_CLAIM, .id = 12, .ok = 0, .total = sizeof err - 1 };
+  memcpy (msg, &h, sizeof h);
+  memcpy (msg + sizeof h, err, sizeof err - 1);
+  cp_dra_publisher_take (&p, msg, sizeof h + sizeof err - 1);
+  assert_int_equal (T.calls, 7);
+  assert_false (T.ok);
+  assert_string_equal (T.error, "GET x: line next nul");
+  free (p.part);
+}
+
+static void
+test_take_report (void **state)
+{
+  (void) state;
+  cp_log_set_level (CP_LOG_ERROR);
+  struct cp_dra_publisher p = { .fd = -1, .node = "node-a" };
+  struct
+  {
+    int32_t type, ok, wrote;
+    int64_t generation;
+    double when;
+  } r = { .type = CP_DRA_MSG_REPORT, .ok = 1, .wrote = 1, .generation = 5, .when = 100.5 };
+  cp_dra_publisher_take (&p, (const char *) &r, sizeof r);
+  assert_int_equal (p.rounds, 1);
+  assert_int_equal (p.writes, 1);
+  assert_int_equal (p.generation, 5);
+  cp_dra_publisher_take (&p, (const char *) &r, sizeof r - 1); /* not its size */
+  cp_dra_publisher_take (&p, "\x09\0\0\0", 4);                /* no such type */
+  cp_dra_publisher_take (&p, "", 0);
+  assert_int_equal (p.rounds, 1);
+  r.ok = 0;
+  cp_dra_publisher_take (&p, (const char *) &r, sizeof r);
+  assert_int_equal (p.rounds, 2);
+  assert_int_equal (p.failures, 1);
+  assert_int_equal (p.generation, 5);
+}
+
 int
 main (void)
 {
@@ -228,6 +352,7 @@ main (void)
     cmocka_unit_test (test_first_publish), cmocka_unit_test (test_unchanged),
     cmocka_unit_test (test_changed),       cmocka_unit_test (test_same_specs_two_generations),
     cmocka_unit_test (test_unpublish),     cmocka_unit_test (test_refused),
+    cmocka_unit_test (test_take_claim),    cmocka_unit_test (test_take_report),
   };
   return tu_exit (cmocka_run_group_tests (tests, NULL, NULL));
 }

@@ -219,6 +219,21 @@ test_config (void **state)
   unsetenv ("KUBERNETES_SERVICE_HOST");
   assert_true (cp_kube_config_resolve (&none, &c, &err) < 0);
   assert_non_null (strstr (cp_error_message (err), "no API server"));
+  /* the server's port (the publisher's Landlock rule): named, IPv6, none (443), a path after it */
+  static const struct
+  {
+    const char *server;
+    unsigned port;
+  } ports[] = {
+    { "https://10.0.0.1:6443", 6443 },   { "https://[fd00::1]:443", 443 }, { "https://[fd00::1]", 443 },
+    { "https://api.example", 443 },      { "https://h:8443/prefix", 8443 }, { "https://h:", 0 },
+    { "https://h:99999", 0 },            { "https://h:8x", 0 },            { "http://h:80", 0 },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (ports); i++)
+    {
+      struct cp_kube_config pc = { .server = (char *) ports[i].server };
+      assert_int_equal (cp_kube_config_port (&pc), ports[i].port);
+    }
   /* escaping a query value */
   char *e = cp_kube_escape ("spec.nodeName=a b&c");
   assert_string_equal (e, "spec.nodeName%3Da%20b%26c");

@@ -33,6 +33,12 @@
  * its two unix sockets, epoll on its set, the removal of files beneath its two
  * directories; accept4 on another socket, epoll on another set, bind, listen and
  * the removal of a file elsewhere refused.
+ * The DRA publisher's profile (dra_publisher.h): reads beneath its directories, a TCP
+ * connect to the API server's port, a socketpair, getrandom, a private futex wake,
+ * syslog; a write, a creation, a removal, a rename, a link, mkdir, a socket of
+ * AF_UNIX, netlink or packet, bind, listen, accept, fork and kill refused (EPERM),
+ * a read elsewhere (Landlock) and a TCP connect to another port (Landlock ABI 4+)
+ * refused (EACCES); execve and ptrace killed.
  * Skipped under valgrind (no seccomp or Landlock there); in a sanitizer build,
  * where the sandbox is not loaded (sandbox.h), only checks that it builds. */
 #define _GNU_SOURCE
@@ -42,6 +48,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <linux/futex.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -1002,6 +1009,170 @@ test_plugin_grpc (void **state)
   assert_int_equal (access (keep, F_OK), 0); /* the refused removal left it */
 }
 
+/* ---- the DRA publisher's profile (CP_SANDBOX_PUBLISHER) ------------------------------ */
+
+/* A TCP listener on 127.0.0.1 (a port the kernel picks): its fd, its port in *PORT. */
+static int
+port_listener (unsigned *port)
+{
+  int l = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  socklen_t len = sizeof sa;
+  if (l < 0 || bind (l, (struct sockaddr *) &sa, sizeof sa) < 0 || listen (l, 4) < 0
+      || getsockname (l, (struct sockaddr *) &sa, &len) < 0)
+    return -1;
+  *port = ntohs (sa.sin_port);
+  return l;
+}
+
+static int
+tcp_connect (unsigned port)
+{
+  int s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons ((uint16_t) port),
+                            .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  if (s < 0)
+    return -1;
+  int r = connect (s, (struct sockaddr *) &sa, sizeof sa);
+  int e = errno;
+  close (s);
+  errno = e;
+  return r;
+}
+
+typedef void (*publisher_fn) (int abi, unsigned api_port, unsigned other_port);
+
+/* Fork; the child opens two TCP listeners (the API server's, another), enters the
+   publisher's profile with the stand-in cgroup tree (standing for /sys) and the
+   state directory as its read directories and the first listener's port as the
+   API server's, and runs FN.  Returns the child's wait status. */
+static int
+run_publisher_sandboxed (publisher_fn fn)
+{
+  fflush (NULL);
+  pid_t pid = fork ();
+  assert_true (pid >= 0);
+  if (pid == 0)
+    {
+      reset_fatal_signals ();
+      unsigned api = 0, other = 0;
+      CHILD_CHECK (port_listener (&api) >= 0 && port_listener (&other) >= 0);
+      openlog ("cachepin-test", LOG_PID | LOG_NDELAY, LOG_DAEMON);
+      struct cp_sandbox sb = { .profile = CP_SANDBOX_PUBLISHER, .state_dirfd = -1, .cgroup_mountfd = -1,
+                               .read_dirs = { "/proc", G.cg, G.state }, .connect_port = api };
+      cp_error_t err = NULL;
+      int abi = cp_sandbox_enter (&sb, &err);
+      if (abi < 0)
+        {
+          fprintf (stderr, "child: cp_sandbox_enter (publisher): %s\n", cp_error_message (err));
+          _exit (2);
+        }
+      fn (abi, api, other);
+      _exit (0);
+    }
+  int status;
+  assert_int_equal (waitpid (pid, &status, 0), pid);
+  return status;
+}
+
+/* What a round and a fetch do: read beneath the read directories, a TCP
+   connection to the API server, the multi handle's wakeup, random bytes, a
+   private futex wake, syslog. */
+static void
+publisher_allowed (int abi, unsigned api, unsigned other)
+{
+  (void) abi, (void) other;
+  char path[256], buf[64] = { 0 };
+  snprintf (path, sizeof path, "%s/cpuset.cpus", G.cg);
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && read (fd, buf, sizeof buf - 1) > 0 && close (fd) == 0);
+  fd = open ("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  CHILD_CHECK (fd >= 0 && read (fd, buf, sizeof buf - 1) > 0 && close (fd) == 0);
+  CHILD_CHECK (tcp_connect (api) == 0);
+  int sp[2];
+  CHILD_CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) == 0 && write (sp[0], "x", 1) == 1);
+  struct pollfd pfd = { .fd = sp[1], .events = POLLIN };
+  CHILD_CHECK (poll (&pfd, 1, 1000) == 1 && recv (sp[1], buf, 1, 0) == 1);
+  CHILD_CHECK (syscall (SYS_getrandom, buf, 16, 0) == 16);
+  int futex_word = 0;
+  CHILD_CHECK (syscall (SYS_futex, &futex_word, FUTEX_WAKE | FUTEX_PRIVATE_FLAG, 1, NULL, NULL, 0) == 0);
+  syslog (LOG_DEBUG, "cachepin test: the publisher's sandbox logs");
+}
+
+static void
+test_publisher_allowed (void **state)
+{
+  (void) state;
+  expect_exit0 (run_publisher_sandboxed (publisher_allowed));
+}
+
+/* No write anywhere, no socket but TCP's, no bind or listen, and (Landlock) no
+   read outside its directories, no TCP connect to another port (ABI 4+). */
+static void
+publisher_refused (int abi, unsigned api, unsigned other)
+{
+  (void) api;
+  char path[256];
+  snprintf (path, sizeof path, "%s/cpuset.cpus", G.cg);
+  CHILD_REFUSED (open (path, O_WRONLY | O_CLOEXEC), EPERM);
+  CHILD_REFUSED (open (path, O_RDWR | O_CLOEXEC), EPERM);
+  CHILD_REFUSED (open (path, O_RDONLY | O_TRUNC | O_CLOEXEC), EPERM);
+  snprintf (path, sizeof path, "%s/new.json", G.state);
+  CHILD_REFUSED (open (path, O_RDONLY | O_CREAT | O_CLOEXEC, 0600), EPERM);
+  CHILD_REFUSED (unlinkat (AT_FDCWD, G.outside, 0), EPERM);
+  CHILD_REFUSED (renameat (AT_FDCWD, G.outside, AT_FDCWD, path), EPERM);
+  CHILD_REFUSED (linkat (AT_FDCWD, G.outside, AT_FDCWD, path, 0), EPERM);
+  CHILD_REFUSED (mkdir (path, 0700), EPERM);
+  CHILD_REFUSED (socket (AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), EPERM);
+  CHILD_REFUSED (socket (AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, 0), EPERM);
+  CHILD_REFUSED (socket (AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0), EPERM);
+  int s = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl (INADDR_LOOPBACK) };
+  CHILD_CHECK (s >= 0);
+  CHILD_REFUSED (bind (s, (struct sockaddr *) &sa, sizeof sa), EPERM);
+  CHILD_REFUSED (listen (s, 1), EPERM);
+  CHILD_REFUSED (accept4 (s, NULL, NULL, 0), EPERM);
+  close (s);
+  CHILD_REFUSED (fork (), EPERM);
+  CHILD_REFUSED (kill (1, 0), EPERM);
+  if (abi > 0)
+    CHILD_REFUSED (open (G.outside, O_RDONLY | O_CLOEXEC), EACCES);
+  if (abi >= 4)
+    CHILD_REFUSED (tcp_connect (other), EACCES);
+}
+
+static void
+test_publisher_refused (void **state)
+{
+  (void) state;
+  expect_exit0 (run_publisher_sandboxed (publisher_refused));
+}
+
+static void
+publisher_execve (int abi, unsigned api, unsigned other)
+{
+  (void) abi, (void) api, (void) other;
+  char *const argv[] = { (char *) "/bin/true", NULL };
+  execve ("/bin/true", argv, NULL);
+  _exit (0); /* not killed: the test fails */
+}
+
+static void
+publisher_ptrace (int abi, unsigned api, unsigned other)
+{
+  (void) abi, (void) api, (void) other;
+  syscall (SYS_ptrace, 0L, 0L, 0L, 0L);
+  _exit (0);
+}
+
+static void
+test_publisher_killed (void **state)
+{
+  (void) state;
+  expect_sigsys (run_publisher_sandboxed (publisher_execve), "execve in the publisher's sandbox");
+  expect_sigsys (run_publisher_sandboxed (publisher_ptrace), "ptrace in the publisher's sandbox");
+}
+
 /* Where the sandbox cannot be tested: a sanitizer build (it is not loaded there,
    see sandbox.h) and valgrind (which implements neither seccomp nor Landlock). */
 static const char *
@@ -1061,6 +1232,9 @@ main (void)
     cmocka_unit_test (test_plugin_execve_killed),
     cmocka_unit_test (test_plugin_listener),
     cmocka_unit_test (test_plugin_grpc),
+    cmocka_unit_test (test_publisher_allowed),
+    cmocka_unit_test (test_publisher_refused),
+    cmocka_unit_test (test_publisher_killed),
   };
   return tu_exit (cmocka_run_group_tests (tests, setup, teardown));
 }
