@@ -10,7 +10,7 @@
 # socket, its host config's cdi_dir containerd's cdi_spec_dirs. The promises (docs/dra.md
 # "The kubelet's route"): the agent publishes its node's slice; a claim of N CPUs allocated
 # first fit on it is prepared through NodePrepareResources (the CDI device
-# cachepin.io/claim=<uid>, the ledger's dra:claim entries: N CPUs of the allocated device,
+# cachepin.io/claim=<uid>-0 of its one result, the ledger's dra:claim entries: N CPUs of the allocated device,
 # whose CPUs hwloc-calc computes from the device's attributes); a pod's container given that
 # CDI device (CRI ContainerConfig.CDI_devices, as the kubelet passes it) runs with
 # CACHEPIN_DRA_CLAIM=<uid> in its environment and its live cgroup's cpuset is the claim's
@@ -137,8 +137,8 @@ T1=$(date +%s.%N)
 R=$(standin prepare -claim "$CUID/default/claim-c" -driver cachepin.io)
 echo "     (prepare: $R)"
 CDI=$(jq -r '.devices[0].cdiDeviceIDs[0] // empty' <<<"$R")
-check "NodePrepareResources: pool $NODE, device $DEV, CDI device cachepin.io/claim=$CUID" \
-  jq_true --arg n "$NODE" --arg d "$DEV" --arg c "cachepin.io/claim=$CUID" \
+check "NodePrepareResources: pool $NODE, device $DEV, CDI device cachepin.io/claim=$CUID-0" \
+  jq_true --arg n "$NODE" --arg d "$DEV" --arg c "cachepin.io/claim=$CUID-0" \
   '.ok and .devices[0].poolName == $n and .devices[0].deviceName == $d and .devices[0].cdiDeviceIDs == [$c]' "$R"
 CPUS=$(canon "$(claim_cpus)")
 check "the ledger's dra:claim:$CUID entries: $N CPU ($CPUS) inside $DEV ($DEVCPUS)" \
@@ -146,7 +146,8 @@ check "the ledger's dra:claim:$CUID entries: $N CPU ($CPUS) inside $DEV ($DEVCPU
 check "the ledger's dra:claim:$CUID:0 entry holds them" \
   same "$(canon "$(held "dra:claim:$CUID:0")")" "$CPUS"
 SPEC=$D/cdi/cachepin.io-claim_$CUID.json
-check "the CDI spec in containerd's cdi_spec_dirs, with the tag" grep -q "CACHEPIN_DRA_CLAIM=$CUID" "$SPEC"
+check "the CDI spec in containerd's cdi_spec_dirs, with the tag (the spec's mount)" \
+  grep -q "/run/cachepin.io/claims/$CUID/0" "$SPEC"
 
 # container NAME: a container of the claim's pod given the CDI device, its cgroup and env checked
 container_of_claim () {
