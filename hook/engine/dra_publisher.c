@@ -348,6 +348,16 @@ cp_dra_publisher_start (struct cp_dra_publisher *p, const struct cp_hostconfig *
   struct cp_kube_client *kc = NULL;
   if (cp_kube_open_options (kube, &kc, err) < 0)
     return cp_error_wrap (err, "--dra-node %s", node);
+  const struct cp_kube_config *kcfg = cp_kube_client_config (kc);
+  if (hc->sandbox && !cp_kube_config_host_is_address (kcfg))
+    {
+      /* Said now, once, rather than a failed round every backoff. */
+      int r = cp_fail_input (err, "--kube-api %.128s: the publisher's sandbox resolves no host names: "
+                                  "the API server's address (https://10.0.0.1:6443, https://[fd00::1]:6443)",
+                             kcfg->server);
+      cp_kube_close (kc);
+      return r;
+    }
   int fd;
   pid_t pid = cp_helper_fork ("the DRA publisher", &fd, err);
   if (pid < 0)

@@ -41,6 +41,10 @@ int cp_kube_config_resolve (const struct cp_kube_options *o, struct cp_kube_conf
 void cp_kube_config_clear (struct cp_kube_config *c);
 /* The TCP port of C's server (443 where its URL names none; 0: not a port). */
 unsigned cp_kube_config_port (const struct cp_kube_config *c);
+/* Whether C's server is named by an address (IPv4, or IPv6 in brackets), not a
+   host name: the publisher's sandbox resolves no names (libcurl's resolver is a
+   thread, which its seccomp filter refuses). */
+bool cp_kube_config_host_is_address (const struct cp_kube_config *c);
 
 /* An answer: the HTTP status and the body (NUL-terminated, at most CP_KUBE_MAX_ANSWER). */
 struct cp_kube_answer

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "kube.h"
 
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,4 +118,27 @@ cp_kube_config_port (const struct cp_kube_config *c)
         return 0;
     }
   return colon + 1 < end ? port : 0;
+}
+
+bool
+cp_kube_config_host_is_address (const struct cp_kube_config *c)
+{
+  if (c->server == NULL || strncmp (c->server, "https://", 8) != 0)
+    return false;
+  const char *h = c->server + 8;
+  size_t len = strcspn (h, "/");
+  bool v6 = *h == '[';
+  const char *end = v6 ? memchr (h, ']', len) : memchr (h, ':', len);
+  if (end == NULL)
+    end = v6 ? NULL : h + len;
+  if (end == NULL)
+    return false;
+  char text[INET6_ADDRSTRLEN];
+  const char *from = v6 ? h + 1 : h;
+  if ((size_t) (end - from) >= sizeof text)
+    return false;
+  memcpy (text, from, (size_t) (end - from));
+  text[end - from] = '\0';
+  unsigned char addr[16];
+  return inet_pton (v6 ? AF_INET6 : AF_INET, text, addr) == 1;
 }

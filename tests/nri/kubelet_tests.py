@@ -18,7 +18,8 @@ as emu_tests.py makes it (the sandbox as shipped, on: every call below is served
             inside the sandbox)
   options   --kubelet-root without --kubelet-plugin, not absolute, or not a directory: exit
             2, one line naming it; --kubelet-plugin without --dra-node: exit 2, one line
-            naming --dra-node; a root whose plugins_registry cannot be made: exit 1, the
+            naming --dra-node; --kube-api naming a host, not an address: exit 2, one line
+            naming --kube-api; a root whose plugins_registry cannot be made: exit 1, the
             last line naming --kubelet-root
 
 Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for; no grpcio, grpc_tools or h2).
@@ -138,6 +139,10 @@ def options(t, host):
         (["--kubelet-plugin", "--kubelet-root", "var/lib/kubelet"], 2, "--kubelet-root"),
         (["--kubelet-plugin", "--kubelet-root", notdir], 2, "--kubelet-root"),
         (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "none")], 2, "--kubelet-root"),
+        # A host name for the API server: the publisher's sandbox resolves none (an address).
+        (["--kubelet-plugin", "--kubelet-root", host.dir,
+          *[a if not a.startswith("https://") else "https://localhost:6443" for a in api_args(host)]], 2,
+         "--kube-api"),
         # A root whose plugins_registry cannot be made: found at the run's start.
         (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "ro"), *api_args(host)], 1,
          "--kubelet-root"),

@@ -234,6 +234,22 @@ test_config (void **state)
       struct cp_kube_config pc = { .server = (char *) ports[i].server };
       assert_int_equal (cp_kube_config_port (&pc), ports[i].port);
     }
+  /* named by an address (the publisher's sandbox resolves no names) */
+  static const struct
+  {
+    const char *server;
+    bool address;
+  } hosts[] = {
+    { "https://10.0.0.1:6443", true }, { "https://10.0.0.1", true },       { "https://[fd00::1]:443", true },
+    { "https://[fd00::1]/p", true },   { "https://api.example", false },    { "https://kubernetes:443", false },
+    { "https://[fd00::1", false },     { "https://10.0.0.256:1", false },   { "https://[10.0.0.1]", false },
+    { "http://10.0.0.1", false },      { "https://fd00::1", false },
+  };
+  for (size_t i = 0; i < CP_ARRAY_SIZE (hosts); i++)
+    {
+      struct cp_kube_config pc = { .server = (char *) hosts[i].server };
+      assert_true (cp_kube_config_host_is_address (&pc) == hosts[i].address);
+    }
   /* escaping a query value */
   char *e = cp_kube_escape ("spec.nodeName=a b&c");
   assert_string_equal (e, "spec.nodeName%3Da%20b%26c");
