@@ -42,6 +42,12 @@ dra_built () {
   esac
 }
 
+# What every DRA test needs first: root (the cache in /var/cache/cachepin) and TOOLs.
+dra_prereqs () {
+  [ "$(id -u)" = 0 ] || skip "needs root (the cache in /var/cache/cachepin)"
+  for t in "$@"; do command -v "$t" >/dev/null || skip "$t not installed"; done
+}
+
 dra_fetch () {
   dra_built APISERVER_DIR fetch-apiserver.sh "the API server"
   ETCD_DIR=$(bash "$HERE/../cri/fetch-debs.sh" --suite sid etcd-server) \

@@ -16,8 +16,7 @@ BIN=$(realpath "$1")
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-[ "$(id -u)" = 0 ] || skip "needs root (the cache in /var/cache/cachepin)"
-for t in curl jq openssl; do command -v $t >/dev/null || skip "$t not installed"; done
+dra_prereqs curl jq openssl
 
 dra_fetch
 dra_up

@@ -22,8 +22,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=standin-lib.sh
 . "$HERE/standin-lib.sh"
 
-[ "$(id -u)" = 0 ] || skip "needs root (the cache in /var/cache/cachepin)"
-for t in jq python3; do command -v $t >/dev/null || skip "$t not installed"; done
+dra_prereqs jq python3
 
 t0=$(date +%s.%N)
 standin_fetch
