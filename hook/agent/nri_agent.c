@@ -261,7 +261,10 @@ cp_nri_agent_run (const struct cp_nri_agent_options *o, struct cp_hostconfig *hc
   if (n_dra)
     {
       if (plugin.kubelet.server)
-        cp_nri_kubelet_wire (&plugin.kubelet, hc, o->dra.node, &dra.pub);
+        {
+          cp_nri_kubelet_wire (&plugin.kubelet, hc, o->dra.node, &dra.pub);
+          plugin.watch.kubelet = &plugin.kubelet;
+        }
       plugin.watch.dra = &dra.pub;
       cp_nri_dra_attach (&dra, plugin.watch.side, plugin.watch.n_side);
     }

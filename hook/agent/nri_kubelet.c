@@ -3,6 +3,7 @@
 #include "nri_kubelet.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,7 @@ answer_pending (struct cp_nri_kubelet *k, uint32_t id, const char *uid, const ch
         fail (&ans, &ref, error);
       else
         prepare_json (k, &ref, json, len, &ans);
+      k->prepares[ans.error != NULL]++;
       struct cp_grpc_dra_call *call = p->call;
       size_t index = p->index;
       free (p->uid);
@@ -150,15 +152,24 @@ cp_nri_kubelet_unprepare_claim (struct cp_nri_kubelet *k, const struct cp_grpc_c
 static void
 prepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, struct cp_grpc_prepared *out)
 {
+  struct cp_nri_kubelet *k = ctx;
   for (size_t i = 0; i < n; i++)
-    cp_nri_kubelet_prepare_claim (ctx, &claims[i], &out[i]);
+    {
+      cp_nri_kubelet_prepare_claim (k, &claims[i], &out[i]);
+      if (!out[i].pending) /* a pending one is counted when its answer comes */
+        k->prepares[out[i].error != NULL]++;
+    }
 }
 
 static void
 unprepare (void *ctx, const struct cp_grpc_claim *claims, size_t n, char **errors)
 {
+  struct cp_nri_kubelet *k = ctx;
   for (size_t i = 0; i < n; i++)
-    errors[i] = cp_nri_kubelet_unprepare_claim (ctx, &claims[i]);
+    {
+      errors[i] = cp_nri_kubelet_unprepare_claim (k, &claims[i]);
+      k->unprepares[errors[i] != NULL]++;
+    }
 }
 
 void
@@ -251,6 +262,31 @@ cp_nri_kubelet_close (struct cp_nri_kubelet *k)
   free (k->reg_dir);
   free (k->dra_dir);
   k->reg_path = k->dra_path = k->reg_dir = k->dra_dir = NULL;
+}
+
+char *
+cp_nri_kubelet_metrics (const struct cp_nri_kubelet *k)
+{
+  size_t waiting = 0;
+  for (size_t i = 0; i < CP_NRI_KUBELET_MAX_PENDING; i++)
+    waiting += k->pending[i].call != NULL;
+  return cp_xasprintf (
+    "# HELP cachepin_dra_kubelet_registered Whether the kubelet registered the DRA plugin (its last "
+    "NotifyRegistrationStatus).\n"
+    "# TYPE cachepin_dra_kubelet_registered gauge\n"
+    "cachepin_dra_kubelet_registered %d\n"
+    "# HELP cachepin_dra_prepares_total Claims the kubelet asked to prepare, by outcome.\n"
+    "# TYPE cachepin_dra_prepares_total counter\n"
+    "cachepin_dra_prepares_total{outcome=\"ok\"} %" PRIu64 "\n"
+    "cachepin_dra_prepares_total{outcome=\"failed\"} %" PRIu64 "\n"
+    "# HELP cachepin_dra_unprepares_total Claims the kubelet asked to unprepare, by outcome.\n"
+    "# TYPE cachepin_dra_unprepares_total counter\n"
+    "cachepin_dra_unprepares_total{outcome=\"ok\"} %" PRIu64 "\n"
+    "cachepin_dra_unprepares_total{outcome=\"failed\"} %" PRIu64 "\n"
+    "# HELP cachepin_dra_prepares_waiting Claims whose prepare waits for the API server now.\n"
+    "# TYPE cachepin_dra_prepares_waiting gauge\n"
+    "cachepin_dra_prepares_waiting %zu\n",
+    k->registered ? 1 : 0, k->prepares[0], k->prepares[1], k->unprepares[0], k->unprepares[1], waiting);
 }
 
 static void

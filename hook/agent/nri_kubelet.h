@@ -14,12 +14,14 @@
  * The reply is parsed for this node (--dra-node, dra_claim.h), its uid checked
  * against the kubelet's, and the claim prepared here, in the agent, which writes
  * the ledger and the CDI spec as every NRI placement (dra_prepare.h); the answer
- * names the pool (the node), the device and the CDI device cachepin.io/claim=<uid>.
+ * names, for each result, the pool (the node), the device and its CDI device
+ * cachepin.io/claim=<uid>-<i>, whose spec's mount tags the container (nri_claim.h).
  * Unprepare releases (cp_dra_claim_unprepare(): idempotent). */
 #ifndef CP_NRI_KUBELET_H
 #define CP_NRI_KUBELET_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "dra_publisher.h"
 #include "error.h"
@@ -49,6 +51,9 @@ struct cp_nri_kubelet
   char *reg_path, *dra_path;
   char *reg_dir, *dra_dir; /* where the sockets are: the sandbox lets them be removed */
   bool registered;         /* the kubelet's last word */
+  /* Claims of the kubelet's calls, by outcome (the metrics): [0] prepared or
+     released, [1] answered with an error. */
+  uint64_t prepares[2], unprepares[2];
   /* What prepares (cp_nri_kubelet_wire()); PUB NULL: nothing can be fetched. */
   const struct cp_hostconfig *hc;
   const char *node;
@@ -71,6 +76,9 @@ int cp_nri_kubelet_open (struct cp_nri_kubelet *k, const struct cp_nri_kubelet_o
 
 /* Both servers closed and their sockets removed (nothing when not open). */
 void cp_nri_kubelet_close (struct cp_nri_kubelet *k);
+
+/* K's families in Prometheus' text format (docs/metrics.md), allocated. */
+char *cp_nri_kubelet_metrics (const struct cp_nri_kubelet *k);
 
 /* The loop's side descriptor for K (open). */
 struct cp_nri_side cp_nri_kubelet_side (struct cp_nri_kubelet *k);

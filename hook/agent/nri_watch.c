@@ -11,6 +11,7 @@
 #include "daemon.h"
 #include "dra_publisher.h"
 #include "log.h"
+#include "nri_kubelet.h"
 #include "status.h"
 #include "util.h"
 
@@ -204,6 +205,13 @@ cp_nri_watch_metrics (struct cp_nri_watch *w)
     {
       cleanup_free char *dra = cp_dra_publisher_metrics (w->dra);
       char *both = cp_xasprintf ("%s%s", text, dra);
+      free (text);
+      text = both;
+    }
+  if (w->kubelet)
+    {
+      cleanup_free char *kubelet = cp_nri_kubelet_metrics (w->kubelet);
+      char *both = cp_xasprintf ("%s%s", text, kubelet);
       free (text);
       text = both;
     }

@@ -28,6 +28,7 @@
 
 struct cp_hostconfig;
 struct cp_dra_publisher;
+struct cp_nri_kubelet;
 
 #define CP_NRI_WATCH_TICK_MS 1000
 #define CP_NRI_WATCH_LIVE_S 30
@@ -49,6 +50,7 @@ struct cp_nri_watch
   struct cp_nri_side side[CP_NRI_WATCH_MAX_SIDES];
   size_t n_side;
   const struct cp_dra_publisher *dra; /* --dra-node's publisher (NULL: none): its metrics too */
+  const struct cp_nri_kubelet *kubelet; /* --kubelet-plugin's (NULL: none): its metrics too */
 };
 
 /* What the command line asks of it. */

@@ -9,12 +9,12 @@ emulator (tests/nri/nri_emu.py) creating the claim's container.
 The promises (docs/dra.md "The kubelet's route"): a ResourceClaim allocated as the scheduler's
 structured allocator would (first fit: the published slice's first device with the capacity,
 consumedCapacity cpus: N) is prepared on NodePrepareResources: the answer names pool = the node,
-the device and the CDI device cachepin.io/claim=<uid>; the ledger holds the claim's dra:claim
+the device and the CDI device cachepin.io/claim=<uid>-0; the ledger holds the claim's dra:claim
 entries, N CPUs inside that device (its CPUs computed from the pinned topology's L3s, never
-hard-coded); the CDI spec is in cdi_dir with the tag; CreateContainer
-of a container tagged CACHEPIN_DRA_CLAIM=<uid> is answered with those CPUs; prepare again: the
-same; the agent killed and started again: prepare again the same; unprepare: the entries and the
-spec gone. A claim whose uid is not the kubelet's: an error naming both, nothing recorded. The
+hard-coded); the CDI spec is in cdi_dir; CreateContainer of a container given that device (the
+spec's mount) is answered with those CPUs, one that sets CACHEPIN_DRA_CLAIM=<uid> itself is not;
+prepare again: the same; the agent killed and started again: prepare again the same; unprepare:
+the entries and the spec gone; the metrics count the kubelet's calls by outcome. A claim whose uid is not the kubelet's: an error naming both, nothing recorded. The
 API server stopped: prepare answered with the fetch's error within the bound, and the NRI path
 answers the claim's container as fast as ever.
 
@@ -107,13 +107,20 @@ def given(c, answer, cdi, uid):
     return c
 
 
-def start_agent(emu, host, root):
+def start_agent(emu, host, root, metrics=False):
+    """The agent started; with METRICS, its listener's port."""
     path = emu.listen(os.path.join(host.dir, "nri.sock"))
+    listen = ["--metrics-listen", "127.0.0.1:0"] if metrics else []
     emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--kubelet-plugin",
                       "--kubelet-root", root, "--dra-node", NODE, "--kube-api", URL, "--kube-ca",
-                      os.path.join(D, "ca.crt"), "--kube-token-file", os.path.join(D, "token")],
+                      os.path.join(D, "ca.crt"), "--kube-token-file", os.path.join(D, "token"), *listen],
                      log=os.path.join(host.dir, "plugin.log"))
     emu.connect()
+    if not metrics:
+        return None
+    if not emu.wait_log(r"nri: metrics on .* \(port [0-9]+\)", timeout=5):
+        raise RuntimeError("no `nri: metrics on` line in the plugin's log")
+    return int(re.findall(r"nri: metrics on .* \(port ([0-9]+)\)", emu.plugin_log())[-1])
 
 
 def run(t, host):
@@ -169,7 +176,9 @@ def run(t, host):
             emu.proc.send_signal(signal.SIGKILL)
             emu.proc.wait(timeout=10)
         with Emu(style="v0.8", workdir=host.dir) as emu:
-            start_agent(emu, host, root)
+            port = start_agent(emu, host, root, metrics=True)
+            t.check("the stand-in registered the agent again",
+                    standin(root, "wait", "-driver", "cachepin.io", "-timeout", "20s").get("ok"))
             r3 = standin(root, "prepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
             t.check("the agent killed and started again: prepare the same",
                     r3.get("ok") and r3.get("devices") == r.get("devices") and claim_entries(host, uid) == held, r3)
@@ -197,6 +206,16 @@ def run(t, host):
             u = standin(root, "unprepare", "-claim", f"{uid}/default/claim-k", "-driver", "cachepin.io")
             t.check("unprepare: the entries and the spec gone",
                     u.get("ok") and not claim_entries(host, uid) and not os.path.exists(spec), u)
+            m = {k: agent.metric(port, f"cachepin_dra_{k}") for k in ("kubelet_registered", "prepares_waiting")}
+            for k in ("prepares_total", "unprepares_total"):
+                for o in ("ok", "failed"):
+                    m[f"{k}:{o}"] = agent.metric(port, f"cachepin_dra_{k}", f'{{outcome="{o}"}}')
+            # The failed ones: the two above, each retried by the stand-in as the kubelet does.
+            failed = m.pop("prepares_total:failed", None) or 0
+            t.check(f"the metrics: registered, each claim of the kubelet's calls by outcome ({failed:.0f} failed), "
+                    "none waiting",
+                    failed >= 2 and m == {"kubelet_registered": 1, "prepares_waiting": 0, "prepares_total:ok": 1,
+                              "unprepares_total:ok": 1, "unprepares_total:failed": 0}, m)
             t.equal("SIGTERM: exit 0", emu.terminate(), 0)
     finally:
         sp.terminate()

@@ -14,7 +14,7 @@ as emu_tests.py makes it (the sandbox as shipped, on: every call below is served
             fetch (the answer deferred until the publisher's reply, the loop free);
             NodeUnprepareResources of claims never prepared: each claim, no error; a
             compressed message: INVALID_ARGUMENT, one line; CreateContainer answered between
-            the kubelet's calls (one loop); SIGTERM: exit 0, both sockets gone (removed
+            the kubelet's calls (one loop); the metrics count the claims by outcome; SIGTERM: exit 0, both sockets gone (removed
             inside the sandbox)
   options   --kubelet-root without --kubelet-plugin, not absolute, or not a directory: exit
             2, one line naming it; --kubelet-plugin without --dra-node: exit 2, one line
@@ -26,6 +26,7 @@ Exit: 0 passed, 1 failed, 77 skipped (what emu_tests.py skips for; no grpcio, gr
 """
 
 import os
+import re
 import socket
 import stat
 import subprocess
@@ -37,6 +38,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "grpc"))
 import emu_tests  # noqa: E402
+import http_tests  # noqa: E402
 import kubelet_client as kc  # noqa: E402
 from emu_tests import cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
@@ -69,9 +71,7 @@ def serve(t, host):
     reg = os.path.join(root, "plugins_registry", "cachepin.io-reg.sock")
     dra = os.path.join(root, "plugins", "cachepin.io", "dra.sock")
     with Emu(style="v0.8", workdir=host.dir) as emu:
-        path = emu.listen(os.path.join(host.dir, "nri.sock"))
-        emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--kubelet-plugin",
-                          "--kubelet-root", root, *api_args(host)], log=os.path.join(host.dir, "plugin.log"))
+        port = http_tests.start(emu, host, "--kubelet-plugin", "--kubelet-root", root, *api_args(host))
         t.check("the kubelet plugin's sockets listen", emu.wait_log(r"nri: kubelet plugin cachepin.io", timeout=5))
         for p in (reg, dra):
             t.check(f"{os.path.relpath(p, root)}: a socket, 0600",
@@ -118,6 +118,14 @@ def serve(t, host):
                 code = e.code()
         t.equal("no protobuf: INVALID_ARGUMENT", code, grpc.StatusCode.INVALID_ARGUMENT)
         t.check("the agent lives on", emu.proc.poll() is None)
+        status, text = http_tests.get(port, "/metrics")
+        got = dict(re.findall(r"^(cachepin_dra_(?:kubelet|prepares|unprepares)\S*) (\S+)$", text, re.M))
+        t.equal("the metrics: registered, each claim of the kubelet's calls by outcome (the two malformed "
+                "calls are no claim's)", (status, got),
+                (200, {"cachepin_dra_kubelet_registered": "1", 'cachepin_dra_prepares_total{outcome="ok"}': "0",
+                       'cachepin_dra_prepares_total{outcome="failed"}': "4",
+                       'cachepin_dra_unprepares_total{outcome="ok"}': "4",
+                       'cachepin_dra_unprepares_total{outcome="failed"}': "0", "cachepin_dra_prepares_waiting": "0"}))
         t.equal("GetInfo still answered", kc.get_info(reg).name, "cachepin.io")
 
         rc = emu.terminate()
