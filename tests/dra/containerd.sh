@@ -12,8 +12,9 @@
 # first fit on it is prepared through NodePrepareResources (the CDI device
 # cachepin.io/claim=<uid>-0 of its one result, the ledger's dra:claim entries: N CPUs of the allocated device,
 # whose CPUs hwloc-calc computes from the device's attributes); a pod's container given that
-# CDI device (CRI ContainerConfig.CDI_devices, as the kubelet passes it) runs with
-# CACHEPIN_DRA_CLAIM=<uid> in its environment and its live cgroup's cpuset is the claim's
+# CDI device (CRI ContainerConfig.CDI_devices, as the kubelet passes it) runs with the
+# claim's spec mounted read-only at /run/cachepin.io/claims/<uid>/0 (the tag) and
+# CACHEPIN_DRA_CLAIM=<uid> in its environment, and its live cgroup's cpuset is the claim's
 # CPUs; the agent SIGKILLed and started again, a second container gets them too; containerd
 # restarted under the agent, it registers again and a third container gets them;
 # NodeUnprepareResources after the containers are removed: the entries and the spec gone.
@@ -155,6 +156,8 @@ container_of_claim () {
   CTRS+=("$C")
   check "$1: its live cgroup's cpuset is the claim's CPUs $CPUS" same "$(canon "$(cgroup_cpus "$C")")" "$CPUS"
   check "$1: CACHEPIN_DRA_CLAIM=$CUID in its environment" same "$(cri exec "$C" sh -c 'echo $CACHEPIN_DRA_CLAIM')" "$CUID"
+  check "$1: the claim's spec mounted read-only at /run/cachepin.io/claims/$CUID/0 (the tag the agent trusts)" \
+    same "$(cri exec "$C" sh -c "grep -c ' /run/cachepin.io/claims/$CUID/0 ro[, ]' /proc/self/mountinfo")" 1
 }
 run_pod dra-pod || exit 1
 container_of_claim c1
