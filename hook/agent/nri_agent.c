@@ -39,7 +39,9 @@ on_stop (int sig)
 }
 
 /* SIGTERM and SIGINT end the run at its next wait, a blocked write included (no
-   SA_RESTART: poll returns, and the connection's cancel flag is this one). */
+   SA_RESTART: poll returns, and the connection's cancel flag is this one).  They
+   are blocked but in the loop's waits (nri_conn.h): one that came while a side's
+   handler ran was lost before, the loop sleeping on until the runtime spoke. */
 static void
 catch_stop_signals (void)
 {
@@ -47,6 +49,7 @@ catch_stop_signals (void)
   sigemptyset (&sa.sa_mask);
   sigaction (SIGTERM, &sa, NULL);
   sigaction (SIGINT, &sa, NULL);
+  cp_nri_block_stop_signals ();
 }
 
 /* ---- the methods it serves ---------------------------------------------------------- */

@@ -1,6 +1,8 @@
 /* cachepin: the NRI socket (nri_conn.h). */
+#define _GNU_SOURCE /* ppoll */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -59,6 +61,31 @@ ms_left (const struct timespec *deadline)
 
 #define CP_NRI_MAX_SIDES 8
 
+void
+cp_nri_block_stop_signals (void)
+{
+  sigset_t stop;
+  sigemptyset (&stop);
+  sigaddset (&stop, SIGTERM);
+  sigaddset (&stop, SIGINT);
+  sigprocmask (SIG_BLOCK, &stop, NULL);
+}
+
+/* poll(2) with SIGTERM and SIGINT let in for the wait alone: blocked outside it
+   (cp_nri_block_stop_signals()), one that comes while a side's READY runs, or
+   between a check of the stop flag and the wait, stays pending and interrupts
+   this wait at once (EINTR), where a plain poll would sleep through it. */
+static int
+stop_aware_poll (struct pollfd *pfd, nfds_t n, int timeout_ms)
+{
+  sigset_t during;
+  sigprocmask (SIG_SETMASK, NULL, &during);
+  sigdelset (&during, SIGTERM);
+  sigdelset (&during, SIGINT);
+  struct timespec ts = { .tv_sec = timeout_ms / 1000, .tv_nsec = (timeout_ms % 1000) * 1000000L };
+  return ppoll (pfd, n, timeout_ms < 0 ? NULL : &ts, &during);
+}
+
 int
 cp_nri_side_wait (const struct cp_nri_side *side, size_t n, int fd, int timeout_ms, cp_error_t *err)
 {
@@ -79,7 +106,7 @@ cp_nri_side_wait (const struct cp_nri_side *side, size_t n, int fd, int timeout_
       pfd[0] = (struct pollfd) { .fd = fd, .events = POLLIN };
       for (size_t i = 0; i < n; i++)
         pfd[1 + i] = (struct pollfd) { .fd = side[i].fd, .events = POLLIN };
-      int r = poll (pfd, 1 + n, timeout_ms < 0 ? -1 : ms_left (&deadline));
+      int r = stop_aware_poll (pfd, 1 + n, timeout_ms < 0 ? -1 : ms_left (&deadline));
       if (r < 0 && errno == EINTR)
         return CP_NRI_INTERRUPTED;
       if (r < 0)
@@ -111,7 +138,7 @@ wait_writable (struct cp_nri_conn *c, cp_error_t *err)
       if (cancelled (c))
         return cp_fail_errno (err, ECANCELED, "NRI socket: write: stopped by a signal");
       struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
-      int r = poll (&pfd, 1, CP_NRI_SEND_STALL_MS);
+      int r = stop_aware_poll (&pfd, 1, CP_NRI_SEND_STALL_MS);
       if (r < 0 && errno == EINTR)
         continue; /* checked above */
       if (r < 0)

@@ -30,6 +30,12 @@ struct cp_nri_side
    readable, CP_NRI_TIMED_OUT, CP_NRI_INTERRUPTED (a signal), < 0 (*ERR). */
 int cp_nri_side_wait (const struct cp_nri_side *side, size_t n, int fd, int timeout_ms, cp_error_t *err);
 
+/* SIGTERM and SIGINT blocked from now on but in the waits of this module, which
+   let them in (ppoll): a stop signal is never lost between a check of the stop
+   flag and the next wait, nor while a side's READY runs.  A long-running front
+   end calls it once its handlers are set. */
+void cp_nri_block_stop_signals (void);
+
 struct cp_nri_conn
 {
   int fd;

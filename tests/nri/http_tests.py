@@ -16,6 +16,9 @@ emulator (tests/nri/nri_emu.py), no containerd; each case's host as emu_tests.py
               metrics and never read (a receive buffer of 1 KiB): CreateContainer still
               answered within 1 s (the runtime's timeout is 2 s), and another scraper answered;
               the stalled ones closed by the listener at its timeout (10 s)
+  stop_while_serving
+              SIGTERM while two scrapers keep the listener busy, 10 times: each exit 0
+              within 3 s (a signal that comes while the loop serves a request is not lost)
   options     --metrics-listen that is not ADDR:PORT, a port past 65535; --metrics-path
               without --metrics-listen, or not a path: exit 2, one line naming the option,
               before anything runs; an address taken: exit 1, the last line naming it
@@ -163,6 +166,38 @@ def stalled(t, host):
         t.check("after them: CreateContainer answered", r.ok, r)
 
 
+def stop_while_serving(t, host):
+    """SIGTERM while scrapers keep the listener busy: the signal often comes while the loop
+    serves a request, not while it waits; it must still end the run at once."""
+    import threading
+    slow = []
+    for i in range(10):
+        with Emu(style="v0.8", workdir=host.dir) as emu:
+            port = start(emu, host)
+            emu.connect()
+            done = threading.Event()
+
+            def scrape():
+                while not done.is_set():
+                    try:
+                        get(port, "/metrics", timeout=1)
+                    except OSError:
+                        pass
+            threads = [threading.Thread(target=scrape, daemon=True) for _ in range(2)]
+            for th in threads:
+                th.start()
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            rc = emu.terminate(timeout=3)
+            took = time.monotonic() - t0
+            done.set()
+            for th in threads:
+                th.join(timeout=5)
+            if rc != 0:
+                slow.append((i, rc, round(took, 2)))
+    t.equal("SIGTERM amid scrapes, 10 times: each exit 0 within 3 s", slow, [])
+
+
 def options(t, host):
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
@@ -191,7 +226,7 @@ def options(t, host):
     taken.close()
 
 
-CASES = [probes, stalled, options]
+CASES = [probes, stalled, stop_while_serving, options]
 
 
 def main(argv):
