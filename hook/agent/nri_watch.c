@@ -188,6 +188,16 @@ cp_nri_watch_not_live (struct cp_nri_watch *w)
   return NULL;
 }
 
+/* TEXT then MORE, both allocated and freed here. */
+static char *
+appended (char *text, char *more)
+{
+  char *both = cp_xasprintf ("%s%s", text, more);
+  free (text);
+  free (more);
+  return both;
+}
+
 char *
 cp_nri_watch_metrics (struct cp_nri_watch *w)
 {
@@ -202,18 +212,8 @@ cp_nri_watch_metrics (struct cp_nri_watch *w)
   if (status)
     json_object_put (status);
   if (w->dra)
-    {
-      cleanup_free char *dra = cp_dra_publisher_metrics (w->dra);
-      char *both = cp_xasprintf ("%s%s", text, dra);
-      free (text);
-      text = both;
-    }
+    text = appended (text, cp_dra_publisher_metrics (w->dra));
   if (w->kubelet)
-    {
-      cleanup_free char *kubelet = cp_nri_kubelet_metrics (w->kubelet);
-      char *both = cp_xasprintf ("%s%s", text, kubelet);
-      free (text);
-      text = both;
-    }
+    text = appended (text, cp_nri_kubelet_metrics (w->kubelet));
   return text;
 }

@@ -97,18 +97,44 @@ cp_kube_escape (const char *value)
   return out;
 }
 
+/* The authority of C's server (false: not an https URL): *HOST and *LEN its host,
+   an IPv6 address without its brackets (*LEN 0 where the bracket is not closed),
+   *PORT to *END what follows the host up to the path (":PORT", or nothing). */
+static bool
+server_authority (const struct cp_kube_config *c, const char **host, size_t *len, bool *v6, const char **port,
+                  const char **end)
+{
+  if (c->server == NULL || strncmp (c->server, "https://", 8) != 0)
+    return false;
+  const char *h = c->server + 8;
+  *end = h + strcspn (h, "/");
+  *v6 = *h == '[';
+  if (*v6)
+    {
+      const char *close = memchr (h, ']', (size_t) (*end - h));
+      *host = h + 1;
+      *len = close ? (size_t) (close - *host) : 0;
+      *port = close ? close + 1 : *end;
+    }
+  else
+    {
+      const char *colon = memchr (h, ':', (size_t) (*end - h));
+      *host = h;
+      *port = colon ? colon : *end;
+      *len = (size_t) (*port - h);
+    }
+  return true;
+}
+
 unsigned
 cp_kube_config_port (const struct cp_kube_config *c)
 {
-  if (c->server == NULL || strncmp (c->server, "https://", 8) != 0)
+  const char *host, *after, *end;
+  size_t len;
+  bool v6;
+  if (!server_authority (c, &host, &len, &v6, &after, &end))
     return 0;
-  const char *h = c->server + 8, *end = h + strcspn (h, "/");
-  if (*h == '[') /* [IPv6]:PORT */
-    {
-      const char *close = memchr (h, ']', (size_t) (end - h));
-      h = close ? close : end;
-    }
-  const char *colon = memchr (h, ':', (size_t) (end - h));
+  const char *colon = memchr (after, ':', (size_t) (end - after));
   if (colon == NULL)
     return 443;
   unsigned port = 0;
@@ -123,22 +149,14 @@ cp_kube_config_port (const struct cp_kube_config *c)
 bool
 cp_kube_config_host_is_address (const struct cp_kube_config *c)
 {
-  if (c->server == NULL || strncmp (c->server, "https://", 8) != 0)
-    return false;
-  const char *h = c->server + 8;
-  size_t len = strcspn (h, "/");
-  bool v6 = *h == '[';
-  const char *end = v6 ? memchr (h, ']', len) : memchr (h, ':', len);
-  if (end == NULL)
-    end = v6 ? NULL : h + len;
-  if (end == NULL)
-    return false;
+  const char *host, *after, *end;
+  size_t len;
+  bool v6;
   char text[INET6_ADDRSTRLEN];
-  const char *from = v6 ? h + 1 : h;
-  if ((size_t) (end - from) >= sizeof text)
+  if (!server_authority (c, &host, &len, &v6, &after, &end) || len == 0 || len >= sizeof text)
     return false;
-  memcpy (text, from, (size_t) (end - from));
-  text[end - from] = '\0';
+  memcpy (text, host, len);
+  text[len] = '\0';
   unsigned char addr[16];
   return inet_pton (v6 ? AF_INET6 : AF_INET, text, addr) == 1;
 }
