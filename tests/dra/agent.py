@@ -32,6 +32,7 @@ sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "nri"))
 import emu_tests  # noqa: E402
+import http_tests  # noqa: E402
 import nri_emu  # noqa: E402
 from emu_tests import Frame, Host, cgroup  # noqa: E402
 from nri_emu import Emu, container, pod  # noqa: E402
@@ -157,13 +158,8 @@ def api_start(argv):
 
 def run(t, host, tok):
     with Emu(style="v0.8", workdir=host.dir) as emu:
-        path = emu.listen(os.path.join(host.dir, "nri.sock"))
-        emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--metrics-listen",
-                          "127.0.0.1:0", "--dra-node", NODE, "--kube-api", URL, "--kube-ca", os.path.join(D, "ca.crt"),
-                          "--kube-token-file", os.path.join(D, "token")], log=os.path.join(host.dir, "plugin.log"))
-        if not emu.wait_log(r"nri: metrics on .* \(port [0-9]+\)", timeout=5):
-            raise RuntimeError("no `nri: metrics on` line in the plugin's log")
-        port = int(re.search(r"nri: metrics on .* \(port ([0-9]+)\)", emu.plugin_log()).group(1))
+        port = http_tests.start(emu, host, "--dra-node", NODE, "--kube-api", URL, "--kube-ca",
+                                os.path.join(D, "ca.crt"), "--kube-token-file", os.path.join(D, "token"))
         emu.connect()
         publisher_sandboxed(t, emu)
         g1 = wait(generation, 10)

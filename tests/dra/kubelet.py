@@ -34,6 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "nri"))
 import emu_tests  # noqa: E402
+import http_tests  # noqa: E402
 import agent  # noqa: E402  (agent.py's API helpers)
 from agent import D, G, NODE, URL, api, listed, wait  # noqa: E402
 from emu_tests import adjusted_cpus, cgroup, cpulist  # noqa: E402
@@ -108,19 +109,18 @@ def given(c, answer, cdi, uid):
 
 
 def start_agent(emu, host, root, metrics=False):
-    """The agent started; with METRICS, its listener's port."""
-    path = emu.listen(os.path.join(host.dir, "nri.sock"))
-    listen = ["--metrics-listen", "127.0.0.1:0"] if metrics else []
-    emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--kubelet-plugin",
-                      "--kubelet-root", root, "--dra-node", NODE, "--kube-api", URL, "--kube-ca",
-                      os.path.join(D, "ca.crt"), "--kube-token-file", os.path.join(D, "token"), *listen],
-                     log=os.path.join(host.dir, "plugin.log"))
+    """The agent started and connected; with METRICS, its listener's port."""
+    args = ["--kubelet-plugin", "--kubelet-root", root, "--dra-node", NODE, "--kube-api", URL, "--kube-ca",
+            os.path.join(D, "ca.crt"), "--kube-token-file", os.path.join(D, "token")]
+    port = None
+    if metrics:
+        port = http_tests.start(emu, host, *args)
+    else:
+        path = emu.listen(os.path.join(host.dir, "nri.sock"))
+        emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, *args],
+                         log=os.path.join(host.dir, "plugin.log"))
     emu.connect()
-    if not metrics:
-        return None
-    if not emu.wait_log(r"nri: metrics on .* \(port [0-9]+\)", timeout=5):
-        raise RuntimeError("no `nri: metrics on` line in the plugin's log")
-    return int(re.findall(r"nri: metrics on .* \(port ([0-9]+)\)", emu.plugin_log())[-1])
+    return port
 
 
 def run(t, host):

@@ -43,15 +43,21 @@ from nri_emu import Emu, container, pod  # noqa: E402
 
 
 
+METRICS_ON = r"nri: metrics on .* \(port ([0-9]+)\)"
+
+
 def start(emu, host, *extra, listen="127.0.0.1:0"):
     """The plugin started dialling EMU's socket with its listener on LISTEN; the port it
-    took (from its log line), the connection not accepted yet."""
+    took (from its log line), the connection not accepted yet. The log is appended to by
+    every plugin started in HOST: the port is this one's line, the one after those there."""
+    log = os.path.join(host.dir, "plugin.log")
+    before = len(re.findall(METRICS_ON, open(log, errors="replace").read())) if os.path.exists(log) else 0
     path = emu.listen(os.path.join(host.dir, "nri.sock"))
     emu.start_plugin([emu_tests.BIN, "nri", "--socket", path, "--config", host.config, "--metrics-listen", listen,
-                      *extra], log=os.path.join(host.dir, "plugin.log"))
-    if not emu.wait_log(r"nri: metrics on .* \(port [0-9]+\)", timeout=5):
+                      *extra], log=log)
+    if not emu.wait_log(METRICS_ON, count=before + 1, timeout=5):
         raise RuntimeError("no `nri: metrics on` line in the plugin's log")
-    return int(re.search(r"nri: metrics on .* \(port ([0-9]+)\)", emu.plugin_log()).group(1))
+    return int(re.findall(METRICS_ON, emu.plugin_log())[before])
 
 
 def get(port, path, method="GET", timeout=5):

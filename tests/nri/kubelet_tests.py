@@ -45,9 +45,9 @@ from nri_emu import Emu, container, pod  # noqa: E402
 
 
 
-def api_args(host):
+def api_args(host, url=None):
     """--dra-node and an API server that is not one: a port that closes each connection at
-    once (the TLS handshake fails at once, every request an error)."""
+    once (the TLS handshake fails at once, every request an error), or URL."""
     tok = os.path.join(host.dir, "token")
     with open(tok, "w") as f:
         f.write("not-a-real-token\n")
@@ -60,7 +60,7 @@ def api_args(host):
             conn, _ = srv.accept()
             conn.close()
     threading.Thread(target=closer, daemon=True).start()
-    url = f"https://127.0.0.1:{srv.getsockname()[1]}"
+    url = url or f"https://127.0.0.1:{srv.getsockname()[1]}"
     return ["--dra-node", "node-a", "--kube-api", url, "--kube-ca", tok, "--kube-token-file", tok]
 
 
@@ -148,8 +148,7 @@ def options(t, host):
         (["--kubelet-plugin", "--kubelet-root", notdir], 2, "--kubelet-root"),
         (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "none")], 2, "--kubelet-root"),
         # A host name for the API server: the publisher's sandbox resolves none (an address).
-        (["--kubelet-plugin", "--kubelet-root", host.dir,
-          *[a if not a.startswith("https://") else "https://localhost:6443" for a in api_args(host)]], 2,
+        (["--kubelet-plugin", "--kubelet-root", host.dir, *api_args(host, "https://localhost:6443")], 2,
          "--kube-api"),
         # A root whose plugins_registry cannot be made: found at the run's start.
         (["--kubelet-plugin", "--kubelet-root", os.path.join(host.dir, "ro"), *api_args(host)], 1,
